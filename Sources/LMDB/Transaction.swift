@@ -1,0 +1,130 @@
+internal import CLMDB
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A transaction, only ever seen inside `Environment.read` or `Environment.write` (closure-scoped, like GRDB's).
+///
+/// Not `Sendable`: it belongs to the closure that received it. Every `UnsafeRawBufferPointer` it returns points into
+/// the map and stays valid until the transaction ends (or, in a write transaction, until the next write to that page).
+public final class Transaction {
+    let handle: OpaquePointer
+    unowned let environment: Environment
+    public let isReadOnly: Bool
+    private var finished = false
+
+    init(environment: Environment, readOnly: Bool) throws {
+        var txn: OpaquePointer?
+        try check(
+            mdb_txn_begin(environment.handle, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn),
+            readOnly ? "mdb_txn_begin(read)" : "mdb_txn_begin(write)")
+        self.handle = txn!
+        self.environment = environment
+        self.isReadOnly = readOnly
+    }
+
+    deinit { if !finished { mdb_txn_abort(handle) } }
+
+    func commit() throws {
+        precondition(!finished, "transaction already finished")
+        finished = true
+        try check(mdb_txn_commit(handle), "mdb_txn_commit")
+    }
+
+    func abort() {
+        guard !finished else { return }
+        finished = true
+        mdb_txn_abort(handle)
+    }
+
+    /// Opens a named database in this transaction (see `Environment.openDatabase`).
+    func openDatabase(_ name: String?, flags: Database.Flags) throws -> Database {
+        var dbi: MDB_dbi = 0
+        try check(mdb_dbi_open(handle, name, flags.rawValue, &dbi), "mdb_dbi_open(\(name ?? "<main>"))")
+        return Database(dbi: dbi, name: name, flags: flags.subtracting(.create))
+    }
+
+    // MARK: - Reads (zero-copy)
+
+    /// The value stored under `key`, as a view into the map, or nil when absent.
+    public func get(_ db: Database, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val()
+        let rc = mdb_get(handle, db.dbi, &k, &v)
+        if rc == MDB_NOTFOUND { return nil }
+        try check(rc, "mdb_get(\(db.name ?? "<main>"))")
+        return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+    }
+
+    /// The value stored under `key`, as a view into the map, or nil when absent.
+    public func get(_ db: Database, key: [UInt8]) throws -> UnsafeRawBufferPointer? {
+        try key.withUnsafeBytes { (k) throws in try get(db, key: k) }
+    }
+
+    /// A copy of the value stored under `key`.
+    public func value(_ db: Database, key: [UInt8]) throws -> [UInt8]? {
+        try get(db, key: key).map { Array($0) }
+    }
+
+    // MARK: - Writes
+
+    /// Stores `value` under `key`.
+    public func put(_ db: Database, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, flags: PutFlags = [])
+        throws
+    {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+        try check(mdb_put(handle, db.dbi, &k, &v, flags.rawValue), "mdb_put(\(db.name ?? "<main>"))")
+    }
+
+    /// Stores `value` under `key`.
+    public func put(_ db: Database, key: [UInt8], value: [UInt8], flags: PutFlags = []) throws {
+        try key.withUnsafeBytes { (k) throws in
+            try value.withUnsafeBytes { (v) throws in try put(db, key: k, value: v, flags: flags) }
+        }
+    }
+
+    /// Deletes `key` (every value of it in a dupSort database, or just `value` when given). Returns false if absent.
+    @discardableResult
+    public func delete(_ db: Database, key: [UInt8], value: [UInt8]? = nil) throws -> Bool {
+        try key.withUnsafeBytes { (kb) throws -> Bool in
+            var k = MDB_val(mv_size: kb.count, mv_data: UnsafeMutableRawPointer(mutating: kb.baseAddress))
+            let rc: Int32
+            if let value {
+                rc = value.withUnsafeBytes { vb in
+                    var v = MDB_val(mv_size: vb.count, mv_data: UnsafeMutableRawPointer(mutating: vb.baseAddress))
+                    return mdb_del(handle, db.dbi, &k, &v)
+                }
+            } else {
+                rc = mdb_del(handle, db.dbi, &k, nil)
+            }
+            if rc == MDB_NOTFOUND { return false }
+            try check(rc, "mdb_del(\(db.name ?? "<main>"))")
+            return true
+        }
+    }
+
+    /// Removes every entry of `db` (the database itself stays).
+    public func clear(_ db: Database) throws {
+        try check(mdb_drop(handle, db.dbi, 0), "mdb_drop(\(db.name ?? "<main>"))")
+    }
+
+    // MARK: - Cursors and statistics
+
+    /// Opens a cursor on `db`, valid inside this transaction.
+    public func cursor(_ db: Database) throws -> Cursor {
+        try Cursor(transaction: self, database: db)
+    }
+
+    /// Entry count and page use of `db`.
+    public func statistics(_ db: Database) throws -> Database.Statistics {
+        var s = MDB_stat()
+        try check(mdb_stat(handle, db.dbi, &s), "mdb_stat")
+        return Database.Statistics(
+            entries: Int(s.ms_entries), depth: Int(s.ms_depth), branchPages: Int(s.ms_branch_pages),
+            leafPages: Int(s.ms_leaf_pages), overflowPages: Int(s.ms_overflow_pages), pageSize: Int(s.ms_psize))
+    }
+}
