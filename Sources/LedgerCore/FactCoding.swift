@@ -1,0 +1,371 @@
+// MARK: - Field tags
+// Tags are forever: never reuse or renumber one. Add new fields with new tags; old readers keep them as unknown.
+
+extension TransactionFact {
+    func encode(into w: inout BinaryWriter) {
+        w.write(1, transactionId.rawValue)
+        w.write(2, originalTransactionId.rawValue)
+        w.write(3, webOrderLineItemId)
+        w.write(4, bundleId)
+        w.write(5, productId)
+        w.write(6, subscriptionGroupIdentifier)
+        w.write(7, purchaseDate)
+        w.write(8, originalPurchaseDate)
+        w.write(9, expiresDate)
+        w.write(10, quantity)
+        w.write(11, type?.rawValue)
+        w.write(12, appAccountToken)
+        w.write(13, inAppOwnershipType)
+        w.write(14, signedDate)
+        w.write(15, revocationDate)
+        w.write(16, revocationReason)
+        w.write(17, revocationType)
+        w.write(18, revocationPercentage)
+        w.write(19, isUpgraded)
+        w.write(20, offerType)
+        w.write(21, offerIdentifier)
+        w.write(22, offerDiscountType)
+        w.write(23, isTrialPeriod)
+        w.write(24, isInIntroOfferPeriod)
+        w.write(25, UInt64(environment.code))
+        w.write(26, storefront)
+        w.write(27, transactionReason)
+        w.write(28, price)
+        w.write(29, currency)
+        w.write(30, extra)
+        w.write(unknownFields)
+    }
+
+    init(reading r: inout BinaryReader) throws(FactDecodingError) {
+        var tid: String?, otid: String?, product: String?, purchase: Int64?
+        var f = TransactionFact(transactionId: "", originalTransactionId: "", productId: "", purchaseDate: 0)
+        while let (tag, wire) = try r.nextField() {
+            let s = wire == .bytes, n = wire == .varint
+            switch tag {
+            case 1 where s: tid = try r.readString()
+            case 2 where s: otid = try r.readString()
+            case 3 where s: f.webOrderLineItemId = try r.readString()
+            case 4 where s: f.bundleId = try r.readString()
+            case 5 where s: product = try r.readString()
+            case 6 where s: f.subscriptionGroupIdentifier = try r.readString()
+            case 7 where n: purchase = try r.readInt64()
+            case 8 where n: f.originalPurchaseDate = try r.readInt64()
+            case 9 where n: f.expiresDate = try r.readInt64()
+            case 10 where n: f.quantity = try r.readInt64()
+            case 11 where s:
+                let name = try r.readString()
+                guard let t = ProductType(rawValue: name) else { throw FactDecodingError("unknown product type \(name)") }
+                f.type = t
+            case 12 where s: f.appAccountToken = try r.readString()
+            case 13 where s: f.inAppOwnershipType = try r.readString()
+            case 14 where n: f.signedDate = try r.readInt64()
+            case 15 where n: f.revocationDate = try r.readInt64()
+            case 16 where n: f.revocationReason = try r.readInt64()
+            case 17 where s: f.revocationType = try r.readString()
+            case 18 where n: f.revocationPercentage = try r.readInt64()
+            case 19 where n: f.isUpgraded = try r.readBool()
+            case 20 where n: f.offerType = try r.readInt64()
+            case 21 where s: f.offerIdentifier = try r.readString()
+            case 22 where s: f.offerDiscountType = try r.readString()
+            case 23 where n: f.isTrialPeriod = try r.readBool()
+            case 24 where n: f.isInIntroOfferPeriod = try r.readBool()
+            case 25 where n: f.environment = try readEnvironment(&r)
+            case 26 where s: f.storefront = try r.readString()
+            case 27 where s: f.transactionReason = try r.readString()
+            case 28 where n: f.price = try r.readInt64()
+            case 29 where s: f.currency = try r.readString()
+            case 30 where s: try r.readMapEntry(into: &f.extra)
+            case 1...30: throw FactDecodingError("transaction field \(tag) has the wrong wire type")
+            default: try r.readUnknown(tag: tag, wire: wire, into: &f.unknownFields)
+            }
+        }
+        guard let tid, let otid, let product, let purchase else {
+            throw FactDecodingError("transaction lacks transactionId, originalTransactionId, productId or purchaseDate")
+        }
+        f.transactionId = TransactionID(tid)
+        f.originalTransactionId = OriginalTransactionID(otid)
+        f.productId = product
+        f.purchaseDate = purchase
+        self = f
+    }
+}
+
+extension RenewalInfoFact {
+    func encode(into w: inout BinaryWriter) {
+        w.write(1, originalTransactionId.rawValue)
+        w.write(2, productId)
+        w.write(3, autoRenewProductId)
+        w.write(4, autoRenewStatus)
+        w.write(5, expirationIntent)
+        w.write(6, isInBillingRetryPeriod)
+        w.write(7, gracePeriodExpiresDate)
+        w.write(8, priceIncreaseStatus)
+        w.write(9, renewalDate)
+        w.write(10, offerType)
+        w.write(11, offerIdentifier)
+        w.write(12, signedDate)
+        w.write(13, recentSubscriptionStartDate)
+        w.write(14, UInt64(environment.code))
+        w.write(15, extra)
+        w.write(unknownFields)
+    }
+
+    init(reading r: inout BinaryReader) throws(FactDecodingError) {
+        var otid: String?
+        var f = RenewalInfoFact(originalTransactionId: "")
+        while let (tag, wire) = try r.nextField() {
+            let s = wire == .bytes, n = wire == .varint
+            switch tag {
+            case 1 where s: otid = try r.readString()
+            case 2 where s: f.productId = try r.readString()
+            case 3 where s: f.autoRenewProductId = try r.readString()
+            case 4 where n: f.autoRenewStatus = try r.readBool()
+            case 5 where n: f.expirationIntent = try r.readInt64()
+            case 6 where n: f.isInBillingRetryPeriod = try r.readBool()
+            case 7 where n: f.gracePeriodExpiresDate = try r.readInt64()
+            case 8 where n: f.priceIncreaseStatus = try r.readInt64()
+            case 9 where n: f.renewalDate = try r.readInt64()
+            case 10 where n: f.offerType = try r.readInt64()
+            case 11 where s: f.offerIdentifier = try r.readString()
+            case 12 where n: f.signedDate = try r.readInt64()
+            case 13 where n: f.recentSubscriptionStartDate = try r.readInt64()
+            case 14 where n: f.environment = try readEnvironment(&r)
+            case 15 where s: try r.readMapEntry(into: &f.extra)
+            case 1...15: throw FactDecodingError("renewal field \(tag) has the wrong wire type")
+            default: try r.readUnknown(tag: tag, wire: wire, into: &f.unknownFields)
+            }
+        }
+        guard let otid else { throw FactDecodingError("renewal info lacks originalTransactionId") }
+        f.originalTransactionId = OriginalTransactionID(otid)
+        self = f
+    }
+}
+
+extension NotificationFact {
+    func encode(into w: inout BinaryWriter) {
+        w.write(1, notificationUUID)
+        w.write(2, notificationType)
+        w.write(3, subtype)
+        w.write(4, signedDate)
+        w.write(5, version)
+        w.write(6, UInt64(environment.code))
+        w.write(7, bundleId)
+        w.write(8, appAppleId)
+        w.write(9, originalTransactionId?.rawValue)
+        w.write(10, transactionId?.rawValue)
+        w.write(11, status)
+        w.write(12, autoRenewStatus)
+        w.write(13, autoRenewProductId)
+        w.write(14, extra)
+        w.write(unknownFields)
+    }
+
+    init(reading r: inout BinaryReader) throws(FactDecodingError) {
+        var uuid: String?, type: String?
+        var f = NotificationFact(notificationUUID: "", notificationType: "")
+        while let (tag, wire) = try r.nextField() {
+            let s = wire == .bytes, n = wire == .varint
+            switch tag {
+            case 1 where s: uuid = try r.readString()
+            case 2 where s: type = try r.readString()
+            case 3 where s: f.subtype = try r.readString()
+            case 4 where n: f.signedDate = try r.readInt64()
+            case 5 where s: f.version = try r.readString()
+            case 6 where n: f.environment = try readEnvironment(&r)
+            case 7 where s: f.bundleId = try r.readString()
+            case 8 where n: f.appAppleId = try r.readInt64()
+            case 9 where s: f.originalTransactionId = OriginalTransactionID(try r.readString())
+            case 10 where s: f.transactionId = TransactionID(try r.readString())
+            case 11 where n: f.status = try r.readInt64()
+            case 12 where n: f.autoRenewStatus = try r.readBool()
+            case 13 where s: f.autoRenewProductId = try r.readString()
+            case 14 where s: try r.readMapEntry(into: &f.extra)
+            case 1...14: throw FactDecodingError("notification field \(tag) has the wrong wire type")
+            default: try r.readUnknown(tag: tag, wire: wire, into: &f.unknownFields)
+            }
+        }
+        guard let uuid, let type else { throw FactDecodingError("notification lacks notificationUUID or type") }
+        f.notificationUUID = uuid
+        f.notificationType = type
+        self = f
+    }
+}
+
+extension BindingClaim {
+    func encode(into w: inout BinaryWriter) {
+        w.write(1, appUserId.rawValue)
+        w.write(2, originalTransactionId.rawValue)
+        w.write(3, claimedAt)
+        w.write(4, cause.rawValue)
+        w.write(5, UInt64(environment.code))
+        w.write(unknownFields)
+    }
+
+    init(reading r: inout BinaryReader) throws(FactDecodingError) {
+        var user: String?, otid: String?, at: Int64?
+        var f = BindingClaim(appUserId: "", originalTransactionId: "", claimedAt: 0)
+        while let (tag, wire) = try r.nextField() {
+            let s = wire == .bytes, n = wire == .varint
+            switch tag {
+            case 1 where s: user = try r.readString()
+            case 2 where s: otid = try r.readString()
+            case 3 where n: at = try r.readInt64()
+            case 4 where s:
+                let name = try r.readString()
+                guard let c = Cause(rawValue: name) else { throw FactDecodingError("unknown binding cause \(name)") }
+                f.cause = c
+            case 5 where n: f.environment = try readEnvironment(&r)
+            case 1...5: throw FactDecodingError("binding field \(tag) has the wrong wire type")
+            default: try r.readUnknown(tag: tag, wire: wire, into: &f.unknownFields)
+            }
+        }
+        guard let user, let otid, let at else { throw FactDecodingError("binding lacks appUserId, otid or claimedAt") }
+        f.appUserId = AppUserID(user)
+        f.originalTransactionId = OriginalTransactionID(otid)
+        f.claimedAt = at
+        self = f
+    }
+}
+
+extension FactMetadata {
+    func encode(into w: inout BinaryWriter) {
+        w.write(1, UInt64(source.code))
+        w.write(2, UInt64(signature.code))
+        w.write(3, receivedAt)
+        w.write(4, observedAt)
+        w.write(5, bytes: rawDigest)
+        w.write(6, appUserId?.rawValue)
+        w.write(unknownFields)
+    }
+
+    init(reading r: inout BinaryReader) throws(FactDecodingError) {
+        var m = FactMetadata(source: .decodedJSON, receivedAt: 0)
+        var source: FactSource?
+        while let (tag, wire) = try r.nextField() {
+            let s = wire == .bytes, n = wire == .varint
+            switch tag {
+            case 1 where n:
+                guard let v = FactSource(code: UInt8(truncatingIfNeeded: try r.readVarint())) else {
+                    throw FactDecodingError("unknown source")
+                }
+                source = v
+            case 2 where n:
+                guard let v = SignatureStatus(code: UInt8(truncatingIfNeeded: try r.readVarint())) else {
+                    throw FactDecodingError("unknown signature status")
+                }
+                m.signature = v
+            case 3 where n: m.receivedAt = try r.readInt64()
+            case 4 where n: m.observedAt = try r.readInt64()
+            case 5 where s: m.rawDigest = Array(try r.readBytes())
+            case 6 where s: m.appUserId = AppUserID(try r.readString())
+            case 1...6: throw FactDecodingError("metadata field \(tag) has the wrong wire type")
+            default: try r.readUnknown(tag: tag, wire: wire, into: &m.unknownFields)
+            }
+        }
+        guard let source else { throw FactDecodingError("metadata lacks its source") }
+        m.source = source
+        self = m
+    }
+}
+
+private func readEnvironment(_ r: inout BinaryReader) throws(FactDecodingError) -> AppStoreEnvironment {
+    let code = try r.readVarint()
+    guard code <= 255, let e = AppStoreEnvironment(code: UInt8(code)) else {
+        throw FactDecodingError("unknown environment \(code)")
+    }
+    return e
+}
+
+// MARK: - Public entry points
+
+extension Fact {
+    /// The format version written first in every encoded fact and event.
+    public static let formatVersion: UInt8 = 1
+
+    /// The canonical bytes of this fact: version, kind, fields. Equal facts have equal bytes (the idempotency key
+    /// hashes them).
+    public func encoded() -> [UInt8] {
+        var w = BinaryWriter()
+        w.writeVarint(UInt64(Fact.formatVersion))
+        w.writeVarint(UInt64(kind.code))
+        encodeFields(into: &w)
+        return w.bytes
+    }
+
+    func encodeFields(into w: inout BinaryWriter) {
+        switch self {
+        case .transaction(let t): t.encode(into: &w)
+        case .renewal(let r): r.encode(into: &w)
+        case .notification(let n): n.encode(into: &w)
+        case .binding(let b): b.encode(into: &w)
+        }
+    }
+
+    /// Decodes what `encoded()` wrote (by this or an older version).
+    public init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
+        var r = BinaryReader(bytes)
+        let version = try r.readVarint()
+        guard version == UInt64(Fact.formatVersion) else { throw FactDecodingError("unsupported version \(version)") }
+        let code = try r.readVarint()
+        guard code <= 255, let kind = Kind(code: UInt8(code)) else { throw FactDecodingError("unknown kind \(code)") }
+        self = try Fact(kind: kind, reading: &r)
+    }
+
+    public init(decoding bytes: [UInt8]) throws(FactDecodingError) {
+        let result = bytes.withUnsafeBytes { b in Result { () throws(FactDecodingError) in try Fact(decoding: b) } }
+        self = try result.get()
+    }
+
+    init(kind: Kind, reading r: inout BinaryReader) throws(FactDecodingError) {
+        switch kind {
+        case .transaction: self = .transaction(try TransactionFact(reading: &r))
+        case .renewal: self = .renewal(try RenewalInfoFact(reading: &r))
+        case .notification: self = .notification(try NotificationFact(reading: &r))
+        case .binding: self = .binding(try BindingClaim(reading: &r))
+        }
+    }
+}
+
+extension LedgerEvent {
+    /// The stored form of an event (without its seq, which is its key): version, then the fact's canonical bytes
+    /// and the metadata, each length-prefixed.
+    public static func encode(fact: Fact, metadata: FactMetadata) -> [UInt8] {
+        var m = BinaryWriter(capacity: 64)
+        metadata.encode(into: &m)
+        var w = BinaryWriter(capacity: 320)
+        w.writeVarint(UInt64(Fact.formatVersion))
+        w.write(1, bytes: fact.encoded())
+        w.write(2, bytes: m.bytes)
+        return w.bytes
+    }
+
+    /// Decodes an event stored by `encode(fact:metadata:)`.
+    public init(seq: UInt64, decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
+        var r = BinaryReader(bytes)
+        let version = try r.readVarint()
+        guard version == UInt64(Fact.formatVersion) else { throw FactDecodingError("unsupported version \(version)") }
+        var fact: Fact?
+        var metadata: FactMetadata?
+        while let (tag, wire) = try r.nextField() {
+            switch (tag, wire) {
+            case (1, .bytes): fact = try Fact(decoding: try r.readBytes())
+            case (2, .bytes):
+                var inner = BinaryReader(try r.readBytes())
+                metadata = try FactMetadata(reading: &inner)
+            case (1, _), (2, _): throw FactDecodingError("event field \(tag) has the wrong wire type")
+            default:
+                var ignored = UnknownFields()
+                try r.readUnknown(tag: tag, wire: wire, into: &ignored)
+            }
+        }
+        guard let fact, let metadata else { throw FactDecodingError("event lacks its fact or metadata") }
+        self.init(seq: seq, fact: fact, metadata: metadata)
+    }
+
+    public init(seq: UInt64, decoding bytes: [UInt8]) throws(FactDecodingError) {
+        let result = bytes.withUnsafeBytes { b in
+            Result { () throws(FactDecodingError) in try LedgerEvent(seq: seq, decoding: b) }
+        }
+        self = try result.get()
+    }
+}

@@ -1,0 +1,351 @@
+/// The product types Apple sells (V2 `type`).
+public enum ProductType: String, Hashable, Codable, Sendable, CaseIterable {
+    case autoRenewable = "Auto-Renewable Subscription"
+    case nonRenewing = "Non-Renewing Subscription"
+    case nonConsumable = "Non-Consumable"
+    case consumable = "Consumable"
+
+    /// Accepts Apple's V2 names and the catalog's short names (`autoRenewable`, `nonConsumable`, …).
+    public init?(name: String) {
+        if let t = ProductType(rawValue: name) {
+            self = t
+            return
+        }
+        switch name.lowercased() {
+        case "autorenewable", "auto_renewable", "subscription": self = .autoRenewable
+        case "nonrenewing", "non_renewing": self = .nonRenewing
+        case "nonconsumable", "non_consumable": self = .nonConsumable
+        case "consumable": self = .consumable
+        default: return nil
+        }
+    }
+}
+
+/// One transaction as Apple stated it at one moment (a "revision"): from a receipt, a notification, or a signed
+/// transaction. Field names are Apple's V2 names; instants are milliseconds since epoch.
+public struct TransactionFact: Hashable, Codable, Sendable {
+    public var transactionId: TransactionID
+    public var originalTransactionId: OriginalTransactionID
+    public var webOrderLineItemId: String?
+    public var bundleId: String?
+    public var productId: String
+    public var subscriptionGroupIdentifier: String?
+    public var purchaseDate: UnixMillis
+    public var originalPurchaseDate: UnixMillis?
+    public var expiresDate: UnixMillis?
+    public var quantity: Int64?
+    public var type: ProductType?
+    public var appAccountToken: String?
+    /// `PURCHASED` or `FAMILY_SHARED`.
+    public var inAppOwnershipType: String?
+    /// When Apple signed this revision (V2). Nil for V1 facts: they speak from `FactMetadata.observedAt`.
+    public var signedDate: UnixMillis?
+    /// Refund or revocation instant (V1 `cancellation_date_ms`).
+    public var revocationDate: UnixMillis?
+    /// 0 other, 1 app issue (V1 `cancellation_reason`).
+    public var revocationReason: Int64?
+    /// `REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE`.
+    public var revocationType: String?
+    /// Milliunits (50000 = 50%).
+    public var revocationPercentage: Int64?
+    /// The old side of an upgrade: ends at `revocationDate` without being a refund.
+    public var isUpgraded: Bool?
+    /// 1 introductory, 2 promotional, 3 offer code, 4 win-back.
+    public var offerType: Int64?
+    public var offerIdentifier: String?
+    /// `FREE_TRIAL`, `PAY_AS_YOU_GO`, `PAY_UP_FRONT`.
+    public var offerDiscountType: String?
+    /// V1 `is_trial_period`.
+    public var isTrialPeriod: Bool?
+    /// V1 `is_in_intro_offer_period`.
+    public var isInIntroOfferPeriod: Bool?
+    public var environment: AppStoreEnvironment
+    public var storefront: String?
+    /// `PURCHASE` or `RENEWAL`.
+    public var transactionReason: String?
+    /// Milliunits of `currency`.
+    public var price: Int64?
+    public var currency: String?
+    /// Fields Apple sent that this version does not model, by their Apple name, as compact JSON text.
+    public var extra: [String: String]
+    /// Binary fields written by a newer version of the ledger: kept and written back unchanged.
+    public var unknownFields: UnknownFields
+
+    public init(
+        transactionId: TransactionID, originalTransactionId: OriginalTransactionID, productId: String,
+        purchaseDate: UnixMillis, environment: AppStoreEnvironment = .production
+    ) {
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.productId = productId
+        self.purchaseDate = purchaseDate
+        self.environment = environment
+        self.extra = [:]
+        self.unknownFields = UnknownFields()
+    }
+
+    /// True when the revocation is a refund or Family Sharing revoke, not the old side of an upgrade.
+    public var isRefundLike: Bool { revocationDate != nil && isUpgraded != true }
+}
+
+/// The state of a subscription's next renewal (V2 `JWSRenewalInfoDecodedPayload`, V1 `pending_renewal_info`).
+public struct RenewalInfoFact: Hashable, Codable, Sendable {
+    public var originalTransactionId: OriginalTransactionID
+    public var productId: String?
+    public var autoRenewProductId: String?
+    public var autoRenewStatus: Bool?
+    /// 1 cancelled, 2 billing error, 3 declined price increase, 4 product unavailable, 5 other.
+    public var expirationIntent: Int64?
+    public var isInBillingRetryPeriod: Bool?
+    public var gracePeriodExpiresDate: UnixMillis?
+    /// 0 not yet consented, 1 consented.
+    public var priceIncreaseStatus: Int64?
+    public var renewalDate: UnixMillis?
+    public var offerType: Int64?
+    public var offerIdentifier: String?
+    public var signedDate: UnixMillis?
+    public var recentSubscriptionStartDate: UnixMillis?
+    public var environment: AppStoreEnvironment
+    public var extra: [String: String]
+    public var unknownFields: UnknownFields
+
+    public init(originalTransactionId: OriginalTransactionID, environment: AppStoreEnvironment = .production) {
+        self.originalTransactionId = originalTransactionId
+        self.environment = environment
+        self.extra = [:]
+        self.unknownFields = UnknownFields()
+    }
+}
+
+/// A server notification itself (V1 or V2): its type and what it is about. The transaction and renewal info it
+/// carries are separate facts.
+public struct NotificationFact: Hashable, Codable, Sendable {
+    /// V2 `notificationUUID`; for V1 (which has no id) the hex SHA-256 of the body, so identical bodies coincide.
+    public var notificationUUID: String
+    public var notificationType: String
+    public var subtype: String?
+    public var signedDate: UnixMillis?
+    /// `"1"` for V1, `"2.0"` for V2.
+    public var version: String?
+    public var environment: AppStoreEnvironment
+    public var bundleId: String?
+    public var appAppleId: Int64?
+    /// The subscription it is about, when it names one (absent for TEST and summaries).
+    public var originalTransactionId: OriginalTransactionID?
+    public var transactionId: TransactionID?
+    /// V2 `data.status` (1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked).
+    public var status: Int64?
+    /// V1 `auto_renew_status` / `auto_renew_product_id`.
+    public var autoRenewStatus: Bool?
+    public var autoRenewProductId: String?
+    public var extra: [String: String]
+    public var unknownFields: UnknownFields
+
+    public init(notificationUUID: String, notificationType: String, environment: AppStoreEnvironment = .production) {
+        self.notificationUUID = notificationUUID
+        self.notificationType = notificationType
+        self.environment = environment
+        self.extra = [:]
+        self.unknownFields = UnknownFields()
+    }
+}
+
+/// An app user presents an OTID as theirs (after a purchase or a restore), or a transaction names the user by its
+/// `appAccountToken`.
+public struct BindingClaim: Hashable, Codable, Sendable {
+    /// Where a claim comes from.
+    public enum Cause: String, Hashable, Codable, Sendable {
+        /// The app's backend said so (`POST /v1/bindings`, or `appUserId` on an input).
+        case claim
+        /// A transaction carried the user's `appAccountToken`.
+        case appAccountToken
+    }
+
+    public var appUserId: AppUserID
+    public var originalTransactionId: OriginalTransactionID
+    /// The claim's instant (valid time).
+    public var claimedAt: UnixMillis
+    public var cause: Cause
+    public var environment: AppStoreEnvironment
+    public var unknownFields: UnknownFields
+
+    public init(
+        appUserId: AppUserID, originalTransactionId: OriginalTransactionID, claimedAt: UnixMillis,
+        cause: Cause = .claim, environment: AppStoreEnvironment = .production
+    ) {
+        self.appUserId = appUserId
+        self.originalTransactionId = originalTransactionId
+        self.claimedAt = claimedAt
+        self.cause = cause
+        self.environment = environment
+        self.unknownFields = UnknownFields()
+    }
+}
+
+/// One canonical fact: what the ledger stores as an immutable event.
+public enum Fact: Hashable, Sendable {
+    case transaction(TransactionFact)
+    case renewal(RenewalInfoFact)
+    case notification(NotificationFact)
+    case binding(BindingClaim)
+
+    /// The kind, as named on the wire and in `events`.
+    public var kind: Kind {
+        switch self {
+        case .transaction: .transaction
+        case .renewal: .renewal
+        case .notification: .notification
+        case .binding: .binding
+        }
+    }
+
+    /// The kinds of fact, with their stable binary codes.
+    public enum Kind: String, Hashable, Codable, Sendable, CaseIterable {
+        case transaction, renewal, notification, binding
+        public var code: UInt8 {
+            switch self {
+            case .transaction: 1
+            case .renewal: 2
+            case .notification: 3
+            case .binding: 4
+            }
+        }
+        public init?(code: UInt8) {
+            guard let k = Self.allCases.first(where: { $0.code == code }) else { return nil }
+            self = k
+        }
+    }
+
+    /// The key events are stored under: the `transaction_id`, or a synthetic id for facts that have none
+    /// (`renewal:<otid>`, `notification:<uuid>`, `binding:<otid>`).
+    public var eventKey: String {
+        switch self {
+        case .transaction(let t): t.transactionId.rawValue
+        case .renewal(let r): "renewal:" + r.originalTransactionId.rawValue
+        case .notification(let n): "notification:" + n.notificationUUID
+        case .binding(let b): "binding:" + b.originalTransactionId.rawValue
+        }
+    }
+
+    /// The subscription this fact belongs to, if any.
+    public var originalTransactionId: OriginalTransactionID? {
+        switch self {
+        case .transaction(let t): t.originalTransactionId
+        case .renewal(let r): r.originalTransactionId
+        case .notification(let n): n.originalTransactionId
+        case .binding(let b): b.originalTransactionId
+        }
+    }
+
+    /// The transaction id, for transaction facts (and notifications that name one).
+    public var transactionId: TransactionID? {
+        switch self {
+        case .transaction(let t): t.transactionId
+        case .notification(let n): n.transactionId
+        default: nil
+        }
+    }
+
+    public var environment: AppStoreEnvironment {
+        switch self {
+        case .transaction(let t): t.environment
+        case .renewal(let r): r.environment
+        case .notification(let n): n.environment
+        case .binding(let b): b.environment
+        }
+    }
+
+    /// Apple's signing instant when the fact has one.
+    public var signedDate: UnixMillis? {
+        switch self {
+        case .transaction(let t): t.signedDate
+        case .renewal(let r): r.signedDate
+        case .notification(let n): n.signedDate
+        case .binding: nil
+        }
+    }
+}
+
+/// Where a fact came from.
+public enum FactSource: String, Hashable, Codable, Sendable, CaseIterable {
+    /// A verifyReceipt response.
+    case receipt
+    /// A V1 server notification (JSON).
+    case notificationV1
+    /// A V2 server notification (`signedPayload`).
+    case notificationV2
+    /// A StoreKit 2 / App Store Server API signed transaction or renewal info (JWS).
+    case signedTransaction
+    /// Decoded (unsigned) V2 JSON from a trusted local caller.
+    case decodedJSON
+    /// A binding claim from the app's backend.
+    case binding
+
+    public var code: UInt8 { UInt8(Self.allCases.firstIndex(of: self)!) }
+    public init?(code: UInt8) {
+        guard Int(code) < Self.allCases.count else { return nil }
+        self = Self.allCases[Int(code)]
+    }
+}
+
+/// Whether a fact's signature was checked.
+public enum SignatureStatus: String, Hashable, Codable, Sendable, CaseIterable {
+    /// The input carried no signature (V1, receipts, decoded JSON, bindings).
+    case unsigned
+    /// A JWS whose x5c chain and signature verified against a configured trusted root.
+    case verified
+    /// A JWS accepted without verification (no trusted roots configured).
+    case unverified
+
+    public var code: UInt8 { UInt8(Self.allCases.firstIndex(of: self)!) }
+    public init?(code: UInt8) {
+        guard Int(code) < Self.allCases.count else { return nil }
+        self = Self.allCases[Int(code)]
+    }
+}
+
+/// How and when the ledger received a fact. Not part of the fact's identity (the same fact via a receipt and via a
+/// notification is one fact).
+public struct FactMetadata: Hashable, Codable, Sendable {
+    public var source: FactSource
+    public var signature: SignatureStatus
+    /// When the ledger received the input.
+    public var receivedAt: UnixMillis
+    /// The instant an unsigned fact speaks from: the receipt's `request_date_ms`, else `receivedAt`.
+    public var observedAt: UnixMillis
+    /// SHA-256 of the raw input this fact was decoded from (key into the raw store).
+    public var rawDigest: [UInt8]
+    /// The app user named by the input's envelope (`appUserId`), if any.
+    public var appUserId: AppUserID?
+    public var unknownFields: UnknownFields
+
+    public init(
+        source: FactSource, signature: SignatureStatus = .unsigned, receivedAt: UnixMillis, observedAt: UnixMillis? = nil,
+        rawDigest: [UInt8] = [], appUserId: AppUserID? = nil
+    ) {
+        self.source = source
+        self.signature = signature
+        self.receivedAt = receivedAt
+        self.observedAt = observedAt ?? receivedAt
+        self.rawDigest = rawDigest
+        self.appUserId = appUserId
+        self.unknownFields = UnknownFields()
+    }
+}
+
+/// An immutable event of the log: a fact, how it arrived, and its sequence number.
+public struct LedgerEvent: Hashable, Sendable {
+    /// Position in the global log (1-based, gapless).
+    public var seq: UInt64
+    public var fact: Fact
+    public var metadata: FactMetadata
+
+    public init(seq: UInt64, fact: Fact, metadata: FactMetadata) {
+        self.seq = seq
+        self.fact = fact
+        self.metadata = metadata
+    }
+
+    /// The instant this revision speaks from: Apple's `signedDate`, or when it was observed (DOMAIN §4.3).
+    public var effectiveDate: UnixMillis { fact.signedDate ?? metadata.observedAt }
+}
