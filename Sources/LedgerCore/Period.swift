@@ -1,0 +1,133 @@
+/// One billing period (or one-time purchase) of a subscription: the transaction that bought it, the restored copies
+/// that observed it again, and whether and when access was taken back.
+public struct Period: Hashable, Sendable {
+    /// The period's own transaction: the smallest id of its group (Apple mints ids in increasing order, so the
+    /// original purchase or renewal precedes every restored copy).
+    public var transactionId: TransactionID
+    public var webOrderLineItemId: String?
+    public var productId: String
+    /// `purchaseDate`: access starts here.
+    public var start: UnixMillis
+    /// Apple's `expiresDate`, as stated by the latest revision.
+    public var expiresDate: UnixMillis?
+    /// When access ends without a refund: `expiresDate`, the upgrade instant for the old side of an upgrade, or the
+    /// catalog duration of a non-renewing subscription. Nil: never (non-consumables, consumables).
+    public var end: UnixMillis?
+    public var originalPurchaseDate: UnixMillis?
+    /// The product type: catalog first, then Apple's `type`, then inferred (an expiry means a subscription).
+    public var type: ProductType
+    public var quantity: Int64
+    public var offer: Offer?
+    /// The old side of an upgrade: ends at `end`, not a refund.
+    public var upgraded: Bool
+    /// Restored copies of this period (other transaction ids, same period), in id order.
+    public var observedAs: [TransactionID]
+    /// Refunds and Family Sharing revokes, oldest first, each possibly reversed.
+    public var revocations: [Revocation]
+    /// Provenance: the sequence number of the event that created the period.
+    public var seq: UInt64
+    /// Fold state: the transaction ids whose latest revision states the open revocation. A later revision of one of
+    /// them without a revocation date reverses it; a restored copy that never mentioned it does not.
+    var revokingTransactions: [TransactionID]
+
+    public init(
+        transactionId: TransactionID, webOrderLineItemId: String? = nil, productId: String, start: UnixMillis,
+        expiresDate: UnixMillis? = nil, end: UnixMillis? = nil, originalPurchaseDate: UnixMillis? = nil,
+        type: ProductType = .autoRenewable, quantity: Int64 = 1, offer: Offer? = nil, upgraded: Bool = false,
+        observedAs: [TransactionID] = [], revocations: [Revocation] = [], seq: UInt64 = 0
+    ) {
+        self.transactionId = transactionId
+        self.webOrderLineItemId = webOrderLineItemId
+        self.productId = productId
+        self.start = start
+        self.expiresDate = expiresDate
+        self.end = end
+        self.originalPurchaseDate = originalPurchaseDate
+        self.type = type
+        self.quantity = quantity
+        self.offer = offer
+        self.upgraded = upgraded
+        self.observedAs = observedAs
+        self.revocations = revocations
+        self.seq = seq
+        self.revokingTransactions = []
+    }
+
+    /// True when `transactionId` is this period's transaction or one of its restored copies.
+    public func contains(_ id: TransactionID) -> Bool { transactionId == id || observedAs.contains(id) }
+
+    /// The revocation in force at `instant`, if any.
+    public func revocation(at instant: UnixMillis) -> Revocation? {
+        revocations.last { $0.date <= instant && ($0.reversedAt.map { instant < $0 } ?? true) }
+    }
+
+    /// The open (not reversed) revocation, if any.
+    public var openRevocation: Revocation? { revocations.last.flatMap { $0.reversedAt == nil ? $0 : nil } }
+
+    /// True when the period grants access at `instant`: started, not ended, not revoked then.
+    public func grantsAccess(at instant: UnixMillis) -> Bool {
+        start <= instant && (end.map { instant < $0 } ?? true) && revocation(at: instant) == nil
+    }
+
+    /// True when `instant` lies in `[start, end)`, revoked or not.
+    public func covers(_ instant: UnixMillis) -> Bool { start <= instant && (end.map { instant < $0 } ?? true) }
+}
+
+/// A refund or revoke of one period: access ends at `date`, and comes back at `reversedAt` if the refund was reversed.
+public struct Revocation: Hashable, Sendable {
+    public var date: UnixMillis
+    /// 0 other, 1 app issue.
+    public var reason: Int64?
+    /// `REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE`.
+    public var type: String?
+    /// Milliunits (50000 = 50%).
+    public var percentage: Int64?
+    /// When a REFUND_REVERSED notification (or a later revision without a revocation date) restored access.
+    public var reversedAt: UnixMillis?
+    /// Provenance: the event that stated the revocation.
+    public var seq: UInt64
+    /// Provenance: the event that reversed it.
+    public var reversedSeq: UInt64?
+
+    public init(
+        date: UnixMillis, reason: Int64? = nil, type: String? = nil, percentage: Int64? = nil,
+        reversedAt: UnixMillis? = nil, seq: UInt64 = 0, reversedSeq: UInt64? = nil
+    ) {
+        self.date = date
+        self.reason = reason
+        self.type = type
+        self.percentage = percentage
+        self.reversedAt = reversedAt
+        self.seq = seq
+        self.reversedSeq = reversedSeq
+    }
+
+    /// Family Sharing revoke rather than a refund.
+    public var isFamilyRevoke: Bool { type == "FAMILY_REVOKE" }
+}
+
+/// A trial or offer a period was bought with.
+public struct Offer: Hashable, Sendable, Codable {
+    /// 1 introductory, 2 promotional, 3 offer code, 4 win-back.
+    public var type: Int64?
+    public var identifier: String?
+    /// `FREE_TRIAL`, `PAY_AS_YOU_GO`, `PAY_UP_FRONT`.
+    public var discountType: String?
+    /// V1 `is_trial_period`.
+    public var isTrial: Bool
+
+    public init(type: Int64? = nil, identifier: String? = nil, discountType: String? = nil, isTrial: Bool = false) {
+        self.type = type
+        self.identifier = identifier
+        self.discountType = discountType
+        self.isTrial = isTrial
+    }
+
+    /// The offer a transaction states, if any.
+    init?(_ t: TransactionFact) {
+        let trial = t.isTrialPeriod == true || t.offerDiscountType == "FREE_TRIAL"
+        guard t.offerType != nil || trial || t.isInIntroOfferPeriod == true else { return nil }
+        self.init(
+            type: t.offerType ?? 1, identifier: t.offerIdentifier, discountType: t.offerDiscountType, isTrial: trial)
+    }
+}

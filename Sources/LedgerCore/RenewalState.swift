@@ -1,0 +1,47 @@
+/// What the latest renewal info (by the instant it speaks from) says about the next renewal (DOMAIN §4.5).
+public struct RenewalState: Hashable, Sendable {
+    /// The instant the renewal info speaks from (`signedDate`, or when a V1 one was observed).
+    public var at: UnixMillis
+    public var productId: String?
+    public var autoRenewProductId: String?
+    public var autoRenewStatus: Bool?
+    /// 1 cancelled, 2 billing error, 3 declined price increase, 4 product unavailable, 5 other.
+    public var expirationIntent: Int64?
+    public var isInBillingRetryPeriod: Bool?
+    public var gracePeriodExpiresDate: UnixMillis?
+    /// 0 not yet consented, 1 consented.
+    public var priceIncreaseStatus: Int64?
+    public var renewalDate: UnixMillis?
+    /// Provenance.
+    public var seq: UInt64
+
+    public init(at: UnixMillis, seq: UInt64) {
+        self.at = at
+        self.seq = seq
+    }
+
+    init(_ r: RenewalInfoFact, at: UnixMillis, seq: UInt64) {
+        self.at = at
+        self.seq = seq
+        productId = r.productId
+        autoRenewProductId = r.autoRenewProductId
+        autoRenewStatus = r.autoRenewStatus
+        expirationIntent = r.expirationIntent
+        isInBillingRetryPeriod = r.isInBillingRetryPeriod
+        gracePeriodExpiresDate = r.gracePeriodExpiresDate
+        priceIncreaseStatus = r.priceIncreaseStatus
+        renewalDate = r.renewalDate
+    }
+
+    /// Apple's expiry reason names for `expirationIntent`, matching the EXPIRED notification's subtypes.
+    public static func expirationReason(intent: Int64?) -> String? {
+        switch intent {
+        case 1: "VOLUNTARY"
+        case 2: "BILLING_ERROR"
+        case 3: "PRICE_INCREASE"
+        case 4: "PRODUCT_NOT_FOR_SALE"
+        case 5: "OTHER"
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,345 @@
+/// Where an event falls in the fold order: the instant it speaks from (a claim's `claimedAt`; otherwise Apple's
+/// `signedDate`, or when a V1 fact was observed), then its kind, then its id (transaction id, notification UUID,
+/// claimant). Events equal in all three are ordered by their canonical bytes, and identical facts at the same instant
+/// are one revision. The fold is the step function run over the events in this order, so any delivery order of the
+/// same events gives the same timeline.
+struct FoldPosition: Hashable, Sendable, Comparable {
+    var instant: UnixMillis
+    var kind: UInt8
+    var id: String
+
+    init(instant: UnixMillis, kind: UInt8, id: String) {
+        self.instant = instant
+        self.kind = kind
+        self.id = id
+    }
+
+    init(_ event: LedgerEvent) {
+        switch event.fact {
+        case .transaction(let t): self.init(instant: event.effectiveDate, kind: 1, id: t.transactionId.rawValue)
+        case .renewal: self.init(instant: event.effectiveDate, kind: 2, id: "")
+        case .notification(let n): self.init(instant: event.effectiveDate, kind: 3, id: n.notificationUUID)
+        case .binding(let b): self.init(instant: b.claimedAt, kind: 4, id: b.appUserId.rawValue)
+        }
+    }
+
+    static func < (a: FoldPosition, b: FoldPosition) -> Bool {
+        if a.instant != b.instant { return a.instant < b.instant }
+        if a.kind != b.kind { return a.kind < b.kind }
+        return a.id.utf8.lexicographicallyPrecedes(b.id.utf8)
+    }
+}
+
+/// Stated changes of one kind closer than this are one change told twice (a V2 notification and the renewal info it
+/// carries are signed milliseconds apart).
+let sameChangeWindow: UnixMillis = 60_000
+
+extension Timeline {
+    /// Folds one subscription's events, in any order and with duplicates, into its timeline. Events of another OTID
+    /// or environment are ignored.
+    /// - Complexity: O(n log n) for n events (sorting), each step O(periods) at worst, O(1) for tail events.
+    public static func fold(
+        _ events: some Sequence<LedgerEvent>, originalTransactionId: OriginalTransactionID,
+        environment: AppStoreEnvironment, rules: FoldRules
+    ) -> Timeline {
+        var timeline = Timeline(originalTransactionId: originalTransactionId, environment: environment)
+        var relevant: [(position: FoldPosition, event: LedgerEvent)] = []
+        for e in events where timeline.concerns(e) { relevant.append((FoldPosition(e), e)) }
+        relevant.sort { a, b in
+            if a.position != b.position { return a.position < b.position }
+            if a.event.fact == b.event.fact { return a.event.seq < b.event.seq }
+            return a.event.fact.encoded().lexicographicallyPrecedes(b.event.fact.encoded())
+        }
+        var previous: (position: FoldPosition, fact: Fact)?
+        for (position, event) in relevant {
+            timeline.lastSeq = max(timeline.lastSeq, event.seq)
+            // An identical fact at the same instant is the same revision delivered again: its first (smallest seq)
+            // copy was folded.
+            if let previous, previous.position == position, previous.fact == event.fact { continue }
+            timeline.step(event, at: position.instant, rules: rules)
+            previous = (position, event.fact)
+        }
+        timeline.frontier = relevant.last?.position
+        return timeline
+    }
+
+    /// Folds events whose OTID and environment are taken from the events themselves (the smallest environment code
+    /// present, then the smallest OTID in it); for callers that partition by OTID and environment already.
+    /// - Complexity: as `fold(_:originalTransactionId:environment:rules:)`.
+    public static func fold(_ events: some Sequence<LedgerEvent>, rules: FoldRules) -> Timeline {
+        let all = Array(events)
+        var key: (AppStoreEnvironment, OriginalTransactionID)?
+        for e in all {
+            guard let otid = e.fact.originalTransactionId else { continue }
+            let env = e.fact.environment
+            if let k = key, k.0.code < env.code || (k.0 == env && !(otid < k.1)) { continue }
+            key = (env, otid)
+        }
+        guard let key else { return Timeline(originalTransactionId: "", environment: .production) }
+        return fold(all, originalTransactionId: key.1, environment: key.0, rules: rules)
+    }
+
+    /// The incremental path. When the event falls after every event already folded (the common case: a renewal,
+    /// a later renewal info, a new claim, a restore observed now), folds it in and returns true; the result equals
+    /// `fold` of all the events. Otherwise returns false and leaves the timeline unchanged: the caller refolds the
+    /// OTID from all its events. Events of another OTID or environment are ignored (true, unchanged).
+    /// - Complexity: O(1) amortised for an event about the latest period; O(periods) at worst.
+    public mutating func apply(_ event: LedgerEvent, rules: FoldRules) -> Bool {
+        guard concerns(event) else { return true }
+        let position = FoldPosition(event)
+        if let frontier, !(frontier < position) { return false }
+        step(event, at: position.instant, rules: rules)
+        frontier = position
+        lastSeq = max(lastSeq, event.seq)
+        return true
+    }
+
+    /// True when the event belongs to this timeline.
+    func concerns(_ event: LedgerEvent) -> Bool {
+        event.fact.environment == environment && event.fact.originalTransactionId == originalTransactionId
+    }
+
+    // MARK: - The step function
+
+    mutating func step(_ event: LedgerEvent, at instant: UnixMillis, rules: FoldRules) {
+        switch event.fact {
+        case .transaction(let t): stepTransaction(t, at: instant, seq: event.seq, rules: rules)
+        case .renewal(let r): stepRenewal(r, at: instant, seq: event.seq)
+        case .notification(let n): stepNotification(n, at: instant, seq: event.seq)
+        case .binding(let b): claim(b.appUserId, at: b.claimedAt, cause: b.cause, seq: event.seq, policy: rules.bindingPolicy)
+        }
+    }
+
+    /// One revision of one transaction: creates or updates its period, joins restored copies to the period they copy,
+    /// opens or reverses a revocation, and claims the subscription for the user its `appAccountToken` names.
+    mutating func stepTransaction(_ t: TransactionFact, at instant: UnixMillis, seq: UInt64, rules: FoldRules) {
+        let id = t.transactionId
+        if let i = periods.lastIndex(where: { $0.contains(id) }) {
+            var p = periods[i]
+            if p.transactionId == id { p.take(t, rules: rules) }
+            p.walkRevocation(t, at: instant, seq: seq)
+            place(p, from: i)
+            return
+        }
+        if let i = periods.lastIndex(where: { $0.isCopied(by: t) }) {
+            var p = periods[i]
+            if id < p.transactionId {
+                // The smaller id is the original: it becomes the period's transaction and states its fields.
+                p.observedAs.insertSorted(p.transactionId)
+                p.transactionId = id
+                p.take(t, rules: rules)
+            } else {
+                p.observedAs.insertSorted(id)
+            }
+            p.walkRevocation(t, at: instant, seq: seq)
+            place(p, from: i)
+        } else {
+            var p = Period(transactionId: id, productId: t.productId, start: t.purchaseDate, seq: seq)
+            p.take(t, rules: rules)
+            p.walkRevocation(t, at: instant, seq: seq)
+            place(p, from: nil)
+        }
+        if let token = t.appAccountToken, !token.isEmpty {
+            claim(AppUserID(token), at: instant, cause: .appAccountToken, seq: seq, policy: rules.bindingPolicy)
+        }
+    }
+
+    /// Puts a period at its place in start order (usually the end), replacing the one at `old`.
+    /// - Complexity: O(1) when it stays last or in place, O(periods) otherwise.
+    mutating func place(_ p: Period, from old: Int?) {
+        if let old {
+            let fitsBefore = old == 0 || !Period.ordered(p, periods[old - 1])
+            let fitsAfter = old == periods.count - 1 || Period.ordered(p, periods[old + 1])
+            if fitsBefore && fitsAfter {
+                periods[old] = p
+                return
+            }
+            periods.remove(at: old)
+        }
+        var i = periods.count
+        while i > 0 && Period.ordered(p, periods[i - 1]) { i -= 1 }
+        periods.insert(p, at: i)
+    }
+
+    /// The renewal info replaces the renewal state; what changed becomes stated changes.
+    mutating func stepRenewal(_ r: RenewalInfoFact, at instant: UnixMillis, seq: UInt64) {
+        let new = RenewalState(r, at: instant, seq: seq)
+        let old = renewal
+        if let was = old?.autoRenewStatus, let now = new.autoRenewStatus, was != now {
+            record(TimelineChange(at: instant, kind: now ? .autoRenewOn : .autoRenewOff, seq: seq))
+        }
+        if new.isInBillingRetryPeriod == true && old?.isInBillingRetryPeriod != true {
+            record(TimelineChange(at: instant, kind: .billingRetry, seq: seq))
+        }
+        if let g = new.gracePeriodExpiresDate, g > instant, g != old?.gracePeriodExpiresDate {
+            record(TimelineChange(at: instant, kind: .gracePeriod, seq: seq, until: g))
+        }
+        let current = new.productId ?? periods.last?.productId
+        let oldPending = old.flatMap { o in o.autoRenewProductId.flatMap { $0 != (o.productId ?? current) ? $0 : nil } }
+        if let target = new.autoRenewProductId, target != current {
+            if target != oldPending { record(TimelineChange(at: instant, kind: .pendingChange, seq: seq, detail: target)) }
+        } else if let oldPending, oldPending != current {
+            // Back to the current product before the change took effect: the pending change was cancelled.
+            record(TimelineChange(at: instant, kind: .pendingChangeCancelled, seq: seq, detail: oldPending))
+        }
+        renewal = new
+    }
+
+    /// What a notification states. Its transaction and renewal info are separate facts; only what they cannot say
+    /// is taken from the notification itself.
+    mutating func stepNotification(_ n: NotificationFact, at instant: UnixMillis, seq: UInt64) {
+        let subtype = n.subtype.flatMap { $0.isEmpty ? nil : $0 }
+        func note(_ kind: ChangeKind, _ detail: String? = nil) {
+            record(TimelineChange(at: instant, kind: kind, seq: seq, detail: detail))
+        }
+        switch n.notificationType {
+        case "REFUND_REVERSED":
+            let target =
+                n.transactionId.flatMap { id in periods.lastIndex { $0.contains(id) } }
+                ?? periods.lastIndex { $0.openRevocation != nil }
+            if let i = target { periods[i].reverseRevocation(at: instant, seq: seq) }
+        case "REFUND_DECLINED": note(.refundDeclined)
+        case "DID_CHANGE_RENEWAL_STATUS":
+            switch subtype {
+            case "AUTO_RENEW_DISABLED": note(.autoRenewOff)
+            case "AUTO_RENEW_ENABLED": note(.autoRenewOn)
+            default: if let on = n.autoRenewStatus { note(on ? .autoRenewOn : .autoRenewOff) }
+            }
+        case "DID_CHANGE_RENEWAL_PREF":
+            switch subtype {
+            case "UPGRADE": break  // The new period states it.
+            case "DOWNGRADE": note(.pendingChange, n.autoRenewProductId)
+            default:
+                if let target = n.autoRenewProductId, target != periods.last?.productId {
+                    note(.pendingChange, target)  // V1: no subtype, the target product says it.
+                } else {
+                    note(.pendingChangeCancelled)
+                }
+            }
+        case "DID_FAIL_TO_RENEW": note(subtype == "GRACE_PERIOD" ? .gracePeriod : .billingRetry)
+        case "GRACE_PERIOD_EXPIRED": note(.gracePeriodExpired)
+        case "EXPIRED": note(.expired, subtype)
+        case "DID_RENEW": if subtype == "BILLING_RECOVERY" { note(.recovered) }
+        case "DID_RECOVER": note(.recovered)
+        case "PRICE_INCREASE", "PRICE_INCREASE_CONSENT": note(.priceIncrease, subtype)
+        case "OFFER_REDEEMED": note(.offerRedeemed, subtype)
+        case "RENEWAL_EXTENDED": note(.renewalExtended)
+        default: break
+        }
+    }
+
+    /// Records a stated change, merging it into one of the same kind stated within `sameChangeWindow` before.
+    mutating func record(_ change: TimelineChange) {
+        var i = statedChanges.count - 1
+        while i >= 0 && change.at - statedChanges[i].at <= sameChangeWindow {
+            if statedChanges[i].kind == change.kind {
+                if statedChanges[i].detail == nil { statedChanges[i].detail = change.detail }
+                if let u = change.until { statedChanges[i].until = max(statedChanges[i].until ?? u, u) }
+                return
+            }
+            i -= 1
+        }
+        statedChanges.append(change)
+    }
+
+    /// A user claims the subscription at `instant` (DOMAIN §5).
+    mutating func claim(
+        _ user: AppUserID, at instant: UnixMillis, cause: BindingClaim.Cause, seq: UInt64, policy: BindingPolicy
+    ) {
+        let firstCause: OwnerCause = cause == .appAccountToken ? .appAccountToken : .claim
+        guard !owners.isEmpty else {
+            owners.append(OwnerInterval(appUserId: user, from: instant, seq: seq, cause: firstCause))
+            return
+        }
+        if owners.contains(where: { $0.to == nil && $0.appUserId == user }) { return }
+        switch policy {
+        case .transfer:
+            for i in owners.indices where owners[i].to == nil { owners[i].to = instant }
+            owners.append(OwnerInterval(appUserId: user, from: instant, seq: seq, cause: .transfer))
+        case .keep:
+            refusedClaims.append(RefusedClaim(appUserId: user, at: instant, seq: seq, cause: cause))
+        case .share:
+            owners.append(OwnerInterval(appUserId: user, from: instant, seq: seq, cause: firstCause))
+        }
+    }
+}
+
+extension Period {
+    /// Periods are ordered by start, then transaction id.
+    static func ordered(_ a: Period, _ b: Period) -> Bool {
+        a.start != b.start ? a.start < b.start : a.transactionId < b.transactionId
+    }
+
+    /// True when the transaction is a restored copy of this period: the same `webOrderLineItemId`, or (when either
+    /// lacks one, as V1 restores may) the same product and purchase date.
+    func isCopied(by t: TransactionFact) -> Bool {
+        if let a = webOrderLineItemId, let b = t.webOrderLineItemId { return a == b }
+        return productId == t.productId && start == t.purchaseDate
+    }
+
+    /// Takes the period's fields from a revision of its own transaction.
+    mutating func take(_ t: TransactionFact, rules: FoldRules) {
+        productId = t.productId
+        if let w = t.webOrderLineItemId { webOrderLineItemId = w }
+        start = t.purchaseDate
+        expiresDate = t.expiresDate
+        originalPurchaseDate = t.originalPurchaseDate
+        quantity = t.quantity ?? 1
+        offer = Offer(t)
+        upgraded = t.isUpgraded == true
+        let config = rules.catalog.configuration(for: t.productId)
+        type = config?.type ?? t.type ?? (t.expiresDate != nil ? .autoRenewable : .nonConsumable)
+        switch type {
+        case .autoRenewable: end = t.expiresDate ?? t.purchaseDate
+        case .nonRenewing: end = config?.duration?.added(to: t.originalPurchaseDate ?? t.purchaseDate) ?? t.expiresDate
+        case .nonConsumable, .consumable: end = nil
+        }
+        if upgraded, let d = t.revocationDate { end = min(end ?? d, d) }
+    }
+
+    /// Opens a revocation (refund, Family Sharing revoke) this revision states, or reverses the open one when a
+    /// transaction that stated it now states none (DOMAIN §4.3).
+    mutating func walkRevocation(_ t: TransactionFact, at instant: UnixMillis, seq: UInt64) {
+        if t.isRefundLike, let date = t.revocationDate {
+            if openRevocation != nil {
+                if !revokingTransactions.contains(t.transactionId) { revokingTransactions.append(t.transactionId) }
+                return
+            }
+            // Stated again after a reversal: revoked anew, not before the reversal.
+            let from = revocations.last?.reversedAt.map { max($0, date) } ?? date
+            revocations.append(
+                Revocation(
+                    date: from, reason: t.revocationReason, type: t.revocationType,
+                    percentage: t.revocationPercentage, seq: seq))
+            revokingTransactions = [t.transactionId]
+        } else if t.revocationDate == nil, openRevocation != nil,
+            let k = revokingTransactions.firstIndex(of: t.transactionId)
+        {
+            revokingTransactions.remove(at: k)
+            if revokingTransactions.isEmpty { closeRevocation(at: instant, seq: seq) }
+        }
+    }
+
+    /// REFUND_REVERSED: access comes back at `instant`.
+    mutating func reverseRevocation(at instant: UnixMillis, seq: UInt64) {
+        guard openRevocation != nil else { return }
+        revokingTransactions = []
+        closeRevocation(at: instant, seq: seq)
+    }
+
+    private mutating func closeRevocation(at instant: UnixMillis, seq: UInt64) {
+        let i = revocations.count - 1
+        revocations[i].reversedAt = max(instant, revocations[i].date)
+        revocations[i].reversedSeq = seq
+    }
+}
+
+extension Array where Element == TransactionID {
+    /// Inserts keeping id order, without duplicates.
+    mutating func insertSorted(_ id: TransactionID) {
+        var i = count
+        while i > 0 && id < self[i - 1] { i -= 1 }
+        if i > 0 && self[i - 1] == id { return }
+        insert(id, at: i)
+    }
+}

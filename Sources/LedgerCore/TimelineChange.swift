@@ -1,0 +1,52 @@
+/// One thing that happened to a subscription, for the timeline's `changes` list.
+public struct TimelineChange: Hashable, Sendable {
+    /// Valid time of the change.
+    public var at: UnixMillis
+    public var kind: ChangeKind
+    /// Provenance: the (first) event that stated it.
+    public var seq: UInt64
+    /// What it is about: a notification subtype or expiry reason, the product of a plan change, a user id.
+    public var detail: String?
+    /// The end of a state that has one (a grace period's `gracePeriodExpiresDate`).
+    public var until: UnixMillis?
+
+    public init(at: UnixMillis, kind: ChangeKind, seq: UInt64, detail: String? = nil, until: UnixMillis? = nil) {
+        self.at = at
+        self.kind = kind
+        self.seq = seq
+        self.detail = detail
+        self.until = until
+    }
+
+    /// The order changes are listed in: time, then kind, then detail (a total order on content).
+    static func precedes(_ a: TimelineChange, _ b: TimelineChange) -> Bool {
+        if a.at != b.at { return a.at < b.at }
+        if a.kind != b.kind { return a.kind.code < b.kind.code }
+        if a.detail != b.detail { return (a.detail ?? "") < (b.detail ?? "") }
+        return a.seq < b.seq
+    }
+}
+
+/// The kinds of change on a timeline (API.md names them in snake case).
+public enum ChangeKind: String, Hashable, Sendable, Codable, CaseIterable {
+    // Derived from the periods.
+    case purchase, renewal, resubscribe, upgrade, downgrade, crossgrade
+    case refund, revoked, refundReversed = "refund_reversed"
+    // Stated by notifications and renewal infos.
+    case refundDeclined = "refund_declined"
+    case autoRenewOff = "auto_renew_off", autoRenewOn = "auto_renew_on"
+    case pendingChange = "pending_change", pendingChangeCancelled = "pending_change_cancelled"
+    case billingRetry = "billing_retry", gracePeriod = "grace_period", gracePeriodExpired = "grace_period_expired"
+    case recovered, expired
+    case priceIncrease = "price_increase", offerRedeemed = "offer_redeemed", renewalExtended = "renewal_extended"
+    // Derived from the owners.
+    case ownerChanged = "owner_changed", claimRefused = "claim_refused"
+
+    /// Stable small number: binary encoding and ordering.
+    public var code: UInt8 { UInt8(Self.allCases.firstIndex(of: self)!) }
+
+    public init?(code: UInt8) {
+        guard Int(code) < Self.allCases.count else { return nil }
+        self = Self.allCases[Int(code)]
+    }
+}
