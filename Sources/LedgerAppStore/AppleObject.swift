@@ -1,0 +1,156 @@
+import Foundation
+import LedgerCore
+
+// MARK: - AppleObject
+
+/// One JSON object from Apple with accessors that say which field was wrong when it is.
+///
+/// V2 accessors (`string`, `int64`, `bool`) expect JSON's own types; V1 accessors (`v1…`) expect Apple's V1 habit
+/// of sending numbers and booleans as strings (and tolerate real numbers and booleans). JSON `null` reads as absent.
+struct AppleObject {
+    let fields: [String: Any]
+    /// Where this object sits in the document (`unified_receipt.latest_receipt_info[2]`), for error messages.
+    let path: String
+
+    init(_ fields: [String: Any], path: String = "") {
+        self.fields = fields
+        self.path = path
+    }
+
+    func name(_ key: String) -> String { path.isEmpty ? key : path + "." + key }
+
+    @inline(__always)
+    func value(_ key: String) -> Any? {
+        guard let v = fields[key], !(v is NSNull) else { return nil }
+        return v
+    }
+
+    func has(_ key: String) -> Bool { value(key) != nil }
+
+    // MARK: - V2 (JSON types)
+
+    func string(_ key: String) throws(InputError) -> String? {
+        guard let v = value(key) else { return nil }
+        guard let s = v as? String else { throw .wrongType(name(key), expected: "a string") }
+        return s
+    }
+
+    func requiredString(_ key: String) throws(InputError) -> String {
+        guard let s = try string(key) else { throw .missingField(name(key)) }
+        return s
+    }
+
+    /// An id that should be a string but is tolerated as an integer number.
+    func identifier(_ key: String) throws(InputError) -> String? {
+        guard let v = value(key) else { return nil }
+        if let s = v as? String {
+            guard !s.isEmpty else { throw .wrongType(name(key), expected: "a non-empty id") }
+            return s
+        }
+        if let i = JSONValue.int64(v) { return String(i) }
+        throw .wrongType(name(key), expected: "an id string")
+    }
+
+    func requiredIdentifier(_ key: String) throws(InputError) -> String {
+        guard let s = try identifier(key) else { throw .missingField(name(key)) }
+        return s
+    }
+
+    func int64(_ key: String) throws(InputError) -> Int64? {
+        guard let v = value(key) else { return nil }
+        guard let i = JSONValue.int64(v) else { throw .wrongType(name(key), expected: "an integer number") }
+        return i
+    }
+
+    /// A JSON boolean, or the integers 0 / 1 (V2 `autoRenewStatus`).
+    func bool(_ key: String) throws(InputError) -> Bool? {
+        guard let v = value(key) else { return nil }
+        if let n = v as? NSNumber {
+            if JSONValue.isBoolean(n) { return n.boolValue }
+            if let i = JSONValue.int64(n), i == 0 || i == 1 { return i == 1 }
+        }
+        throw .wrongType(name(key), expected: "a boolean")
+    }
+
+    func object(_ key: String) throws(InputError) -> AppleObject? {
+        guard let v = value(key) else { return nil }
+        guard let o = v as? [String: Any] else { throw .wrongType(name(key), expected: "an object") }
+        return AppleObject(o, path: name(key))
+    }
+
+    /// The objects of an array field; a single object is read as a one-element array (iOS 6 receipts).
+    func objects(_ key: String) throws(InputError) -> [AppleObject] {
+        guard let v = value(key) else { return [] }
+        if let o = v as? [String: Any] { return [AppleObject(o, path: name(key))] }
+        guard let a = v as? [Any] else { throw .wrongType(name(key), expected: "an array of objects") }
+        var result = [AppleObject]()
+        result.reserveCapacity(a.count)
+        for (i, element) in a.enumerated() {
+            guard let o = element as? [String: Any] else {
+                throw .wrongType("\(name(key))[\(i)]", expected: "an object")
+            }
+            result.append(AppleObject(o, path: "\(name(key))[\(i)]"))
+        }
+        return result
+    }
+
+    func environment(_ key: String) throws(InputError) -> AppStoreEnvironment? {
+        guard let s = try string(key) else { return nil }
+        guard let e = AppStoreEnvironment(appleName: s) else { throw .unknownEnvironment(s, field: name(key)) }
+        return e
+    }
+
+    // MARK: - V1 (strings for everything)
+
+    /// A V1 integer: a digit string, or a JSON integer.
+    func v1Int(_ key: String) throws(InputError) -> Int64? {
+        guard let v = value(key) else { return nil }
+        if let s = v as? String, let i = JSONValue.int64(digits: s) { return i }
+        if let i = JSONValue.int64(v) { return i }
+        throw .wrongType(name(key), expected: "a number string")
+    }
+
+    /// A V1 boolean: `"true"`/`"false"`, `"1"`/`"0"`, or a JSON boolean / 0 / 1.
+    func v1Bool(_ key: String) throws(InputError) -> Bool? {
+        guard let v = value(key) else { return nil }
+        if let s = v as? String {
+            switch s {
+            case "true", "1", "TRUE", "True": return true
+            case "false", "0", "FALSE", "False": return false
+            default: break
+            }
+        } else if let n = v as? NSNumber {
+            if JSONValue.isBoolean(n) { return n.boolValue }
+            if let i = JSONValue.int64(n), i == 0 || i == 1 { return i == 1 }
+        }
+        throw .wrongType(name(key), expected: "\"true\" or \"false\"")
+    }
+
+    /// A V1 instant: `<base>_ms`, else `<base>` (milliseconds as digits — iOS 6 `expires_date` — or a formatted
+    /// `"2018-11-29 08:29:26 Etc/GMT"`), else `<base>_formatted`.
+    func v1Date(_ base: String) throws(InputError) -> UnixMillis? {
+        if let ms = try v1Int(base + "_ms") { return ms }
+        for key in [base, base + "_formatted"] {
+            guard let v = value(key) else { continue }
+            if let s = v as? String {
+                if let ms = JSONValue.int64(digits: s) { return ms }
+                if let ms = AppleDate.parse(s) { return ms }
+            } else if let ms = JSONValue.int64(v) {
+                return ms
+            }
+            throw .wrongType(name(key), expected: "a date (milliseconds or \"yyyy-MM-dd HH:mm:ss Etc/GMT\")")
+        }
+        return nil
+    }
+
+    // MARK: - Unknown fields
+
+    /// Every field not in `known`, as compact JSON text: what Apple sent that this version does not model.
+    func extras(excluding known: Set<String>) -> [String: String] {
+        var extra = [String: String]()
+        for (key, value) in fields where !known.contains(key) {
+            extra[key] = JSONText.compact(value)
+        }
+        return extra
+    }
+}

@@ -1,0 +1,61 @@
+// MARK: - Base64
+
+/// Decodes base64 in either alphabet (standard for x5c, URL-safe for JWS segments), padding optional.
+enum Base64 {
+    private static let table: [UInt8] = {
+        var t = [UInt8](repeating: 0xFF, count: 256)
+        for (i, c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8.enumerated() {
+            t[Int(c)] = UInt8(i)
+        }
+        t[Int(UInt8(ascii: "-"))] = 62
+        t[Int(UInt8(ascii: "_"))] = 63
+        return t
+    }()
+
+    /// Nil when a byte is outside both alphabets, or the length cannot be base64.
+    static func decode(_ text: some Collection<UInt8>) -> [UInt8]? {
+        var out = [UInt8]()
+        out.reserveCapacity(text.count * 3 / 4)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        var padding = 0
+        for byte in text {
+            if byte == UInt8(ascii: "=") {
+                padding += 1
+                continue
+            }
+            if padding > 0 { return nil }
+            let v = table[Int(byte)]
+            if v == 0xFF { return nil }
+            accumulator = (accumulator << 6) | UInt32(v)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+            }
+        }
+        if bits >= 6 || padding > 2 { return nil }
+        return out
+    }
+
+    /// Standard base64 (with padding) of `bytes`, or URL-safe without padding.
+    static func encode(_ bytes: some Collection<UInt8>, urlSafe: Bool) -> String {
+        let alphabet = Array(
+            (urlSafe
+                ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+                : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/").utf8)
+        var out = [UInt8]()
+        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var it = bytes.makeIterator()
+        while let b0 = it.next() {
+            let b1 = it.next()
+            let b2 = it.next()
+            let n = UInt32(b0) << 16 | UInt32(b1 ?? 0) << 8 | UInt32(b2 ?? 0)
+            out.append(alphabet[Int(n >> 18 & 63)])
+            out.append(alphabet[Int(n >> 12 & 63)])
+            if b1 != nil { out.append(alphabet[Int(n >> 6 & 63)]) } else if !urlSafe { out.append(UInt8(ascii: "=")) }
+            if b2 != nil { out.append(alphabet[Int(n & 63)]) } else if !urlSafe { out.append(UInt8(ascii: "=")) }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

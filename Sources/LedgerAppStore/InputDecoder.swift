@@ -1,0 +1,329 @@
+import Crypto
+import Foundation
+import LedgerCore
+
+// MARK: - InputDecoder
+
+/// Turns one input — an API.md envelope or a bare Apple document — into canonical facts, or refuses it with an
+/// `InputError`. Never crashes on hostile bytes: size and nesting depth are checked before any parser runs.
+///
+/// Thread-safe and meant to be shared: the only mutable state is the verified-chain cache, behind a mutex.
+public final class InputDecoder: Sendable {
+    public let configuration: AppStoreConfiguration
+    let verifier: JWSVerifier
+
+    /// Never fails; trusted roots that are not DER certificates are unusable (signed inputs then fail as
+    /// `untrusted_chain`). Use `init(validating:)` to be told about them.
+    public init(configuration: AppStoreConfiguration) {
+        self.configuration = configuration
+        self.verifier = JWSVerifier(configuration: configuration)
+    }
+
+    /// Like `init(configuration:)`, but throws `invalid_trusted_root` when a configured root is not a DER certificate.
+    public convenience init(validating configuration: AppStoreConfiguration) throws(InputError) {
+        try JWSVerifier.checkRoots(configuration.trustedRootsDER)
+        self.init(configuration: configuration)
+    }
+
+    /// How many verified certificate chains are cached (bounded by `configuration.chainCacheCapacity`).
+    public var cachedChainCount: Int { verifier.cachedChainCount }
+
+    // MARK: - Decoding
+
+    /// Decodes ONE input.
+    ///
+    /// - Parameters:
+    ///   - raw: an envelope `{"type","appUserId","receivedAt","payload"}`, or a bare document whose type is detected:
+    ///     a verifyReceipt response, a V1 notification, `{"signedPayload":…}`, `{"signedTransactionInfo":…}`,
+    ///     `{"signedRenewalInfo":…}`, a JWS (text or JSON string), decoded V2 transaction / renewal / notification
+    ///     JSON, or a binding `{"appUserId","originalTransactionId"}`.
+    ///   - forcedType: used instead of detection (`ingest --type`); an envelope's own `type` takes precedence.
+    ///   - appUserId: the caller's user (query string, `--app-user-id`); the envelope's wins when it has one. It
+    ///     yields one `BindingClaim(cause: .claim)` per distinct OTID in the input.
+    ///   - receivedAt: when the input arrived; the envelope's `receivedAt` wins when it has one.
+    /// - Returns: the facts (notification first, then transactions, renewal infos, binding claims) and the metadata
+    ///   they share; `metadata.rawDigest` is SHA-256 of `raw`.
+    /// - Throws: `InputError` for every refusal; the caller keeps `raw` in the rejected log.
+    public func decode(
+        _ raw: [UInt8], forcedType: InputType? = nil, appUserId: AppUserID? = nil, receivedAt: UnixMillis
+    ) throws(InputError) -> DecodedInput {
+        guard raw.count <= configuration.maxInputBytes else {
+            throw .tooLarge(size: raw.count, limit: configuration.maxInputBytes)
+        }
+        try JSONStructure.checkDepth(raw, limit: configuration.maxDepth)
+
+        var context = Context(receivedAt: receivedAt, appUserId: appUserId, type: forcedType)
+        let document = try parse(raw, context: &context)
+        var decoded = try decodeDocument(document, context: context)
+        try check(decoded.facts)
+        decoded.facts.append(contentsOf: bindingClaims(for: decoded, context: context))
+
+        let metadata = FactMetadata(
+            source: decoded.source, signature: decoded.signature, receivedAt: context.receivedAt,
+            observedAt: decoded.observedAt ?? context.receivedAt, rawDigest: Array(SHA256.hash(data: raw)),
+            appUserId: context.appUserId)
+        return DecodedInput(facts: decoded.facts, metadata: metadata, type: decoded.type, raw: raw)
+    }
+
+    /// Splits an NDJSON body into its non-blank lines (a trailing `\r` is dropped). No parsing.
+    /// - Complexity: O(n).
+    public static func splitLines(_ body: [UInt8]) -> [ArraySlice<UInt8>] {
+        var lines = [ArraySlice<UInt8>]()
+        var start = 0
+        func flush(_ end: Int) {
+            var upper = end
+            if upper > start, body[upper - 1] == 0x0D { upper -= 1 }
+            let line = body[start..<upper]
+            if line.contains(where: { !JSONStructure.isWhitespace($0) }) { lines.append(line) }
+        }
+        for (i, byte) in body.enumerated() where byte == 0x0A {
+            flush(i)
+            start = i + 1
+        }
+        flush(body.count)
+        return lines
+    }
+
+    // MARK: - Envelope and detection
+
+    /// What the caller and the envelope said about the input.
+    struct Context {
+        var receivedAt: UnixMillis
+        var appUserId: AppUserID?
+        var type: InputType?
+    }
+
+    /// The Apple document inside the input.
+    enum Document {
+        /// A JSON object, with its exact bytes (the notification id of a V1 body is their digest).
+        case object([String: Any], bytes: ArraySlice<UInt8>)
+        /// A compact JWS, as UTF-8.
+        case jws([UInt8])
+    }
+
+    private func parse(_ raw: [UInt8], context: inout Context) throws(InputError) -> Document {
+        guard let first = raw.firstIndex(where: { !JSONStructure.isWhitespace($0) }) else {
+            throw .invalidJSON("the input is empty")
+        }
+        let lead = raw[first]
+        guard lead == UInt8(ascii: "{") || lead == UInt8(ascii: "[") || lead == UInt8(ascii: "\"") else {
+            // Bare JWS text (StoreKit 2 `jwsRepresentation`, a Server API `signedTransactionInfo` value).
+            let last = raw.lastIndex(where: { !JSONStructure.isWhitespace($0) }) ?? first
+            return .jws(Array(raw[first...last]))
+        }
+        let value: Any
+        do {
+            value = try JSONSerialization.jsonObject(with: Data(raw), options: [.fragmentsAllowed])
+        } catch {
+            throw .invalidJSON("the input is not valid JSON")
+        }
+        if let jws = value as? String { return .jws(Array(jws.utf8)) }
+        guard let object = value as? [String: Any] else {
+            throw .unknownInputType("a JSON array or scalar is not an input; expected an object or a JWS")
+        }
+        guard object["payload"] != nil else { return .object(object, bytes: raw[...]) }
+
+        // An API.md envelope.
+        let envelope = AppleObject(object)
+        if let name = try envelope.string("type") {
+            guard let type = InputType(rawValue: name) else {
+                throw .unknownInputType("envelope type '\(name)' is not one of receipt, notification, transaction, renewal, binding")
+            }
+            context.type = type
+        }
+        if let user = try envelope.string("appUserId") { context.appUserId = AppUserID(user) }
+        if let at = try envelope.int64("receivedAt") { context.receivedAt = at }
+        switch object["payload"] {
+        case let jws as String:
+            return .jws(Array(jws.utf8))
+        case let payload as [String: Any]:
+            let range = JSONStructure.topLevelValueRange(of: "payload", in: raw) ?? raw.indices
+            return .object(payload, bytes: raw[range])
+        default:
+            throw .wrongType("payload", expected: "an Apple JSON object or a JWS string")
+        }
+    }
+
+    private static func detect(_ o: [String: Any]) throws(InputError) -> InputType {
+        func has(_ key: String) -> Bool { o[key] != nil }
+        if has("signedPayload") || has("notification_type") || has("notificationType") { return .notification }
+        if has("status") || has("receipt") || has("latest_receipt_info") { return .receipt }
+        if has("signedTransactionInfo") || has("transactionId") { return .transaction }
+        if has("appUserId") && has("originalTransactionId") { return .binding }
+        if has("signedRenewalInfo") || has("originalTransactionId") { return .renewal }
+        throw .unknownInputType(
+            "the document is none of: verifyReceipt response, V1/V2 notification, signed or decoded transaction or renewal info, binding")
+    }
+
+    // MARK: - Per kind
+
+    struct Decoded {
+        var facts: [Fact]
+        var type: InputType
+        var source: FactSource
+        var signature: SignatureStatus
+        var observedAt: UnixMillis?
+    }
+
+    private func decodeDocument(_ document: Document, context: Context) throws(InputError) -> Decoded {
+        switch document {
+        case .jws(let token):
+            return try decodeSignedDocument(token, field: "JWS", type: context.type, context: context)
+        case .object(let object, let bytes):
+            let type: InputType
+            if let forced = context.type { type = forced } else { type = try Self.detect(object) }
+            let root = AppleObject(object)
+            switch type {
+            case .receipt:
+                let result = try ReceiptDecoder.decode(root)
+                return Decoded(
+                    facts: result.facts, type: .receipt, source: .receipt, signature: .unsigned,
+                    observedAt: result.requestDate)
+            case .notification:
+                if let jws = try root.string("signedPayload") {
+                    return try decodeSignedDocument(
+                        Array(jws.utf8), field: "signedPayload", type: .notification, context: context)
+                }
+                if root.has("notification_type") {
+                    let facts = try NotificationV1Decoder.decode(root, body: bytes)
+                    return Decoded(
+                        facts: facts, type: .notification, source: .notificationV1, signature: .unsigned, observedAt: nil)
+                }
+                if root.has("notificationType") {
+                    let result = try NotificationV2Decoder.decode(root, verifier: verifier, receivedAt: context.receivedAt)
+                    return Decoded(
+                        facts: result.facts, type: .notification, source: .decodedJSON, signature: .unsigned,
+                        observedAt: nil)
+                }
+                throw .missingField("signedPayload")
+            case .transaction, .renewal:
+                if root.has("signedTransactionInfo") || root.has("signedRenewalInfo") {
+                    return try decodeSignedPair(root, type: type, context: context)
+                }
+                let fact: Fact =
+                    type == .transaction ? .transaction(try V2Mapping.transaction(root)) : .renewal(try V2Mapping.renewal(root))
+                return Decoded(facts: [fact], type: type, source: .decodedJSON, signature: .unsigned, observedAt: nil)
+            case .binding:
+                let user = try root.requiredString("appUserId")
+                let otid = try root.requiredIdentifier("originalTransactionId")
+                let claim = BindingClaim(
+                    appUserId: AppUserID(user), originalTransactionId: OriginalTransactionID(otid),
+                    claimedAt: try root.int64("claimedAt") ?? context.receivedAt, cause: .claim,
+                    environment: try root.environment("environment") ?? .production)
+                return Decoded(facts: [.binding(claim)], type: .binding, source: .binding, signature: .unsigned, observedAt: nil)
+            }
+        }
+    }
+
+    /// A JWS on its own: a V2 notification payload, a transaction or a renewal info (by `type`, else by content).
+    private func decodeSignedDocument(
+        _ token: [UInt8], field: String, type: InputType?, context: Context
+    ) throws(InputError) -> Decoded {
+        let opened = try verifier.open(token, field: field, fallbackDate: context.receivedAt)
+        let payload = AppleObject(opened.payload)
+        let kind: InputType
+        if let type {
+            kind = type
+        } else if payload.has("notificationType") {
+            kind = .notification
+        } else if payload.has("transactionId") {
+            kind = .transaction
+        } else if payload.has("originalTransactionId") {
+            kind = .renewal
+        } else {
+            throw .unknownInputType("the JWS payload is neither a notification, a transaction nor a renewal info")
+        }
+        switch kind {
+        case .notification:
+            let result = try NotificationV2Decoder.decode(payload, verifier: verifier, receivedAt: context.receivedAt)
+            return Decoded(
+                facts: result.facts, type: .notification, source: .notificationV2,
+                signature: Self.weakest(opened.signature, result.nestedSignature), observedAt: nil)
+        case .transaction:
+            return Decoded(
+                facts: [.transaction(try V2Mapping.transaction(payload))], type: .transaction, source: .signedTransaction,
+                signature: opened.signature, observedAt: nil)
+        case .renewal:
+            return Decoded(
+                facts: [.renewal(try V2Mapping.renewal(payload))], type: .renewal, source: .signedTransaction,
+                signature: opened.signature, observedAt: nil)
+        case .receipt, .binding:
+            throw .unknownInputType("a JWS cannot be a \(kind.rawValue)")
+        }
+    }
+
+    /// `{"signedTransactionInfo":…, "signedRenewalInfo":…}` (either or both; the Server API's status items).
+    private func decodeSignedPair(_ root: AppleObject, type: InputType, context: Context) throws(InputError) -> Decoded {
+        var facts = [Fact]()
+        var signature = SignatureStatus.verified
+        if let jws = try root.string("signedTransactionInfo") {
+            let opened = try verifier.open(Array(jws.utf8), field: "signedTransactionInfo", fallbackDate: context.receivedAt)
+            signature = Self.weakest(signature, opened.signature)
+            facts.append(.transaction(try V2Mapping.transaction(AppleObject(opened.payload, path: "signedTransactionInfo"))))
+        } else if type == .transaction {
+            throw .missingField("signedTransactionInfo")
+        }
+        if let jws = try root.string("signedRenewalInfo") {
+            let opened = try verifier.open(Array(jws.utf8), field: "signedRenewalInfo", fallbackDate: context.receivedAt)
+            signature = Self.weakest(signature, opened.signature)
+            facts.append(.renewal(try V2Mapping.renewal(AppleObject(opened.payload, path: "signedRenewalInfo"))))
+        }
+        return Decoded(facts: facts, type: type, source: .signedTransaction, signature: signature, observedAt: nil)
+    }
+
+    private static func weakest(_ a: SignatureStatus, _ b: SignatureStatus) -> SignatureStatus {
+        if a == .unsigned || b == .unsigned { return .unsigned }
+        if a == .unverified || b == .unverified { return .unverified }
+        return .verified
+    }
+
+    // MARK: - Configuration checks and claims
+
+    /// Every fact's environment must be accepted and every stated bundle id must be the configured one.
+    private func check(_ facts: [Fact]) throws(InputError) {
+        for fact in facts {
+            if let accepted = configuration.acceptedEnvironments, !accepted.contains(fact.environment) {
+                throw .environmentNotAccepted(fact.environment.rawValue)
+            }
+            guard let expected = configuration.bundleId else { continue }
+            let bundleId: String?
+            switch fact {
+            case .transaction(let t): bundleId = t.bundleId
+            case .notification(let n): bundleId = n.bundleId
+            default: bundleId = nil
+            }
+            if let bundleId, bundleId != expected { throw .wrongBundle(bundleId, expected: expected) }
+        }
+    }
+
+    /// The caller's `appUserId` claims each distinct OTID of the input at `observedAt`; each transaction's
+    /// `appAccountToken` claims its OTID for the user it names at its `purchaseDate`.
+    private func bindingClaims(for decoded: Decoded, context: Context) -> [Fact] {
+        var claims = [Fact]()
+        var seen = Set<BindingClaim>()
+        func add(_ claim: BindingClaim) {
+            if seen.insert(claim).inserted { claims.append(.binding(claim)) }
+        }
+        if let user = context.appUserId, decoded.type != .binding {
+            var otids = Set<String>()
+            for fact in decoded.facts {
+                guard let otid = fact.originalTransactionId,
+                    otids.insert(otid.rawValue + "|" + fact.environment.rawValue).inserted
+                else { continue }
+                add(
+                    BindingClaim(
+                        appUserId: user, originalTransactionId: otid,
+                        claimedAt: decoded.observedAt ?? context.receivedAt, cause: .claim,
+                        environment: fact.environment))
+            }
+        }
+        for fact in decoded.facts {
+            guard case .transaction(let t) = fact, let token = t.appAccountToken, !token.isEmpty else { continue }
+            add(
+                BindingClaim(
+                    appUserId: AppUserID(token.lowercased()), originalTransactionId: t.originalTransactionId,
+                    claimedAt: t.purchaseDate, cause: .appAccountToken, environment: t.environment))
+        }
+        return claims
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+
+// MARK: - JSONText
+
+/// Compact, deterministic JSON text for values kept in a fact's `extra` bag: object keys sorted, no whitespace,
+/// `/` not escaped, so the same Apple value always yields the same text (and the same fact).
+enum JSONText {
+    static func compact(_ value: Any) -> String {
+        var out = ""
+        append(value, to: &out)
+        return out
+    }
+
+    private static func append(_ value: Any, to out: inout String) {
+        switch value {
+        case let s as String:
+            appendString(s, to: &out)
+        case let n as NSNumber:
+            out += JSONValue.numberText(n)
+        case let a as [Any]:
+            out += "["
+            for (i, element) in a.enumerated() {
+                if i > 0 { out += "," }
+                append(element, to: &out)
+            }
+            out += "]"
+        case let d as [String: Any]:
+            out += "{"
+            for (i, key) in d.keys.sorted().enumerated() {
+                if i > 0 { out += "," }
+                appendString(key, to: &out)
+                out += ":"
+                append(d[key]!, to: &out)
+            }
+            out += "}"
+        default:
+            out += "null"
+        }
+    }
+
+    private static func appendString(_ s: String, to out: inout String) {
+        out += "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case let c where c.value < 0x20:
+                let hex = String(c.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        out += "\""
+    }
+}

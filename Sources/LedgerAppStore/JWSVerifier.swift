@@ -1,0 +1,209 @@
+import Crypto
+import Foundation
+import LedgerCore
+import SwiftASN1
+import Synchronization
+import X509
+
+// MARK: - JWSVerifier
+
+/// Opens Apple's compact JWS (`header.payload.signature`) and, when trusted roots are configured, verifies it:
+/// ES256 only; `x5c` = [leaf, intermediate, root?] chaining to a configured root; Apple's leaf OID
+/// 1.2.840.113635.100.6.11.1 and intermediate OID 1.2.840.113635.100.6.2.1; every certificate valid **at the
+/// payload's `signedDate`** (so old genuine payloads stay verifiable offline); signature over `header.payload` with
+/// the leaf's P-256 key.
+///
+/// Verified chains are cached by the SHA-256 of their `x5c` entries, so a payload signed by a known chain costs one
+/// ECDSA verification. The cache is bounded and guarded by a `Mutex`: one verifier serves every thread.
+final class JWSVerifier: Sendable {
+    /// Apple's "Mac App Store / App Store receipt signing" leaf marker.
+    static let leafOID: ASN1ObjectIdentifier = [1, 2, 840, 113_635, 100, 6, 11, 1]
+    /// Apple's "Apple Worldwide Developer Relations" intermediate marker.
+    static let intermediateOID: ASN1ObjectIdentifier = [1, 2, 840, 113_635, 100, 6, 2, 1]
+
+    /// A decoded JWS: its payload object and what is known of its signature.
+    struct Opened {
+        var payload: [String: Any]
+        var signature: SignatureStatus
+    }
+
+    /// What survives of a validated chain: the leaf key and each certificate's validity window.
+    struct VerifiedChain: Sendable {
+        struct Window: Sendable {
+            var subject: String
+            var notBefore: UnixMillis
+            var notAfter: UnixMillis
+        }
+        var leafKey: P256.Signing.PublicKey
+        var windows: [Window]
+    }
+
+    let roots: [Certificate]
+    /// True when roots were configured but none could be parsed: every signed input then fails as untrusted.
+    let rootsConfigured: Bool
+    let requireSignatures: Bool
+    let maxDepth: Int
+    let cacheCapacity: Int
+    private let cache: Mutex<[SHA256.Digest: VerifiedChain]>
+
+    /// Roots that are not DER certificates are skipped here (`checkRoots` reports them); with roots configured but
+    /// none usable, every signed input is refused as untrusted rather than silently accepted unverified.
+    init(configuration: AppStoreConfiguration) {
+        self.roots = configuration.trustedRootsDER.compactMap { try? Certificate(derEncoded: $0) }
+        self.rootsConfigured = !configuration.trustedRootsDER.isEmpty
+        self.requireSignatures = configuration.requireSignatures
+        self.maxDepth = configuration.maxDepth
+        self.cacheCapacity = max(1, configuration.chainCacheCapacity)
+        self.cache = Mutex([:])
+    }
+
+    /// Throws `invalid_trusted_root` naming the first root that is not a DER certificate.
+    static func checkRoots(_ roots: [[UInt8]]) throws(InputError) {
+        for (i, der) in roots.enumerated() {
+            do {
+                _ = try Certificate(derEncoded: der)
+            } catch {
+                throw InputError(code: "invalid_trusted_root", message: "trusted root #\(i) is not a DER certificate: \(error)")
+            }
+        }
+    }
+
+    /// Number of chains currently cached (for tests and metrics).
+    var cachedChainCount: Int { cache.withLock { $0.count } }
+
+    // MARK: - Opening
+
+    /// Decodes `token` (UTF-8 of a compact JWS) and verifies it when roots are configured. `field` names the token in
+    /// errors; `fallbackDate` stands in for a missing `signedDate` when checking certificate validity.
+    func open(_ token: [UInt8], field: String, fallbackDate: UnixMillis) throws(InputError) -> Opened {
+        var dots = [Int]()
+        for (i, byte) in token.enumerated() where byte == UInt8(ascii: ".") {
+            dots.append(i)
+            if dots.count > 2 { break }
+        }
+        guard dots.count == 2 else {
+            throw .invalidJWS("\(field) is not a compact JWS (header.payload.signature)")
+        }
+        guard let headerBytes = Base64.decode(token[0..<dots[0]]),
+            let header = try parseObject(headerBytes, what: "\(field) JWS header")
+        else { throw .invalidJWS("\(field) has an undecodable JWS header") }
+        guard let payloadBytes = Base64.decode(token[(dots[0] + 1)..<dots[1]]) else {
+            throw .invalidJWS("\(field) has an undecodable JWS payload")
+        }
+        guard let payload = try parseObject(payloadBytes, what: "\(field) JWS payload") else {
+            throw .invalidJSON("the JWS payload of \(field) is not a JSON object")
+        }
+
+        let alg = header["alg"] as? String
+        guard alg == "ES256" else { throw .unsupportedAlg(alg ?? "(missing)") }
+
+        guard rootsConfigured else {
+            if requireSignatures { throw .signatureRequired }
+            return Opened(payload: payload, signature: .unverified)
+        }
+
+        guard let x5c = header["x5c"] as? [Any], !x5c.isEmpty else { throw .missingX5C }
+        var x5cStrings = [String]()
+        x5cStrings.reserveCapacity(x5c.count)
+        for entry in x5c {
+            guard let s = entry as? String else { throw .untrustedChain("\(field) x5c entries must be base64 strings") }
+            x5cStrings.append(s)
+        }
+        let chain = try verifiedChain(x5cStrings, field: field)
+
+        let signedDate = JSONValue.int64(payload["signedDate"] as Any) ?? fallbackDate
+        for window in chain.windows {
+            if signedDate > window.notAfter {
+                throw .certificateExpired(
+                    "\(field): certificate '\(window.subject)' expired at \(window.notAfter), before signedDate \(signedDate)")
+            }
+            if signedDate < window.notBefore {
+                throw .certificateNotYetValid(
+                    "\(field): certificate '\(window.subject)' is valid only from \(window.notBefore), after signedDate \(signedDate)")
+            }
+        }
+
+        guard let rawSignature = Base64.decode(token[(dots[1] + 1)...]),
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: rawSignature)
+        else { throw .signatureInvalid }
+        let digest = SHA256.hash(data: token[0..<dots[1]])
+        guard chain.leafKey.isValidSignature(signature, for: digest) else { throw .signatureInvalid }
+        return Opened(payload: payload, signature: .verified)
+    }
+
+    private func parseObject(_ bytes: [UInt8], what: String) throws(InputError) -> [String: Any]? {
+        try JSONStructure.checkDepth(bytes, limit: maxDepth)
+        return (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
+    }
+
+    // MARK: - Chains
+
+    private func verifiedChain(_ x5c: [String], field: String) throws(InputError) -> VerifiedChain {
+        var hasher = SHA256()
+        for entry in x5c {
+            hasher.update(data: Array(entry.utf8))
+            hasher.update(data: [0x2C])
+        }
+        let key = hasher.finalize()
+        if let cached = cache.withLock({ $0[key] }) { return cached }
+        let chain = try validate(x5c, field: field)
+        cache.withLock { cache in
+            if cache.count >= cacheCapacity { cache.removeAll(keepingCapacity: true) }
+            cache[key] = chain
+        }
+        return chain
+    }
+
+    /// The time-independent part of chain validation; validity windows are checked per payload.
+    private func validate(_ x5c: [String], field: String) throws(InputError) -> VerifiedChain {
+        var certificates = [Certificate]()
+        for (i, entry) in x5c.enumerated() {
+            guard let der = Base64.decode(entry.utf8), let certificate = try? Certificate(derEncoded: der) else {
+                throw .untrustedChain("\(field) x5c[\(i)] is not a DER certificate")
+            }
+            certificates.append(certificate)
+        }
+        guard certificates.count >= 2 else {
+            throw .untrustedChain("\(field) x5c must carry at least the leaf and the intermediate certificate")
+        }
+        let leaf = certificates[0]
+        guard leaf.extensions[oid: Self.leafOID] != nil else {
+            throw .untrustedChain("\(field) leaf certificate lacks Apple's OID \(Self.leafOID)")
+        }
+        guard certificates[1].extensions[oid: Self.intermediateOID] != nil else {
+            throw .untrustedChain("\(field) intermediate certificate lacks Apple's OID \(Self.intermediateOID)")
+        }
+        for i in 0..<(certificates.count - 1) {
+            let child = certificates[i]
+            let issuer = certificates[i + 1]
+            guard child.issuer == issuer.subject, issuer.publicKey.isValidSignature(child.signature, for: child) else {
+                throw .untrustedChain("\(field) x5c[\(i)] is not signed by x5c[\(i + 1)]")
+            }
+            guard case .isCertificateAuthority = try? issuer.extensions.basicConstraints else {
+                throw .untrustedChain("\(field) x5c[\(i + 1)] is not a certificate authority")
+            }
+        }
+        var windows = certificates.map(Self.window)
+        let top = certificates[certificates.count - 1]
+        if let root = roots.first(where: { $0 == top }) {
+            _ = root
+        } else if let root = roots.first(where: { root in
+            root.subject == top.issuer && root.publicKey.isValidSignature(top.signature, for: top)
+        }) {
+            windows.append(Self.window(root))
+        } else {
+            throw .untrustedChain("\(field) certificate chain does not lead to a configured trusted root")
+        }
+        guard let leafKey = P256.Signing.PublicKey(leaf.publicKey) else {
+            throw .untrustedChain("\(field) leaf certificate key is not P-256")
+        }
+        return VerifiedChain(leafKey: leafKey, windows: windows)
+    }
+
+    private static func window(_ certificate: Certificate) -> VerifiedChain.Window {
+        VerifiedChain.Window(
+            subject: certificate.subject.description,
+            notBefore: UnixMillis((certificate.notValidBefore.timeIntervalSince1970 * 1000).rounded()),
+            notAfter: UnixMillis((certificate.notValidAfter.timeIntervalSince1970 * 1000).rounded()))
+    }
+}

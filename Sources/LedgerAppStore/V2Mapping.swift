@@ -1,0 +1,82 @@
+import LedgerCore
+
+// MARK: - V2Mapping
+
+/// Decoded V2 payloads (`JWSTransactionDecodedPayload`, `JWSRenewalInfoDecodedPayload`) to canonical facts. The
+/// field names are the facts' own; anything else Apple sends lands in `extra`.
+enum V2Mapping {
+    static let transactionKeys: Set<String> = [
+        "transactionId", "originalTransactionId", "webOrderLineItemId", "bundleId", "productId",
+        "subscriptionGroupIdentifier", "purchaseDate", "originalPurchaseDate", "expiresDate", "quantity",
+        "appAccountToken", "inAppOwnershipType", "signedDate", "revocationDate", "revocationReason", "revocationType",
+        "revocationPercentage", "isUpgraded", "offerType", "offerIdentifier", "offerDiscountType", "environment",
+        "storefront", "transactionReason", "price", "currency",
+    ]
+
+    static let renewalKeys: Set<String> = [
+        "originalTransactionId", "productId", "autoRenewProductId", "autoRenewStatus", "expirationIntent",
+        "isInBillingRetryPeriod", "gracePeriodExpiresDate", "priceIncreaseStatus", "renewalDate", "offerType",
+        "offerIdentifier", "signedDate", "recentSubscriptionStartDate", "environment",
+    ]
+
+    /// A transaction payload; `transactionId`, `originalTransactionId`, `productId` and `purchaseDate` are required.
+    /// An unknown product `type` is kept in `extra["type"]`.
+    static func transaction(_ o: AppleObject) throws(InputError) -> TransactionFact {
+        let tid = try o.requiredIdentifier("transactionId")
+        let otid = try o.requiredIdentifier("originalTransactionId")
+        let productId = try o.requiredString("productId")
+        guard let purchaseDate = try o.int64("purchaseDate") else { throw .missingField(o.name("purchaseDate")) }
+        var t = TransactionFact(
+            transactionId: TransactionID(tid), originalTransactionId: OriginalTransactionID(otid), productId: productId,
+            purchaseDate: purchaseDate, environment: try o.environment("environment") ?? .production)
+        t.webOrderLineItemId = try o.identifier("webOrderLineItemId")
+        t.bundleId = try o.string("bundleId")
+        t.subscriptionGroupIdentifier = try o.identifier("subscriptionGroupIdentifier")
+        t.originalPurchaseDate = try o.int64("originalPurchaseDate")
+        t.expiresDate = try o.int64("expiresDate")
+        t.quantity = try o.int64("quantity")
+        t.appAccountToken = try o.string("appAccountToken").map { $0.lowercased() }
+        t.inAppOwnershipType = try o.string("inAppOwnershipType")
+        t.signedDate = try o.int64("signedDate")
+        t.revocationDate = try o.int64("revocationDate")
+        t.revocationReason = try o.int64("revocationReason")
+        t.revocationType = try o.string("revocationType")
+        t.revocationPercentage = try o.int64("revocationPercentage")
+        t.isUpgraded = try o.bool("isUpgraded")
+        t.offerType = try o.int64("offerType")
+        t.offerIdentifier = try o.string("offerIdentifier")
+        t.offerDiscountType = try o.string("offerDiscountType")
+        t.storefront = try o.string("storefront")
+        t.transactionReason = try o.string("transactionReason")
+        t.price = try o.int64("price")
+        t.currency = try o.string("currency")
+        var known = transactionKeys
+        if let typeName = try o.string("type"), let type = ProductType(rawValue: typeName) {
+            t.type = type
+            known.insert("type")
+        }
+        t.extra = o.extras(excluding: known)
+        return t
+    }
+
+    /// A renewal info payload; `originalTransactionId` is required.
+    static func renewal(_ o: AppleObject) throws(InputError) -> RenewalInfoFact {
+        let otid = try o.requiredIdentifier("originalTransactionId")
+        var r = RenewalInfoFact(
+            originalTransactionId: OriginalTransactionID(otid), environment: try o.environment("environment") ?? .production)
+        r.productId = try o.string("productId")
+        r.autoRenewProductId = try o.string("autoRenewProductId")
+        r.autoRenewStatus = try o.bool("autoRenewStatus")
+        r.expirationIntent = try o.int64("expirationIntent")
+        r.isInBillingRetryPeriod = try o.bool("isInBillingRetryPeriod")
+        r.gracePeriodExpiresDate = try o.int64("gracePeriodExpiresDate")
+        r.priceIncreaseStatus = try o.int64("priceIncreaseStatus")
+        r.renewalDate = try o.int64("renewalDate")
+        r.offerType = try o.int64("offerType")
+        r.offerIdentifier = try o.string("offerIdentifier")
+        r.signedDate = try o.int64("signedDate")
+        r.recentSubscriptionStartDate = try o.int64("recentSubscriptionStartDate")
+        r.extra = o.extras(excluding: renewalKeys)
+        return r
+    }
+}
