@@ -1,0 +1,88 @@
+import Foundation
+import LedgerCore
+import LedgerStore
+
+/// The JSON form of one stored event (`storeledger events --json`, `export`, `GET /v1/events`,
+/// `GET /v1/transactions/{id}`).
+public struct EventDocument: Encodable, Sendable {
+    public var seq: UInt64
+    public var kind: Fact.Kind
+    /// The key the event is stored under (transaction id or synthetic key).
+    public var key: String
+    public var transactionId: String?
+    public var originalTransactionId: String?
+    public var environment: AppStoreEnvironment
+    public var source: FactSource
+    public var signature: SignatureStatus
+    public var receivedAt: UnixMillis
+    public var observedAt: UnixMillis
+    public var appUserId: String?
+    /// Hex SHA-256 of the raw input.
+    public var rawDigest: String
+    /// Hex hash-chain link after this event.
+    public var chainHash: String
+    public var fact: FactBody
+    /// The raw input, base64 (export only).
+    public var raw: String?
+
+    /// The fact's own fields, under its kind's shape.
+    public enum FactBody: Encodable, Sendable {
+        case transaction(TransactionFact)
+        case renewal(RenewalInfoFact)
+        case notification(NotificationFact)
+        case binding(BindingClaim)
+
+        public func encode(to encoder: any Encoder) throws {
+            switch self {
+            case .transaction(let f): try f.encode(to: encoder)
+            case .renewal(let f): try f.encode(to: encoder)
+            case .notification(let f): try f.encode(to: encoder)
+            case .binding(let f): try f.encode(to: encoder)
+            }
+        }
+    }
+
+    public init(_ stored: StoredEvent, raw: [UInt8]? = nil) {
+        let e = stored.event
+        seq = e.seq
+        kind = e.fact.kind
+        key = e.fact.eventKey
+        transactionId = e.fact.transactionId?.rawValue
+        originalTransactionId = e.fact.originalTransactionId?.rawValue
+        environment = e.fact.environment
+        source = e.metadata.source
+        signature = e.metadata.signature
+        receivedAt = e.metadata.receivedAt
+        observedAt = e.metadata.observedAt
+        appUserId = e.metadata.appUserId?.rawValue
+        rawDigest = e.metadata.rawDigest.map { String(format: "%02x", $0) }.joined()
+        chainHash = stored.chainHash.map { String(format: "%02x", $0) }.joined()
+        switch e.fact {
+        case .transaction(let f): fact = .transaction(f)
+        case .renewal(let f): fact = .renewal(f)
+        case .notification(let f): fact = .notification(f)
+        case .binding(let f): fact = .binding(f)
+        }
+        self.raw = raw.map { Data($0).base64EncodedString() }
+    }
+}
+
+/// The JSON form of one refused input.
+public struct RejectedDocument: Encodable, Sendable {
+    public var number: UInt64
+    public var receivedAt: UnixMillis
+    public var code: String
+    public var message: String
+    public var size: Int
+    /// The kept bytes, base64.
+    public var raw: String
+
+    public init(_ r: RejectedInput) {
+        number = r.number
+        receivedAt = r.receivedAt
+        code = r.code
+        message = r.message
+        size = r.size
+        raw = Data(r.raw).base64EncodedString()
+    }
+}

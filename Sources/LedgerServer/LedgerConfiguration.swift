@@ -1,0 +1,113 @@
+import Foundation
+import LedgerAppStore
+import LedgerCore
+
+/// Everything `storeledger` reads from its configuration file (API.md "Configuration"); every key is optional.
+///
+/// ```json
+/// {"bundleId": "com.example.app", "bindingPolicy": "transfer", "trustedRoots": ["certs/AppleRootCA-G3.cer"],
+///  "requireSignatures": false, "environments": ["Production"],
+///  "socket": {"path": "…", "mode": "0660", "writers": {"uids": [1000], "gids": []}},
+///  "limits": {"maxBodyBytes": 16777216, "maxBatchInputs": 10000, "maxQueuedInputs": 100000},
+///  "products": {"com.example.premium.monthly": {"type": "autoRenewable", "entitlements": ["premium"]}}}
+/// ```
+public struct LedgerConfiguration: Sendable {
+    /// Who may write over the socket (peer credentials); empty lists allow everyone who can open the socket.
+    public struct Writers: Sendable, Hashable {
+        public var uids: Set<UInt32> = []
+        public var gids: Set<UInt32> = []
+        public init() {}
+        public var restricted: Bool { !uids.isEmpty || !gids.isEmpty }
+    }
+
+    /// Bounds on what one request may ask.
+    public struct Limits: Sendable, Hashable {
+        /// Larger request bodies get 413.
+        public var maxBodyBytes = 16 << 20
+        /// Larger NDJSON batches get 413.
+        public var maxBatchInputs = 10_000
+        /// Inputs waiting for the writer beyond which requests get 503 with Retry-After.
+        public var maxQueuedInputs = 100_000
+        public init() {}
+    }
+
+    public var appStore = AppStoreConfiguration()
+    public var rules = FoldRules()
+    public var socketPath: String?
+    /// File mode of the socket (default 0660).
+    public var socketMode: UInt32 = 0o660
+    public var writers = Writers()
+    public var limits = Limits()
+    /// The file this came from, if any.
+    public var source: String?
+
+    public init() {}
+
+    /// Why a configuration file cannot be used.
+    public struct Invalid: Error, CustomStringConvertible, Sendable {
+        public let message: String
+        public var description: String { message }
+    }
+
+    /// Reads a configuration file; relative paths inside it (trusted roots) are resolved against its directory.
+    public init(contentsOf path: String) throws {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw Invalid(message: "cannot read configuration file \(path)")
+        }
+        try self.init(json: [UInt8](data), baseDirectory: (path as NSString).deletingLastPathComponent)
+        source = path
+    }
+
+    /// Parses a configuration document.
+    public init(json: [UInt8], baseDirectory: String) throws {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] else {
+            throw Invalid(message: "the configuration is not a JSON object")
+        }
+        self.init()
+        do {
+            appStore = try AppStoreConfiguration(configFile: json, baseDirectory: baseDirectory)
+        } catch {
+            throw Invalid(message: error.message)
+        }
+        do {
+            rules = try JSONDecoder().decode(FoldRules.self, from: Data(json))
+        } catch {
+            throw Invalid(message: "products/bindingPolicy: \(error)")
+        }
+        if let socket = object["socket"] {
+            guard let socket = socket as? [String: Any] else { throw Invalid(message: "socket must be an object") }
+            if let p = socket["path"] {
+                guard let p = p as? String, !p.isEmpty else { throw Invalid(message: "socket.path must be a path") }
+                socketPath = p.hasPrefix("/") ? p : baseDirectory + "/" + p
+            }
+            if let m = socket["mode"] {
+                guard let m = m as? String, let mode = UInt32(m, radix: 8), mode <= 0o777 else {
+                    throw Invalid(message: "socket.mode must be an octal string such as \"0660\"")
+                }
+                socketMode = mode
+            }
+            if let w = socket["writers"] {
+                guard let w = w as? [String: Any] else { throw Invalid(message: "socket.writers must be an object") }
+                for (key, target) in [("uids", \Writers.uids), ("gids", \Writers.gids)] {
+                    guard let list = w[key] else { continue }
+                    guard let ids = list as? [Int], ids.allSatisfy({ $0 >= 0 && $0 <= Int(UInt32.max) }) else {
+                        throw Invalid(message: "socket.writers.\(key) must be an array of ids")
+                    }
+                    writers[keyPath: target] = Set(ids.map { UInt32($0) })
+                }
+            }
+        }
+        if let l = object["limits"] {
+            guard let l = l as? [String: Any] else { throw Invalid(message: "limits must be an object") }
+            for (key, target) in [
+                ("maxBodyBytes", \Limits.maxBodyBytes), ("maxBatchInputs", \Limits.maxBatchInputs),
+                ("maxQueuedInputs", \Limits.maxQueuedInputs),
+            ] {
+                guard let v = l[key] else { continue }
+                guard let n = v as? Int, n > 0 else { throw Invalid(message: "limits.\(key) must be a positive integer") }
+                limits[keyPath: target] = n
+            }
+            appStore.maxInputBytes = limits.maxBodyBytes
+        }
+    }
+}

@@ -1,0 +1,153 @@
+import LMDB
+import LedgerCore
+
+/// What one write transaction does with a batch of inputs: idempotency, raw bytes, events, log and hash chain,
+/// indexes, then the projections of the subscriptions it touched. Runs on the writer thread only.
+///
+/// `run` is a pure function of the inputs and the transaction's view: `Environment.write` may call it again after
+/// growing the map, so it keeps no state across calls.
+struct AppendBatch {
+    let layout: StoreLayout
+    let projections: ProjectionEngine
+
+    /// A fact digest known within this batch (LMDB shows us our own writes, but the digest is cheaper to keep).
+    private struct Pending {
+        var seq: UInt64
+        var chainHead: [UInt8]
+        var rejectedCount: UInt64
+    }
+
+    func run(_ inputs: [LedgerInput], in txn: Transaction) throws -> [AppendResult] {
+        var state = try Pending(
+            seq: lastSeq(txn), chainHead: chainHead(txn), rejectedCount: rejectedCount(txn))
+        let firstSeq = state.seq + 1
+        var results: [AppendResult] = []
+        results.reserveCapacity(inputs.count)
+        var written: [LedgerEvent] = []
+
+        for input in inputs {
+            switch input {
+            case .rejected(let rejection):
+                try reject(rejection, &state, txn)
+                results.append(.rejected(code: rejection.code, message: rejection.message))
+            case .facts(let facts, var metadata, let raw):
+                if let problem = Self.problem(in: facts) {
+                    try reject(
+                        RejectedInput(raw: raw, code: problem.code, message: problem.message, receivedAt: metadata.receivedAt),
+                        &state, txn)
+                    results.append(.rejected(code: problem.code, message: problem.message))
+                    continue
+                }
+                metadata.rawDigest = sha256(raw)
+                var result = AppendResult(status: .duplicate)
+                var rawStored = false
+                for fact in facts {
+                    let encodedFact = fact.encoded()
+                    let digest = sha256(encodedFact)
+                    if try txn.get(layout.idem, key: digest) != nil { continue }
+                    if !rawStored {
+                        try storeRaw(raw, digest: metadata.rawDigest, txn)
+                        rawStored = true
+                    }
+                    state.seq += 1
+                    let seq = state.seq
+                    let key = fact.eventKey
+                    let stored = LedgerEvent.encode(fact: fact, metadata: metadata)
+                    try txn.put(layout.events, key: StoreLayout.eventKey(key, seq: seq), value: stored)
+                    state.chainHead = HashChain.link(previous: state.chainHead, seq: seq, eventKey: key, event: stored)
+                    try txn.put(layout.log, key: seq.bigEndianBytes, value: state.chainHead + Array(key.utf8), flags: .append)
+                    try txn.put(layout.idem, key: digest, value: seq.bigEndianBytes)
+                    if let otid = fact.originalTransactionId {
+                        try txn.put(
+                            layout.byOTID, key: StoreLayout.subscriptionKey(fact.environment, otid),
+                            value: seq.bigEndianBytes, flags: .appendDuplicate)
+                    }
+                    if case .binding(let claim) = fact {
+                        try index(user: claim.appUserId, otid: claim.originalTransactionId, claim.environment, txn)
+                    }
+                    written.append(LedgerEvent(seq: seq, fact: fact, metadata: metadata))
+                    result.status = .appended
+                    result.seq = seq
+                    result.events.append(
+                        AppendResult.WrittenEvent(
+                            seq: seq, kind: fact.kind, transactionId: fact.transactionId?.rawValue,
+                            originalTransactionId: fact.originalTransactionId?.rawValue))
+                }
+                results.append(result)
+            }
+        }
+
+        if !written.isEmpty {
+            try projections.apply(written, firstSeq: firstSeq, in: txn)
+            try txn.put(layout.meta, key: StoreLayout.metaChainHead, value: state.seq.bigEndianBytes + state.chainHead)
+        }
+        return results
+    }
+
+    /// Checks the store's own invariants on facts (the decoders should already have refused these).
+    static func problem(in facts: [Fact]) -> AppendResult.ErrorInfo? {
+        if facts.isEmpty { return AppendResult.ErrorInfo(code: "no_facts", message: "the input states no fact") }
+        for fact in facts {
+            let key = fact.eventKey
+            if key.isEmpty || key.utf8.contains(0) || key.utf8.count > 400 {
+                return AppendResult.ErrorInfo(code: "invalid_id", message: "event key '\(key)' is empty, too long or holds NUL")
+            }
+            if let otid = fact.originalTransactionId, otid.rawValue.isEmpty || otid.rawValue.utf8.count > 400 {
+                return AppendResult.ErrorInfo(code: "missing_field", message: "originalTransactionId is empty or too long")
+            }
+            if case .transaction(let t) = fact, t.transactionId.rawValue.isEmpty {
+                return AppendResult.ErrorInfo(code: "missing_field", message: "transactionId is empty")
+            }
+            if case .binding(let b) = fact, b.appUserId.rawValue.isEmpty || b.appUserId.rawValue.utf8.count > 400 {
+                return AppendResult.ErrorInfo(code: "missing_field", message: "appUserId is empty or too long")
+            }
+        }
+        return nil
+    }
+
+    private func storeRaw(_ raw: [UInt8], digest: [UInt8], _ txn: Transaction) throws {
+        do {
+            try txn.put(layout.raw, key: digest, value: raw, flags: .noOverwrite)
+        } catch let error as LMDBError where error == .keyExists {
+            // The same bytes arrived before (with other facts); they are kept once.
+        }
+    }
+
+    private func reject(_ rejection: RejectedInput, _ state: inout Pending, _ txn: Transaction) throws {
+        state.rejectedCount += 1
+        try txn.put(layout.rejected, key: state.rejectedCount.bigEndianBytes, value: rejection.encoded(), flags: .append)
+        try txn.put(layout.meta, key: StoreLayout.metaRejectedCount, value: state.rejectedCount.bigEndianBytes)
+    }
+
+    func index(user: AppUserID, otid: OriginalTransactionID, _ environment: AppStoreEnvironment, _ txn: Transaction)
+        throws
+    {
+        do {
+            try txn.put(
+                layout.byUser, key: StoreLayout.userKey(environment, user),
+                value: StoreLayout.subscriptionKey(environment, otid), flags: .noDuplicateData)
+        } catch let error as LMDBError where error == .keyExists {
+            // Already indexed.
+        }
+    }
+
+    // MARK: - Reading the head
+
+    func lastSeq(_ txn: Transaction) throws -> UInt64 {
+        let cursor = try txn.cursor(layout.log)
+        guard let last = try cursor.last() else { return 0 }
+        return last.key.bigEndianUInt64
+    }
+
+    func chainHead(_ txn: Transaction) throws -> [UInt8] {
+        guard let v = try txn.get(layout.meta, key: StoreLayout.metaChainHead), v.count == 40 else {
+            return HashChain.genesis
+        }
+        return Array(v[8..<40])
+    }
+
+    func rejectedCount(_ txn: Transaction) throws -> UInt64 {
+        guard let v = try txn.get(layout.meta, key: StoreLayout.metaRejectedCount), v.count == 8 else { return 0 }
+        return v.bigEndianUInt64
+    }
+}

@@ -1,0 +1,42 @@
+import Crypto
+import LMDB
+
+/// The log's running hash: each event's link is SHA-256(previous link ‖ seq ‖ event key ‖ 0x00 ‖ stored event).
+/// Altering, removing or reordering any stored event changes every later link, which `verify` recomputes.
+enum HashChain {
+    /// The link before the first event.
+    static let genesis = [UInt8](repeating: 0, count: 32)
+
+    static func link(previous: [UInt8], seq: UInt64, eventKey: some Collection<UInt8>, event: UnsafeRawBufferPointer)
+        -> [UInt8]
+    {
+        var h = SHA256()
+        h.update(data: previous)
+        h.update(data: seq.bigEndianBytes)
+        h.update(data: Array(eventKey))
+        h.update(data: [0])
+        h.update(bufferPointer: event)
+        return Array(h.finalize())
+    }
+
+    static func link(previous: [UInt8], seq: UInt64, eventKey: String, event: [UInt8]) -> [UInt8] {
+        event.withUnsafeBytes { link(previous: previous, seq: seq, eventKey: eventKey.utf8, event: $0) }
+    }
+}
+
+/// SHA-256 as bytes.
+func sha256(_ bytes: some Collection<UInt8>) -> [UInt8] {
+    Array(SHA256.hash(data: Array(bytes)))
+}
+
+func sha256(_ bytes: [UInt8]) -> [UInt8] { Array(SHA256.hash(data: bytes)) }
+
+func hex(_ bytes: some Sequence<UInt8>) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var out = [UInt8]()
+    for b in bytes {
+        out.append(digits[Int(b >> 4)])
+        out.append(digits[Int(b & 15)])
+    }
+    return String(decoding: out, as: UTF8.self)
+}

@@ -1,0 +1,133 @@
+import LMDB
+import LedgerCore
+
+/// A stored event with the raw input it was decoded from.
+public struct StoredEvent: Sendable, Hashable {
+    public var event: LedgerEvent
+    /// The link of the hash chain after this event.
+    public var chainHash: [UInt8]
+}
+
+// MARK: - Reading the log
+
+extension Ledger {
+    /// The last sequence number written (0 for an empty ledger).
+    public func lastSeq() throws -> UInt64 {
+        try environment.read { txn in try batch.lastSeq(txn) }
+    }
+
+    /// Events with seq > `after`, in log order, at most `limit`.
+    public func events(after: UInt64, limit: Int) throws -> [StoredEvent] {
+        try environment.read { txn in
+            let cursor = try txn.cursor(layout.log)
+            var out: [StoredEvent] = []
+            var entry = try cursor.seek((after &+ 1).bigEndianBytes)
+            while let e = entry, out.count < limit {
+                out.append(try storedEvent(seq: e.key.bigEndianUInt64, logValue: e.value, txn))
+                entry = try cursor.next()
+            }
+            return out
+        }
+    }
+
+    /// The event at `seq`, if written.
+    public func event(seq: UInt64) throws -> StoredEvent? {
+        try environment.read { txn in
+            guard let v = try txn.get(layout.log, key: seq.bigEndianBytes) else { return nil }
+            return try storedEvent(seq: seq, logValue: v, txn)
+        }
+    }
+
+    /// Every event recorded under one event key (a transaction id, or a synthetic key such as `renewal:<otid>`), oldest
+    /// first: the revisions of that transaction as they arrived.
+    public func events(key: String) throws -> [StoredEvent] {
+        try environment.read { txn in
+            let prefix = StoreLayout.eventKeyPrefix(key)
+            let cursor = try txn.cursor(layout.events)
+            var out: [StoredEvent] = []
+            var entry = try cursor.seek(prefix)
+            while let e = entry, e.key.count == prefix.count + 8, e.key.starts(with: prefix) {
+                let seq = UnsafeRawBufferPointer(rebasing: e.key[prefix.count...]).bigEndianUInt64
+                let event = try decodeEvent(seq: seq, e.value)
+                let hash = try txn.get(layout.log, key: seq.bigEndianBytes).map { Array($0.prefix(32)) } ?? []
+                out.append(StoredEvent(event: event, chainHash: hash))
+                entry = try cursor.next()
+            }
+            return out
+        }
+    }
+
+    /// Every event of one subscription (transactions, renewal infos, notifications, claims), in log order.
+    public func events(original otid: OriginalTransactionID, environment env: AppStoreEnvironment, upTo asOf: UInt64? = nil)
+        throws -> [LedgerEvent]
+    {
+        try environment.read { txn in try subscriptionEvents(env, otid, upTo: asOf, txn) }
+    }
+
+    /// The raw bytes received with digest `digest`.
+    public func raw(digest: [UInt8]) throws -> [UInt8]? {
+        try environment.read { txn in try txn.value(layout.raw, key: digest) }
+    }
+
+    /// Refused inputs with number > `after`, oldest first.
+    public func rejectedInputs(after: UInt64 = 0, limit: Int = 100) throws -> [RejectedInput] {
+        try environment.read { txn in
+            let cursor = try txn.cursor(layout.rejected)
+            var out: [RejectedInput] = []
+            var entry = try cursor.seek((after &+ 1).bigEndianBytes)
+            while let e = entry, out.count < limit {
+                out.append(try RejectedInput(number: e.key.bigEndianUInt64, decoding: e.value))
+                entry = try cursor.next()
+            }
+            return out
+        }
+    }
+
+    // MARK: - Internals shared with projections and verification
+
+    func subscriptionEvents(_ env: AppStoreEnvironment, _ otid: OriginalTransactionID, upTo asOf: UInt64?, _ txn: Transaction)
+        throws -> [LedgerEvent]
+    {
+        try Self.subscriptionEvents(layout, env, otid, upTo: asOf, txn)
+    }
+
+    static func subscriptionEvents(
+        _ layout: StoreLayout, _ env: AppStoreEnvironment, _ otid: OriginalTransactionID, upTo asOf: UInt64?,
+        _ txn: Transaction
+    ) throws -> [LedgerEvent] {
+        let cursor = try txn.cursor(layout.byOTID)
+        var out: [LedgerEvent] = []
+        var entry = try cursor.find(StoreLayout.subscriptionKey(env, otid))
+        while let e = entry {
+            let seq = e.value.bigEndianUInt64
+            if let asOf, seq > asOf { break }
+            guard let logValue = try txn.get(layout.log, key: seq.bigEndianBytes), logValue.count >= 32 else {
+                throw LedgerError.corrupted("by_otid names seq \(seq), which the log lacks")
+            }
+            let key = Array(logValue[32...])
+            guard let stored = try txn.get(layout.events, key: key + [0] + seq.bigEndianBytes) else {
+                throw LedgerError.corrupted("log seq \(seq) names an event that is missing")
+            }
+            out.append(try decodeEvent(seq: seq, stored))
+            entry = try cursor.nextDuplicate()
+        }
+        return out
+    }
+
+    func storedEvent(seq: UInt64, logValue: UnsafeRawBufferPointer, _ txn: Transaction) throws -> StoredEvent {
+        guard logValue.count >= 32 else { throw LedgerError.corrupted("log entry \(seq) is \(logValue.count) bytes") }
+        let key = Array(logValue[32...])
+        guard let stored = try txn.get(layout.events, key: key + [0] + seq.bigEndianBytes) else {
+            throw LedgerError.corrupted("log seq \(seq) names an event that is missing")
+        }
+        return StoredEvent(event: try decodeEvent(seq: seq, stored), chainHash: Array(logValue[0..<32]))
+    }
+}
+
+func decodeEvent(seq: UInt64, _ bytes: UnsafeRawBufferPointer) throws -> LedgerEvent {
+    do {
+        return try LedgerEvent(seq: seq, decoding: bytes)
+    } catch {
+        throw LedgerError.corrupted("event \(seq) does not decode: \(error.reason)")
+    }
+}

@@ -1,0 +1,122 @@
+import LMDB
+import LedgerCore
+
+/// The outcome of `Ledger.verify`.
+public struct VerificationReport: Sendable, Hashable, Codable {
+    /// Events checked in the log.
+    public var events: UInt64
+    /// Subscriptions whose projection was compared with a replay.
+    public var projections: Int
+    /// The chain head recomputed from the log (hex).
+    public var chainHead: String
+    /// The first fault found, or nil when the ledger is sound.
+    public var fault: String?
+    public var ok: Bool { fault == nil }
+}
+
+/// Progress of a long operation: done so far, and the total when known.
+public typealias ProgressHandler = @Sendable (_ done: UInt64, _ total: UInt64) -> Void
+
+extension Ledger {
+    /// Checks the hash chain over the whole log, every index against the log, the raw inputs against their digests,
+    /// and every stored projection against a replay. Stops at the first fault and names it.
+    ///
+    /// Reads in batches of short read transactions, so a live writer is never blocked for long.
+    public func verify(progress: ProgressHandler? = nil) throws -> VerificationReport {
+        var report = VerificationReport(events: 0, projections: 0, chainHead: hex(HashChain.genesis), fault: nil)
+        let total = try lastSeq()
+        var previous = HashChain.genesis
+        var next: UInt64 = 1
+        var withOTID = 0
+        var bindings = Set<[UInt8]>()
+        let chunk: UInt64 = 20_000
+
+        // 1. The log: contiguous, every event present and decodable, chained, indexed.
+        while next <= total {
+            let fault: String? = try environment.read { txn in
+                let cursor = try txn.cursor(layout.log)
+                var entry = try cursor.find(next.bigEndianBytes)
+                if entry == nil { return "log entry \(next) is missing" }
+                let end = min(total, next + chunk - 1)
+                while let e = entry, next <= end {
+                    let seq = e.key.bigEndianUInt64
+                    guard seq == next else { return "log jumps from \(next - 1) to \(seq)" }
+                    guard e.value.count > 32 else { return "log entry \(seq) is malformed" }
+                    let storedLink = Array(e.value[0..<32])
+                    let key = Array(e.value[32...])
+                    guard let bytes = try txn.get(layout.events, key: key + [0] + seq.bigEndianBytes) else {
+                        return "event \(seq) (\(String(decoding: key, as: UTF8.self))) is missing"
+                    }
+                    let link = HashChain.link(previous: previous, seq: seq, eventKey: key, event: bytes)
+                    guard link == storedLink else { return "hash chain broken at seq \(seq): the event was altered" }
+                    previous = link
+                    let event: LedgerEvent
+                    do { event = try LedgerEvent(seq: seq, decoding: bytes) } catch {
+                        return "event \(seq) does not decode: \(error.reason)"
+                    }
+                    guard Array(event.fact.eventKey.utf8) == key else { return "event \(seq) is stored under another key" }
+                    let digest = sha256(event.fact.encoded())
+                    guard let idem = try txn.get(layout.idem, key: digest), idem.bigEndianUInt64 == seq else {
+                        return "idempotency index lacks event \(seq)"
+                    }
+                    if let otid = event.fact.originalTransactionId {
+                        withOTID += 1
+                        let c = try txn.cursor(layout.byOTID)
+                        if try c.find(StoreLayout.subscriptionKey(event.fact.environment, otid), value: seq.bigEndianBytes) == nil {
+                            return "by_otid index lacks event \(seq) of \(otid)"
+                        }
+                    }
+                    if case .binding(let claim) = event.fact {
+                        let userKey = StoreLayout.userKey(claim.environment, claim.appUserId)
+                        let otidKey = StoreLayout.subscriptionKey(claim.environment, claim.originalTransactionId)
+                        if try txn.cursor(layout.byUser).find(userKey, value: otidKey) == nil {
+                            return "by_user index lacks \(claim.appUserId) → \(claim.originalTransactionId)"
+                        }
+                        bindings.insert(userKey + [0] + otidKey)
+                    }
+                    let digestOfRaw = event.metadata.rawDigest
+                    guard let raw = try txn.get(layout.raw, key: digestOfRaw) else {
+                        return "raw input of event \(seq) is missing"
+                    }
+                    guard sha256(Array(raw)) == digestOfRaw else { return "raw input of event \(seq) was altered" }
+                    report.events = seq
+                    next = seq + 1
+                    entry = try cursor.next()
+                }
+                return nil
+            }
+            if let fault { return failing(report, fault) }
+            progress?(next - 1, total)
+        }
+        report.chainHead = hex(previous)
+
+        // 2. Counts: nothing stored beside the log (an extra event or index entry is a fault too).
+        let fault: String? = try environment.read { txn in
+            if let head = try txn.get(layout.meta, key: StoreLayout.metaChainHead), head.count == 40 {
+                guard head.bigEndianUInt64 == total, Array(head[8..<40]) == previous else {
+                    return "stored chain head differs from the log's"
+                }
+            } else if total > 0 {
+                return "the chain head is missing"
+            }
+            if try txn.statistics(layout.events).entries != Int(total) { return "events holds entries the log lacks" }
+            if try txn.statistics(layout.idem).entries != Int(total) { return "idempotency index holds extra entries" }
+            if try txn.statistics(layout.byOTID).entries != withOTID { return "by_otid holds entries the log lacks" }
+            if try txn.statistics(layout.byUser).entries != bindings.count { return "by_user holds entries no claim made" }
+            return nil
+        }
+        if let fault { return failing(report, fault) }
+
+        // 3. Projections against a replay.
+        let comparison = try compareProjectionsWithReplay(progress: nil)
+        report.projections = comparison.compared
+        if let difference = comparison.firstDifference { return failing(report, difference) }
+        return report
+    }
+
+    private func failing(_ report: VerificationReport, _ fault: String) -> VerificationReport {
+        var r = report
+        r.fault = fault
+        return r
+    }
+}

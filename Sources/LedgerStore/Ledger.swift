@@ -1,0 +1,148 @@
+import Foundation
+import LMDB
+import LedgerCore
+import Logging
+
+/// A ledger directory: the event log, its indexes and projections in one LMDB environment, and its single writer.
+///
+/// Thread-safe. Writes go through one writer thread with group commit (`append`); reads run in short read
+/// transactions on the caller's thread.
+public final class Ledger: Sendable {
+    /// How to open a ledger.
+    public struct Options: Sendable {
+        /// Initial map size; LMDB files are sparse, and the map grows when full.
+        public var initialMapSize = 1 << 30
+        public var maxMapSize = 1 << 40
+        /// Inputs waiting for the writer beyond which `append` fails with `overloaded`.
+        public var maxQueuedInputs = 100_000
+        /// Inputs per write transaction at most.
+        public var maxBatchInputs = 4_096
+        /// Open without a writer (auditors, `events`, `verify`).
+        public var readOnly = false
+        /// Skip fsync on commit. Benchmarks of CPU cost only: acknowledged writes may be lost.
+        public var unsafeNoSync = false
+        public init() {}
+    }
+
+    public let directory: String
+    public let rules: FoldRules
+    let environment: Environment
+    let layout: StoreLayout
+    let batch: AppendBatch
+    private let writer: Writer?
+    let observers = CommitObservers()
+
+    /// Opens (creating if needed) the ledger in `directory`.
+    public init(directory: String, rules: FoldRules = FoldRules(), options: Options = Options(), logger: Logger) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var envOptions = Environment.Options()
+        envOptions.mapSize = options.initialMapSize
+        envOptions.maxMapSize = options.maxMapSize
+        envOptions.readOnly = options.readOnly
+        envOptions.unsafeNoSync = options.unsafeNoSync
+        self.directory = directory
+        self.rules = rules
+        let environment = try Environment(path: directory, options: envOptions)
+        self.environment = environment
+        if environment.staleReadersCleared > 0 {
+            logger.notice("cleared stale LMDB readers", metadata: ["count": "\(environment.staleReadersCleared)"])
+        }
+        let layout = try StoreLayout(environment: environment)
+        self.layout = layout
+        let batch = AppendBatch(layout: layout, projections: ProjectionEngine(layout: layout, rules: rules))
+        self.batch = batch
+        try Self.checkSchema(environment, layout, readOnly: options.readOnly)
+        if options.readOnly {
+            writer = nil
+        } else {
+            let observers = self.observers
+            writer = Writer(
+                environment: environment, batch: batch, logger: logger, maxQueuedInputs: options.maxQueuedInputs,
+                maxBatchInputs: options.maxBatchInputs, onCommit: { info in observers.committed(info) })
+        }
+    }
+
+    deinit { writer?.stop() }
+
+    private static func checkSchema(_ env: Environment, _ layout: StoreLayout, readOnly: Bool) throws {
+        let found = try env.read { txn in try txn.get(layout.meta, key: StoreLayout.metaSchema).map(\.bigEndianUInt64) }
+        if let found {
+            guard found == StoreLayout.schemaVersion else { throw LedgerError.schemaMismatch(found: found) }
+        } else if !readOnly {
+            try env.write { txn in
+                try txn.put(layout.meta, key: StoreLayout.metaSchema, value: StoreLayout.schemaVersion.bigEndianBytes)
+            }
+        }
+    }
+
+    /// Stops the writer after every queued input is committed. Later appends fail with `shuttingDown`.
+    public func close() { writer?.stop() }
+
+    // MARK: - Appending
+
+    /// Appends inputs; returns one result per input, in order, once they are durable.
+    ///
+    /// Throws `LedgerError` when the whole batch could not be written (queue full, storage error, closing):
+    /// then nothing of it was acknowledged.
+    public func append(_ inputs: [LedgerInput]) async throws -> [AppendResult] {
+        guard let writer else { throw LedgerError.readOnly }
+        return try await withCheckedThrowingContinuation { continuation in
+            writer.submit(inputs) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// Blocking form of `append`, for command-line tools and threads outside Swift concurrency.
+    public func appendAndWait(_ inputs: [LedgerInput]) throws -> [AppendResult] {
+        guard let writer else { throw LedgerError.readOnly }
+        let box = ResultBox()
+        writer.submit(inputs) { box.set($0) }
+        return try box.wait().get()
+    }
+
+    /// Inputs waiting for the writer right now.
+    public var queueDepth: Int { writer?.queueDepth ?? 0 }
+
+    /// Called after every commit with the number of inputs and the last seq written (metrics, followers).
+    public func observeCommits(_ observer: @escaping @Sendable (_ inputs: Int, _ lastSeq: UInt64?, _ nanoseconds: UInt64) -> Void) {
+        observers.add { observer($0.inputs, $0.lastSeq, $0.durationNanoseconds) }
+    }
+}
+
+/// A one-shot result handed from the writer thread to a blocked caller.
+final class ResultBox: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var result: Result<[AppendResult], LedgerError>?
+
+    func set(_ r: Result<[AppendResult], LedgerError>) {
+        condition.lock()
+        result = r
+        condition.signal()
+        condition.unlock()
+    }
+
+    func wait() -> Result<[AppendResult], LedgerError> {
+        condition.lock()
+        defer { condition.unlock() }
+        while result == nil { condition.wait() }
+        return result!
+    }
+}
+
+/// Callbacks run after each commit.
+final class CommitObservers: @unchecked Sendable {
+    private let lock = NSLock()
+    private var observers: [@Sendable (Writer.CommitInfo) -> Void] = []
+
+    func add(_ o: @escaping @Sendable (Writer.CommitInfo) -> Void) {
+        lock.lock()
+        observers.append(o)
+        lock.unlock()
+    }
+
+    func committed(_ info: Writer.CommitInfo) {
+        lock.lock()
+        let current = observers
+        lock.unlock()
+        for o in current { o(info) }
+    }
+}

@@ -1,0 +1,116 @@
+import LedgerCore
+
+/// One input handed to the ledger: either the facts decoded from it, or the reason it was refused.
+///
+/// The store knows no Apple format: callers decode first (LedgerAppStore) and pass the facts, or pass the refusal so
+/// that the raw bytes land in `rejected` for the auditor.
+public enum LedgerInput: Sendable {
+    /// Facts decoded from `raw`, sharing `metadata` (its `rawDigest` is set by the store).
+    case facts([Fact], metadata: FactMetadata, raw: [UInt8])
+    /// An input refused before it reached the store.
+    case rejected(RejectedInput)
+}
+
+/// An input refused with a reason, kept for the auditor.
+public struct RejectedInput: Sendable, Hashable {
+    /// Inputs larger than this keep only their first bytes (with their full size and digest).
+    public static let keptBytesLimit = 1 << 20
+
+    public var receivedAt: UnixMillis
+    public var code: String
+    public var message: String
+    /// The input's bytes (at most `keptBytesLimit`).
+    public var raw: [UInt8]
+    /// The input's full size in bytes.
+    public var size: Int
+    /// Position in the rejected store (set when stored).
+    public var number: UInt64
+
+    public init(raw: some Collection<UInt8>, code: String, message: String, receivedAt: UnixMillis) {
+        self.receivedAt = receivedAt
+        self.code = code
+        self.message = message
+        self.size = raw.count
+        self.raw = Array(raw.prefix(Self.keptBytesLimit))
+        self.number = 0
+    }
+
+    var isTruncated: Bool { raw.count < size }
+
+    func encoded() -> [UInt8] {
+        var w = BinaryWriter(capacity: raw.count + message.utf8.count + 32)
+        w.write(1, receivedAt)
+        w.write(2, code)
+        w.write(3, message)
+        w.write(4, bytes: raw)
+        w.write(5, Int64(size))
+        return w.bytes
+    }
+
+    init(number: UInt64, decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
+        var r = BinaryReader(bytes)
+        var at: Int64 = 0, code = "", message = "", raw: [UInt8] = [], size: Int64 = 0
+        while let (tag, wire) = try r.nextField() {
+            switch (tag, wire) {
+            case (1, .varint): at = try r.readInt64()
+            case (2, .bytes): code = try r.readString()
+            case (3, .bytes): message = try r.readString()
+            case (4, .bytes): raw = Array(try r.readBytes())
+            case (5, .varint): size = try r.readInt64()
+            default:
+                var ignored = UnknownFields()
+                try r.readUnknown(tag: tag, wire: wire, into: &ignored)
+            }
+        }
+        self.init(raw: raw, code: code, message: message, receivedAt: at)
+        self.size = Int(size)
+        self.number = number
+    }
+}
+
+/// What happened to one input (API.md "Result").
+public struct AppendResult: Sendable, Hashable, Codable {
+    public enum Status: String, Sendable, Hashable, Codable {
+        /// At least one new fact was written.
+        case appended
+        /// Every fact was already known, byte for byte; nothing was written.
+        case duplicate
+        /// Refused; see `error`.
+        case rejected
+    }
+
+    /// One event written for the input.
+    public struct WrittenEvent: Sendable, Hashable, Codable {
+        public var seq: UInt64
+        public var kind: Fact.Kind
+        public var transactionId: String?
+        public var originalTransactionId: String?
+    }
+
+    /// A refusal's code and message.
+    public struct ErrorInfo: Sendable, Hashable, Codable {
+        public var code: String
+        public var message: String
+        public init(code: String, message: String) {
+            self.code = code
+            self.message = message
+        }
+    }
+
+    public var status: Status
+    /// The last sequence written for this input (absent when nothing was written).
+    public var seq: UInt64?
+    public var events: [WrittenEvent]
+    public var error: ErrorInfo?
+
+    public init(status: Status, seq: UInt64? = nil, events: [WrittenEvent] = [], error: ErrorInfo? = nil) {
+        self.status = status
+        self.seq = seq
+        self.events = events
+        self.error = error
+    }
+
+    public static func rejected(code: String, message: String) -> AppendResult {
+        AppendResult(status: .rejected, error: ErrorInfo(code: code, message: message))
+    }
+}

@@ -1,0 +1,76 @@
+import LMDB
+import LedgerCore
+
+/// Keeps the timeline projections in step with the log, inside the append's write transaction.
+///
+/// The incremental core: for each subscription the batch touched, the stored timeline is decoded and the new events
+/// are applied to it. An event after everything known resumes in O(1); one that lands in the past makes `apply`
+/// refuse, and that one subscription is refolded from its own events (never more). Customers need no rewrite: they
+/// are read through `by_user` from the timelines they own.
+struct ProjectionEngine {
+    let layout: StoreLayout
+    let rules: FoldRules
+
+    /// Counters of how projections were updated (benchmarks and metrics read them).
+    struct Counters {
+        var resumed = 0
+        var refolded = 0
+        var created = 0
+    }
+
+    func apply(_ events: [LedgerEvent], firstSeq: UInt64, in txn: Transaction) throws {
+        var counters = Counters()
+        try apply(events, in: txn, counters: &counters)
+    }
+
+    func apply(_ events: [LedgerEvent], in txn: Transaction, counters: inout Counters) throws {
+        // Group by subscription, keeping log order inside each group.
+        var order: [[UInt8]] = []
+        var groups: [[UInt8]: [LedgerEvent]] = [:]
+        for event in events {
+            guard let otid = event.fact.originalTransactionId else { continue }
+            let key = StoreLayout.subscriptionKey(event.fact.environment, otid)
+            if groups[key] == nil { order.append(key) }
+            groups[key, default: []].append(event)
+        }
+        for key in order {
+            let group = groups[key]!
+            let first = group[0]
+            var timeline: Timeline
+            if let stored = try txn.get(layout.timelines, key: key) {
+                timeline = try decodeTimeline(stored, key)
+                var resumed = true
+                for event in group where !timeline.apply(event, rules: rules) {
+                    resumed = false
+                    break
+                }
+                if resumed {
+                    counters.resumed += 1
+                } else {
+                    let all = try Ledger.subscriptionEvents(
+                        layout, first.fact.environment, first.fact.originalTransactionId!, upTo: nil, txn)
+                    timeline = Timeline.fold(all, rules: rules)
+                    counters.refolded += 1
+                }
+            } else {
+                timeline = Timeline.fold(group, rules: rules)
+                counters.created += 1
+            }
+            try txn.put(layout.timelines, key: key, value: Self.stamped(timeline))
+        }
+    }
+
+    /// The stored form: the seq the timeline reflects, then its bytes.
+    static func stamped(_ timeline: Timeline) -> [UInt8] {
+        timeline.lastSeq.bigEndianBytes + timeline.encoded()
+    }
+
+    func decodeTimeline(_ stored: UnsafeRawBufferPointer, _ key: [UInt8]) throws -> Timeline {
+        guard stored.count >= 8 else { throw LedgerError.corrupted("timeline \(key) is truncated") }
+        do {
+            return try Timeline(decoding: UnsafeRawBufferPointer(rebasing: stored[8...]))
+        } catch {
+            throw LedgerError.corrupted("timeline does not decode: \(error)")
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import LMDB
+import LedgerCore
+import Logging
+
+/// The single writer thread with group commit: inputs queue up while a commit is in flight, and the next write
+/// transaction takes all of them (up to `maxBatchInputs`), so many requests share one fsync. A request is answered
+/// only after its transaction committed.
+final class Writer: @unchecked Sendable {
+    typealias Completion = @Sendable (Result<[AppendResult], LedgerError>) -> Void
+
+    private struct Request {
+        var inputs: [LedgerInput]
+        var completion: Completion
+    }
+
+    private let environment: Environment
+    private let batch: AppendBatch
+    private let logger: Logger
+    private let maxQueuedInputs: Int
+    private let maxBatchInputs: Int
+    private let onCommit: @Sendable (CommitInfo) -> Void
+
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var queue: [Request] = []
+    private var queuedInputs = 0
+    private var stopping = false
+    private var stopped = false
+    private var thread: Thread?
+
+    /// What one commit did (for metrics and followers).
+    struct CommitInfo: Sendable {
+        var inputs: Int
+        var lastSeq: UInt64?
+        var durationNanoseconds: UInt64
+    }
+
+    init(
+        environment: Environment, batch: AppendBatch, logger: Logger, maxQueuedInputs: Int, maxBatchInputs: Int,
+        onCommit: @escaping @Sendable (CommitInfo) -> Void
+    ) {
+        self.environment = environment
+        self.batch = batch
+        self.logger = logger
+        self.maxQueuedInputs = maxQueuedInputs
+        self.maxBatchInputs = maxBatchInputs
+        self.onCommit = onCommit
+        // The thread keeps the writer alive until `stop()` returns.
+        let thread = Thread { self.loop() }
+        thread.name = "storeledger-writer"
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Number of inputs waiting for the writer.
+    var queueDepth: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return queuedInputs
+    }
+
+    /// Queues inputs; `completion` runs on the writer thread once they are durable (or failed).
+    func submit(_ inputs: [LedgerInput], completion: @escaping Completion) {
+        condition.lock()
+        if stopping {
+            condition.unlock()
+            completion(.failure(.shuttingDown))
+            return
+        }
+        // One oversized request may still go through alone; otherwise the queue is bounded.
+        if queuedInputs > 0 && queuedInputs + inputs.count > maxQueuedInputs {
+            let depth = queuedInputs
+            condition.unlock()
+            completion(.failure(.overloaded(depth)))
+            return
+        }
+        queue.append(Request(inputs: inputs, completion: completion))
+        queuedInputs += inputs.count
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Stops taking inputs, lets the queue drain, and waits for the thread to finish.
+    func stop() {
+        condition.lock()
+        stopping = true
+        condition.broadcast()
+        while !stopped { condition.wait() }
+        condition.unlock()
+    }
+
+    private func loop() {
+        while true {
+            condition.lock()
+            while queue.isEmpty && !stopping { condition.wait() }
+            if queue.isEmpty {
+                stopped = true
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
+            var taken: [Request] = []
+            var count = 0
+            while let first = queue.first, taken.isEmpty || count + first.inputs.count <= maxBatchInputs {
+                taken.append(queue.removeFirst())
+                count += first.inputs.count
+            }
+            queuedInputs -= count
+            condition.unlock()
+            commit(taken, inputCount: count)
+        }
+    }
+
+    private func commit(_ requests: [Request], inputCount: Int) {
+        let inputs = requests.flatMap(\.inputs)
+        let start = DispatchTime.now().uptimeNanoseconds
+        let outcome: Result<[AppendResult], LedgerError>
+        do {
+            outcome = .success(try environment.write { txn in try batch.run(inputs, in: txn) })
+        } catch let error as LedgerError {
+            outcome = .failure(error)
+        } catch {
+            logger.error("write transaction failed", metadata: ["error": "\(error)", "inputs": "\(inputCount)"])
+            outcome = .failure(.storage(error))
+        }
+        let elapsed = DispatchTime.now().uptimeNanoseconds - start
+        switch outcome {
+        case .success(let results):
+            onCommit(
+                CommitInfo(inputs: inputCount, lastSeq: results.compactMap(\.seq).max(), durationNanoseconds: elapsed))
+            var offset = 0
+            for request in requests {
+                request.completion(.success(Array(results[offset..<(offset + request.inputs.count)])))
+                offset += request.inputs.count
+            }
+        case .failure(let error):
+            for request in requests { request.completion(.failure(error)) }
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import ArgumentParser
+import Foundation
+import LedgerAppStore
+import LedgerCore
+import LedgerServer
+import LedgerStore
+
+/// `storeledger demo`: ingests a small, realistic story into a ledger and prints what the ledger made of it.
+struct Demo: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Ingest a sample subscription story (renewals, a restore, a refund, a transfer) and print its timeline.")
+
+    @Option(name: .long, help: "Ledger directory for the demo (default: ./demo-ledger, recreated).")
+    var data: String = "./demo-ledger"
+
+    func run() async throws {
+        try? FileManager.default.removeItem(atPath: data)
+        let store = try Ledger(directory: data, logger: cliLogger)
+        defer { store.close() }
+        let pipeline = IngestPipeline(ledger: store, configuration: AppStoreConfiguration())
+        let story = DemoStory.inputs()
+        print("Ingesting \(story.count) inputs into \(data) …\n")
+        for (label, body) in story {
+            let results = try await pipeline.ingest(body: Array(body.utf8), options: .init(), now: DemoStory.now)
+            let r = results.first
+            print("  " + pad(label, 58) + (r.map { "\($0.status.rawValue)" + ($0.seq.map { " seq \($0)" } ?? "") + ($0.error.map { " \($0.code)" } ?? "") } ?? "-"))
+        }
+        print("\n$ storeledger timeline \(DemoStory.otid) --at 2020-12-20T00:00:00Z --data \(data)\n")
+        if let view = try store.timeline(OriginalTransactionID(DemoStory.otid), at: DemoStory.renewal2 + 5 * DemoStory.day) {
+            printTimelineTable(try jsonObject(view))
+        }
+        for user in ["alice", "bob"] {
+            print("\n$ storeledger customer \(user) --at 2020-12-20T00:00:00Z --data \(data)\n")
+            printCustomerTable(try jsonObject(try store.customer(AppUserID(user), at: DemoStory.renewal2 + 5 * DemoStory.day)))
+        }
+        print("\nTry: storeledger events --data \(data)   storeledger verify --data \(data)   storeledger serve --data \(data)")
+    }
+}
+
+/// The demo's story, as decoded StoreKit 2 JSON envelopes (what a trusted local service may post).
+enum DemoStory {
+    static let day: Int64 = 86_400_000
+    static let otid = "1000000741475761"
+    static let start: Int64 = 1_605_243_570_000  // 2020-11-13T04:59:30Z
+    static let renewal1 = start + 30 * day
+    static let renewal2 = start + 60 * day
+    static let now = start + 90 * day
+
+    static func transaction(_ tid: String, purchase: Int64, expires: Int64, signed: Int64, extra: String = "") -> String {
+        """
+        {"transactionId":"\(tid)","originalTransactionId":"\(otid)","webOrderLineItemId":"wol-\(purchase)",\
+        "bundleId":"com.example.app","productId":"com.example.premium.monthly","subscriptionGroupIdentifier":"g1",\
+        "purchaseDate":\(purchase),"originalPurchaseDate":\(start),"expiresDate":\(expires),"quantity":1,\
+        "type":"Auto-Renewable Subscription","inAppOwnershipType":"PURCHASED","signedDate":\(signed),\
+        "environment":"Production","transactionReason":"\(purchase == start ? "PURCHASE" : "RENEWAL")"\(extra)}
+        """
+    }
+
+    static func inputs() -> [(String, String)] {
+        [
+            ("purchase, claimed by alice",
+             #"{"type":"transaction","appUserId":"alice","receivedAt":\#(start),"payload":\#(transaction(otid, purchase: start, expires: renewal1, signed: start))}"#),
+            ("first renewal",
+             #"{"type":"transaction","receivedAt":\#(renewal1),"payload":\#(transaction("1000000750000001", purchase: renewal1, expires: renewal2, signed: renewal1))}"#),
+            ("first renewal again (a duplicate delivery)",
+             #"{"type":"transaction","receivedAt":\#(renewal1),"payload":\#(transaction("1000000750000001", purchase: renewal1, expires: renewal2, signed: renewal1))}"#),
+            ("second renewal",
+             #"{"type":"transaction","receivedAt":\#(renewal2),"payload":\#(transaction("1000000760000002", purchase: renewal2, expires: renewal2 + 30 * day, signed: renewal2))}"#),
+            ("the first renewal refunded (arrives late)",
+             #"{"type":"transaction","receivedAt":\#(renewal2 + day),"payload":\#(transaction("1000000750000001", purchase: renewal1, expires: renewal2, signed: renewal2 + day, extra: #","revocationDate":\#(renewal1 + 10 * day),"revocationReason":0,"revocationType":"REFUND_FULL""#))}"#),
+            ("bob restores the subscription on his account",
+             #"{"type":"binding","receivedAt":\#(renewal2 + 2 * day),"payload":{"appUserId":"bob","originalTransactionId":"\#(otid)","claimedAt":\#(renewal2 + 2 * day)}}"#),
+            ("a malformed input (kept in rejected)", #"{"type":"transaction","payload":{"transactionId":42}}"#),
+        ]
+    }
+}

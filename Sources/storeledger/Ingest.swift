@@ -1,0 +1,144 @@
+import ArgumentParser
+import Foundation
+import LedgerAppStore
+import LedgerClient
+import LedgerCore
+import LedgerServer
+import LedgerStore
+
+/// `storeledger ingest`: appends inputs from files or stdin, directly or through a running server.
+struct Ingest: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Append inputs (a JSON document, an envelope, or NDJSON of envelopes) from files or stdin.")
+
+    @OptionGroup var ledger: LedgerOptions
+
+    @Option(name: .long, help: "Force the input type: receipt, notification, transaction, renewal or binding.")
+    var type: String?
+
+    @Option(name: .customLong("app-user-id"), help: "The app user every input is claimed by.")
+    var appUserId: String?
+
+    @Option(name: .customLong("received-at"), help: "Receipt instant (ms since epoch or ISO-8601; default now).")
+    var receivedAt: String?
+
+    @Option(name: .long, help: "Send to the server listening on this Unix socket instead of opening the ledger.")
+    var socket: String?
+
+    @Flag(name: .long, help: "Print one JSON result per input.")
+    var json = false
+
+    @Argument(help: "Files to read ('-' or none: stdin).")
+    var files: [String] = []
+
+    func run() async throws {
+        let forced: InputType?
+        if let type {
+            guard let t = InputType(rawValue: type) else {
+                throw ValidationError("--type must be one of \(InputType.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            forced = t
+        } else {
+            forced = nil
+        }
+        var received: UnixMillis?
+        if let receivedAt {
+            guard let ms = parseInstant(receivedAt) else { throw ValidationError("--received-at '\(receivedAt)' is not an instant") }
+            received = ms
+        }
+        let options = IngestPipeline.Options(forcedType: forced, appUserId: appUserId.map(AppUserID.init), receivedAt: received)
+
+        var bodies: [[UInt8]] = []
+        for file in files.isEmpty ? ["-"] : files {
+            if file == "-" {
+                bodies.append([UInt8](FileHandle.standardInput.readDataToEndOfFile()))
+            } else {
+                guard let data = FileManager.default.contents(atPath: file) else {
+                    throw CommandFailure(code: "unreadable_file", message: "cannot read \(file)", json: json)
+                }
+                bodies.append([UInt8](data))
+            }
+        }
+
+        var results: [AppendResult] = []
+        if let socket {
+            results = try await sendToServer(socket: socket, bodies: bodies, options: options)
+        } else {
+            let configuration = try ledger.loadConfiguration(json: json)
+            let store = try ledger.openLedger(configuration, readOnly: false, json: json)
+            defer { store.close() }
+            let pipeline = IngestPipeline(ledger: store, configuration: configuration.appStore)
+            for body in bodies {
+                // Large files are appended in chunks so memory stays bounded and progress is durable as it goes.
+                let pieces = InputFraming.split(body)
+                var start = 0
+                while start < pieces.count {
+                    let end = min(start + 2_000, pieces.count)
+                    let inputs = pieces[start..<end].map { pipeline.prepare($0, options: options, now: currentMillis()) }
+                    do {
+                        results += try await store.append(inputs)
+                    } catch let error as LedgerError {
+                        throw CommandFailure(code: error.code, message: error.message, json: json)
+                    }
+                    start = end
+                }
+            }
+        }
+        try report(results)
+    }
+
+    private func sendToServer(socket: String, bodies: [[UInt8]], options: IngestPipeline.Options) async throws
+        -> [AppendResult]
+    {
+        var query: [String] = []
+        if let user = options.appUserId { query.append("appUserId=\(percentEncoded(user.rawValue))") }
+        if let type = options.forcedType { query.append("type=\(type.rawValue)") }
+        if let at = options.receivedAt { query.append("receivedAt=\(at)") }
+        let path = "/v1/events" + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
+        var results: [AppendResult] = []
+        do {
+            let client = try LedgerClient(socketPath: socket)
+            for body in bodies {
+                let response = try client.request(
+                    method: "POST", path: path, body: body, contentType: "application/x-ndjson")
+                guard response.status == 200 || response.status == 207 else {
+                    throw CommandFailure(
+                        code: "server_error", message: "server answered \(response.status): \(response.text)", json: json)
+                }
+                struct Results: Decodable { var results: [AppendResult] }
+                results += try JSONDecoder().decode(Results.self, from: Data(response.body)).results
+            }
+        } catch let error as LedgerClientError {
+            throw CommandFailure(code: "socket_error", message: "\(error)", json: json)
+        }
+        return results
+    }
+
+    private func report(_ results: [AppendResult]) throws {
+        if json {
+            for r in results { try printJSON(r) }
+        } else {
+            for (i, r) in results.enumerated() {
+                switch r.status {
+                case .appended: print("#\(i + 1) appended seq \(r.seq ?? 0) (\(r.events.count) events)")
+                case .duplicate: print("#\(i + 1) duplicate")
+                case .rejected: print("#\(i + 1) rejected \(r.error?.code ?? "?"): \(r.error?.message ?? "")")
+                }
+            }
+            let appended = results.filter { $0.status == .appended }.count
+            let duplicates = results.filter { $0.status == .duplicate }.count
+            let rejected = results.filter { $0.status == .rejected }.count
+            print("\(results.count) inputs: \(appended) appended, \(duplicates) duplicate, \(rejected) rejected")
+        }
+        if let firstRejected = results.first(where: { $0.status == .rejected }) {
+            let count = results.filter { $0.status == .rejected }.count
+            FileHandle.standardError.write(
+                Data("error: \(firstRejected.error?.code ?? "rejected"): \(count) input(s) rejected; first: \(firstRejected.error?.message ?? "")\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}
+
+func percentEncoded(_ s: String) -> String {
+    s.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed.subtracting(CharacterSet(charactersIn: "&=+"))) ?? s
+}

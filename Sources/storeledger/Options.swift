@@ -1,0 +1,135 @@
+import ArgumentParser
+import Foundation
+import LedgerCore
+import LedgerServer
+import LedgerStore
+import Logging
+
+/// Options every command takes: where the ledger lives and how it is configured.
+struct LedgerOptions: ParsableArguments {
+    @Option(name: .long, help: "Ledger directory (default: $STORELEDGER_DATA or ./ledger-data).")
+    var data: String?
+
+    @Option(name: .long, help: "Configuration file (default: DIR/config.json when it exists).")
+    var config: String?
+
+    var directory: String {
+        data ?? ProcessInfo.processInfo.environment["STORELEDGER_DATA"] ?? "./ledger-data"
+    }
+
+    /// The configuration file's contents, or the defaults when there is none.
+    func loadConfiguration(json: Bool) throws -> LedgerConfiguration {
+        let path = config ?? (directory as NSString).appendingPathComponent("config.json")
+        guard config != nil || FileManager.default.fileExists(atPath: path) else { return LedgerConfiguration() }
+        do {
+            return try LedgerConfiguration(contentsOf: path)
+        } catch {
+            throw CommandFailure(code: "invalid_configuration", message: "\(error)", json: json)
+        }
+    }
+
+    /// Opens the ledger; read-only commands do not start a writer.
+    func openLedger(_ configuration: LedgerConfiguration, readOnly: Bool, json: Bool) throws -> Ledger {
+        if readOnly, !FileManager.default.fileExists(atPath: (directory as NSString).appendingPathComponent("data.mdb")) {
+            throw CommandFailure(code: "no_ledger", message: "no ledger in \(directory) (use --data DIR)", json: json)
+        }
+        var options = Ledger.Options()
+        options.readOnly = readOnly
+        options.maxQueuedInputs = configuration.limits.maxQueuedInputs
+        do {
+            return try Ledger(directory: directory, rules: configuration.rules, options: options, logger: cliLogger)
+        } catch {
+            throw CommandFailure(code: "storage_error", message: "cannot open ledger in \(directory): \(error)", json: json)
+        }
+    }
+}
+
+let cliLogger: Logger = {
+    var logger = Logger(label: "storeledger")
+    logger.logLevel = ProcessInfo.processInfo.environment["STORELEDGER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+    return logger
+}()
+
+/// Options of the commands that read projections: the two clocks and the environment.
+struct ClockOptions: ParsableArguments {
+    @Option(name: .long, help: "Valid time: ISO-8601 (2020-11-13T04:59:30Z) or milliseconds since epoch (default: now).")
+    var at: String?
+
+    @Option(name: .customLong("as-of"), help: "Knowledge time: a log sequence number (default: latest).")
+    var asOf: UInt64?
+
+    @Option(name: .long, help: "Production (default), Sandbox, Xcode or LocalTesting.")
+    var environment: String = "Production"
+
+    func instant() throws -> UnixMillis {
+        guard let at else { return currentMillis() }
+        guard let ms = parseInstant(at) else {
+            throw ValidationError("--at '\(at)' is neither ISO-8601 nor milliseconds since epoch")
+        }
+        return ms
+    }
+
+    func appStoreEnvironment() throws -> AppStoreEnvironment {
+        guard let e = AppStoreEnvironment(appleName: environment) else {
+            throw ValidationError("--environment must be Production, Sandbox, Xcode or LocalTesting")
+        }
+        return e
+    }
+}
+
+/// Milliseconds since epoch, or an ISO-8601 instant (with or without fractional seconds).
+func parseInstant(_ text: String) -> UnixMillis? {
+    if let ms = Int64(text) { return ms }
+    let plain = ISO8601DateFormatter()
+    if let d = plain.date(from: text) { return UnixMillis((d.timeIntervalSince1970 * 1000).rounded()) }
+    let fractional = ISO8601DateFormatter()
+    fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    if let d = fractional.date(from: text) { return UnixMillis((d.timeIntervalSince1970 * 1000).rounded()) }
+    return nil
+}
+
+/// ISO-8601 text of an instant, for tables.
+func formatInstant(_ ms: UnixMillis?) -> String {
+    guard let ms else { return "-" }
+    let f = ISO8601DateFormatter()
+    return f.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
+}
+
+/// Prints an Encodable value as one JSON document (sorted keys, so output is stable).
+func printJSON(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    FileHandle.standardOutput.write(try encoder.encode(value) + Data("\n".utf8))
+}
+
+/// The JSON object form of an Encodable value, for rendering tables by API.md's field names.
+func jsonObject(_ value: some Encodable) throws -> [String: Any] {
+    let data = try JSONEncoder().encode(value)
+    return (try JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+}
+
+/// Shows progress on a terminal (stderr), at most a few times per second; silent when stderr is not a TTY.
+final class ProgressLine: @unchecked Sendable {
+    private let label: String
+    private let enabled = isatty(STDERR_FILENO) != 0
+    private var last: UInt64 = 0
+    private let lock = NSLock()
+
+    init(_ label: String) { self.label = label }
+
+    func update(_ done: UInt64, _ total: UInt64) {
+        guard enabled else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard now - last > 200_000_000 || done == total else { return }
+        last = now
+        let pct = total > 0 ? Double(done) * 100 / Double(total) : 100
+        FileHandle.standardError.write(Data(String(format: "\r%@ %llu/%llu (%.0f%%)", label, done, total, pct).utf8))
+    }
+
+    func finish() {
+        guard enabled else { return }
+        FileHandle.standardError.write(Data("\n".utf8))
+    }
+}

@@ -1,0 +1,173 @@
+import ArgumentParser
+import Foundation
+import LedgerCore
+import LedgerServer
+import LedgerStore
+
+/// `storeledger events`: the raw event history.
+struct Events: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show stored events, by transaction, subscription or position.")
+
+    @OptionGroup var ledger: LedgerOptions
+    @Option(name: .long, help: "Every revision recorded for one transaction id (or synthetic key).") var transaction: String?
+    @Option(name: .long, help: "Every event of one original transaction id.") var original: String?
+    @Option(name: .long, help: "Events after this sequence number.") var after: UInt64 = 0
+    @Option(name: .long, help: "Production (default), Sandbox, Xcode or LocalTesting (with --original).")
+    var environment: String = "Production"
+    @Option(name: .long, help: "At most this many events.") var limit: Int = 100
+    @Flag(name: .long, help: "One JSON document on stdout.") var json = false
+
+    func validate() throws {
+        if transaction != nil && original != nil { throw ValidationError("give --transaction or --original, not both") }
+        if limit <= 0 { throw ValidationError("--limit must be positive") }
+    }
+
+    func run() throws {
+        let store = try ledger.openLedger(try ledger.loadConfiguration(json: json), readOnly: true, json: json)
+        var events: [StoredEvent]
+        if let transaction {
+            events = try store.events(key: transaction)
+        } else if let original {
+            guard let env = AppStoreEnvironment(appleName: environment) else { throw ValidationError("unknown --environment") }
+            let seqs = try store.events(original: OriginalTransactionID(original), environment: env).map(\.seq)
+            events = try seqs.compactMap { try store.event(seq: $0) }
+        } else {
+            events = try store.events(after: after, limit: limit)
+        }
+        events = events.filter { $0.event.seq > after }
+        if events.count > limit { events = Array(events.prefix(limit)) }
+        if json {
+            struct Doc: Encodable { var events: [EventDocument] }
+            try printJSON(Doc(events: events.map { EventDocument($0) }))
+            return
+        }
+        print(pad("SEQ", 8) + pad("KIND", 13) + pad("KEY", 30) + pad("OTID", 20) + pad("ENV", 11) + pad("SOURCE", 18) + "RECEIVED")
+        for s in events {
+            let e = s.event
+            print(
+                pad("\(e.seq)", 8) + pad(e.fact.kind.rawValue, 13) + pad(e.fact.eventKey, 30)
+                    + pad(e.fact.originalTransactionId?.rawValue ?? "-", 20) + pad(e.fact.environment.rawValue, 11)
+                    + pad(e.metadata.source.rawValue, 18) + formatInstant(e.metadata.receivedAt))
+        }
+        if events.isEmpty { print("(no events)") }
+    }
+}
+
+/// `storeledger export`: NDJSON of events with their raw inputs.
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Write every event (with its raw input, base64) as NDJSON.")
+
+    @OptionGroup var ledger: LedgerOptions
+    @Option(name: .long, help: "Only events after this sequence number.") var after: UInt64 = 0
+
+    func run() throws {
+        let store = try ledger.openLedger(try ledger.loadConfiguration(json: false), readOnly: true, json: false)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var next = after
+        while true {
+            let page = try store.events(after: next, limit: 1_000)
+            guard let last = page.last else { break }
+            var out = Data()
+            for stored in page {
+                out += try encoder.encode(EventDocument(stored, raw: try store.raw(digest: stored.event.metadata.rawDigest)))
+                out += Data("\n".utf8)
+            }
+            FileHandle.standardOutput.write(out)
+            next = last.event.seq
+        }
+    }
+}
+
+/// `storeledger stats`.
+struct Stats: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Counts, sizes, last sequence and chain head.")
+
+    @OptionGroup var ledger: LedgerOptions
+    @Flag(name: .long, help: "One JSON document on stdout.") var json = false
+
+    func run() throws {
+        let store = try ledger.openLedger(try ledger.loadConfiguration(json: json), readOnly: true, json: json)
+        let s = try store.statistics()
+        if json {
+            try printJSON(s)
+            return
+        }
+        print("ledger        \(ledger.directory)")
+        print("last seq      \(s.lastSeq)")
+        print("events        \(s.events)")
+        print("rejected      \(s.rejected)")
+        print("subscriptions \(s.subscriptions)")
+        print("users         \(s.users)")
+        print("raw inputs    \(s.rawInputs)")
+        print("chain head    \(s.chainHead)")
+        print("bytes         \(s.bytes) (map \(s.mapSize))")
+    }
+}
+
+/// `storeledger verify`.
+struct Verify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check the hash chain, every index against the log, and projections against a replay.")
+
+    @OptionGroup var ledger: LedgerOptions
+    @Flag(name: .long, help: "One JSON document on stdout.") var json = false
+
+    func run() throws {
+        let store = try ledger.openLedger(try ledger.loadConfiguration(json: json), readOnly: true, json: json)
+        let progress = ProgressLine("verifying")
+        let report: VerificationReport
+        do {
+            report = try store.verify(progress: progress.update)
+        } catch {
+            progress.finish()
+            throw CommandFailure(code: "verification_failed", message: "\(error)", json: json)
+        }
+        progress.finish()
+        if json { try printJSON(report) }
+        if let fault = report.fault {
+            if !json { FileHandle.standardError.write(Data("error: verification_failed: \(fault)\n".utf8)) }
+            throw ExitCode(1)
+        }
+        if !json {
+            print("ok: \(report.events) events chained to \(report.chainHead), indexes match, \(report.projections) projections match a replay")
+        }
+    }
+}
+
+/// `storeledger replay`.
+struct Replay: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Rebuild every projection from the log alone.")
+
+    @OptionGroup var ledger: LedgerOptions
+    @Option(name: .long, help: "Fold only events up to this sequence number (reports, writes nothing).") var until: UInt64?
+    @Flag(name: .long, help: "Compare with the stored projections; exit 1 on any difference.") var check = false
+    @Flag(name: .long, help: "One JSON document on stdout.") var json = false
+
+    func run() throws {
+        let configuration = try ledger.loadConfiguration(json: json)
+        let store = try ledger.openLedger(configuration, readOnly: check || until != nil, json: json)
+        defer { store.close() }
+        let progress = ProgressLine("replaying")
+        let report = try store.replay(until: until, check: check, progress: progress.update)
+        progress.finish()
+        if json {
+            try printJSON(report)
+        } else {
+            print(
+                "\(report.subscriptions) subscriptions, \(report.events) events folded up to seq \(report.untilSeq); "
+                    + (report.rewrote ? "projections rewritten" : "nothing written"))
+            print("projections digest \(report.projectionsDigest)")
+        }
+        if check, !report.differences.isEmpty {
+            FileHandle.standardError.write(
+                Data("error: replay_mismatch: \(report.differences.count) projection(s) differ, first \(report.differences[0])\n".utf8))
+            throw ExitCode(1)
+        }
+        if check && !json { print("ok: every stored projection is byte-identical to the replay") }
+    }
+}
+
+func pad(_ s: String, _ width: Int) -> String {
+    s.count >= width ? s + " " : s + String(repeating: " ", count: width - s.count)
+}

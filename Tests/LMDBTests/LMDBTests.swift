@@ -1,0 +1,186 @@
+import Foundation
+import LMDB
+import Testing
+
+/// A fresh directory under the system temp dir, removed when the test ends.
+func withTemporaryDirectory<R>(_ body: (String) throws -> R) throws -> R {
+    let path = NSTemporaryDirectory() + "lmdb-test-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    return try body(path)
+}
+
+struct Boom: Error {}
+
+@Suite struct EnvironmentTests {
+    @Test func writeCommitsOnReturn() throws {
+        try withTemporaryDirectory { dir in
+            let env = try Environment(path: dir)
+            let db = try env.openDatabase("kv")
+            try env.write { txn in try txn.put(db, key: Array("a".utf8), value: [1, 2, 3]) }
+            let value = try env.read { txn in try txn.value(db, key: Array("a".utf8)) }
+            #expect(value == [1, 2, 3])
+        }
+    }
+
+    @Test func writeAbortsOnThrow() throws {
+        try withTemporaryDirectory { dir in
+            let env = try Environment(path: dir)
+            let db = try env.openDatabase("kv")
+            try env.write { txn in try txn.put(db, key: [1], value: [1]) }
+            #expect(throws: Boom.self) {
+                try env.write { txn in
+                    try txn.put(db, key: [1], value: [9])
+                    try txn.put(db, key: [2], value: [2])
+                    throw Boom()
+                }
+            }
+            let (one, two) = try env.read { txn in (try txn.value(db, key: [1]), try txn.value(db, key: [2])) }
+            #expect(one == [1], "the aborted overwrite must not be visible")
+            #expect(two == nil, "the aborted insert must not be visible")
+        }
+    }
+
+    @Test func dataSurvivesReopen() throws {
+        try withTemporaryDirectory { dir in
+            do {
+                let env = try Environment(path: dir)
+                let db = try env.openDatabase("kv")
+                try env.write { txn in try txn.put(db, key: [7], value: Array("kept".utf8)) }
+            }
+            let env = try Environment(path: dir)
+            let db = try env.openDatabase("kv")
+            #expect(try env.read { try $0.value(db, key: [7]) } == Array("kept".utf8))
+        }
+    }
+
+    @Test func mapGrowsWhenFullWithoutLosingTheWrite() throws {
+        try withTemporaryDirectory { dir in
+            var options = Environment.Options()
+            options.mapSize = 64 * 1024  // 16 pages: full after a few writes
+            let env = try Environment(path: dir, options: options)
+            let db = try env.openDatabase("kv")
+            let before = env.info.mapSize
+            let value = [UInt8](repeating: 0xAB, count: 3000)
+            var attempts = 0
+            // One transaction of 1000 × 3 KB: far beyond the initial map, so it must grow (and run the body again).
+            try env.write { txn in
+                attempts += 1
+                for i in 0..<1000 { try txn.put(db, key: UInt64(i).bigEndianBytes, value: value) }
+            }
+            #expect(attempts > 1, "the body runs again after the map grew")
+            #expect(env.info.mapSize > before)
+            let count = try env.read { try $0.statistics(db).entries }
+            #expect(count == 1000)
+            let last = try env.read { try $0.value(db, key: UInt64(999).bigEndianBytes) }
+            #expect(last == value)
+        }
+    }
+
+    @Test func mapAtItsMaximumFailsWithMapFull() throws {
+        try withTemporaryDirectory { dir in
+            var options = Environment.Options()
+            options.mapSize = 64 * 1024
+            options.maxMapSize = 128 * 1024
+            let env = try Environment(path: dir, options: options)
+            let db = try env.openDatabase("kv")
+            #expect(throws: LMDBError.mapFull) {
+                try env.write { txn in
+                    for i in 0..<1000 { try txn.put(db, key: UInt64(i).bigEndianBytes, value: [UInt8](repeating: 1, count: 3000)) }
+                }
+            }
+            #expect(try env.read { try $0.statistics(db).entries } == 0)
+        }
+    }
+
+    @Test func appendRefusesOutOfOrderKeys() throws {
+        try withTemporaryDirectory { dir in
+            let env = try Environment(path: dir)
+            let db = try env.openDatabase("log")
+            try env.write { txn in
+                try txn.put(db, key: UInt64(1).bigEndianBytes, value: [1], flags: .append)
+                try txn.put(db, key: UInt64(2).bigEndianBytes, value: [2], flags: .append)
+            }
+            #expect(throws: LMDBError.keyExists) {
+                try env.write { txn in try txn.put(db, key: UInt64(1).bigEndianBytes, value: [3], flags: .append) }
+            }
+        }
+    }
+}
+
+@Suite struct CursorTests {
+    @Test func dupSortKeepsValuesSortedPerKey() throws {
+        try withTemporaryDirectory { dir in
+            let env = try Environment(path: dir)
+            let db = try env.openDatabase("index", flags: [.dupSort, .dupFixed])
+            try env.write { txn in
+                for seq: UInt64 in [5, 1, 3] { try txn.put(db, key: Array("b".utf8), value: seq.bigEndianBytes) }
+                try txn.put(db, key: Array("a".utf8), value: UInt64(9).bigEndianBytes)
+                try txn.put(db, key: Array("c".utf8), value: UInt64(2).bigEndianBytes)
+            }
+            let (values, count, keys) = try env.read { txn in
+                let cursor = try txn.cursor(db)
+                var values: [UInt64] = []
+                var entry = try cursor.find(Array("b".utf8))
+                let count = try cursor.duplicateCount()
+                while let e = entry {
+                    values.append(e.value.bigEndianUInt64)
+                    entry = try cursor.nextDuplicate()
+                }
+                var keys: [String] = []
+                var k = try cursor.first()
+                while let e = k {
+                    keys.append(String(decoding: e.key, as: UTF8.self))
+                    k = try cursor.nextKey()
+                }
+                return (values, count, keys)
+            }
+            #expect(values == [1, 3, 5])
+            #expect(count == 3)
+            #expect(keys == ["a", "b", "c"])
+        }
+    }
+
+    @Test func seekFindsTheFirstKeyAtOrAfter() throws {
+        try withTemporaryDirectory { dir in
+            let env = try Environment(path: dir)
+            let db = try env.openDatabase("kv")
+            try env.write { txn in
+                for k in ["apple", "banana", "cherry"] { try txn.put(db, key: Array(k.utf8), value: Array(k.utf8)) }
+            }
+            let found = try env.read { txn -> [String] in
+                let c = try txn.cursor(db)
+                return [
+                    try c.seek(Array("b".utf8)), try c.seek(Array("banana".utf8)), try c.seek(Array("zzz".utf8)),
+                ].map { $0.map { String(decoding: $0.key, as: UTF8.self) } ?? "-" }
+            }
+            #expect(found == ["banana", "banana", "-"])
+        }
+    }
+
+    @Test func getBothFindsOneDuplicate() throws {
+        try withTemporaryDirectory { dir in
+            let env = try Environment(path: dir)
+            let db = try env.openDatabase("index", flags: [.dupSort])
+            try env.write { txn in
+                try txn.put(db, key: [1], value: [10])
+                try txn.put(db, key: [1], value: [20])
+            }
+            let (hit, miss) = try env.read { txn in
+                let c = try txn.cursor(db)
+                return (try c.find([1], value: [20]) != nil, try c.find([1], value: [30]) != nil)
+            }
+            #expect(hit)
+            #expect(!miss)
+        }
+    }
+
+    @Test func bigEndianKeysOrderNumerically() {
+        let values: [UInt64] = [0, 1, 255, 256, 1 << 40, .max]
+        let encoded = values.map(\.bigEndianBytes)
+        #expect(encoded == encoded.sorted { $0.lexicographicallyPrecedes($1) })
+        for (v, bytes) in zip(values, encoded) {
+            #expect(bytes.withUnsafeBytes { $0.bigEndianUInt64 } == v)
+        }
+    }
+}
