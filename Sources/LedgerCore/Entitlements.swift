@@ -1,0 +1,108 @@
+/// Folds a user's subscriptions into their entitlements (DOMAIN §6).
+public enum Entitlements {
+    /// The customer `user` at instant `at`, from the timelines of every OTID the user was ever bound to (others are
+    /// ignored, as are timelines of another environment). Entitlement E is active when some OTID the user owns at
+    /// `at` has a period granting access then whose product grants E; with several grantors the latest expiry wins,
+    /// and losing one never revokes what another still grants. `asOf` is echoed: the caller folded the timelines from
+    /// the events with seq ≤ asOf.
+    /// - Complexity: O(total size of the timelines).
+    public static func customer(
+        user: AppUserID, environment: AppStoreEnvironment, timelines: [Timeline], at: UnixMillis, asOf: UInt64?,
+        rules: FoldRules
+    ) -> CustomerView {
+        var entitlements: [String: EntitlementView] = [:]
+        var subscriptions: [String] = []
+        var credits: [String: Int64] = [:]
+        var bindings: [BindingView] = []
+        var refused: [BindingView] = []
+        let sorted = timelines.filter { $0.environment == environment }.sorted {
+            $0.originalTransactionId < $1.originalTransactionId
+        }
+        for timeline in sorted {
+            let otid = timeline.originalTransactionId.rawValue
+            let intervals = timeline.ownerIntervals.filter { $0.appUserId == user }
+            for r in timeline.refusedClaims where r.appUserId == user {
+                refused.append(BindingView(originalTransactionId: otid, from: r.at, to: nil, cause: r.cause.rawValue, seq: r.seq))
+            }
+            guard !intervals.isEmpty else { continue }
+            if !subscriptions.contains(otid) { subscriptions.append(otid) }
+            for o in intervals {
+                bindings.append(
+                    BindingView(originalTransactionId: otid, from: o.from, to: o.to, cause: o.cause.rawValue, seq: o.seq))
+            }
+            let ownsNow = intervals.contains { $0.covers(at) }
+
+            // Entitlements granted now.
+            if ownsNow {
+                for g in timeline.grants(at: at) {
+                    let grant = GrantView(
+                        originalTransactionId: otid, transactionId: g.period.transactionId.rawValue,
+                        productId: g.period.productId, expiresAt: g.expiresAt)
+                    for e in rules.catalog.entitlements(for: g.period.productId, type: g.period.type) {
+                        var view = entitlements[e]
+                        if view == nil || view?.active == false {
+                            view = EntitlementView(
+                                active: true, expiresAt: g.expiresAt, productId: g.period.productId,
+                                originalTransactionId: otid, grantedBy: [])
+                        } else if later(g.expiresAt, than: view!.expiresAt) {
+                            view!.expiresAt = g.expiresAt
+                            view!.productId = g.period.productId
+                            view!.originalTransactionId = otid
+                        }
+                        view!.grantedBy.append(grant)
+                        entitlements[e] = view
+                    }
+                }
+            }
+
+            // Entitlements once had: any period begun by `at` while the user owned the subscription.
+            for p in timeline.periods where p.start <= at && p.type != .consumable {
+                let owned = intervals.contains { o in o.from <= at && o.from < (p.end ?? .max) && (o.to.map { p.start < $0 } ?? true) }
+                guard owned else { continue }
+                let ended = min(p.end ?? .max, p.revocations.first.map(\.date) ?? .max)
+                for e in rules.catalog.entitlements(for: p.productId, type: p.type) {
+                    if let existing = entitlements[e], existing.active || !later(ended, than: existing.expiresAt ?? .min) {
+                        continue
+                    }
+                    entitlements[e] = EntitlementView(
+                        active: false, expiresAt: ended == .max ? nil : ended, productId: p.productId,
+                        originalTransactionId: otid,
+                        grantedBy: [
+                            GrantView(
+                                originalTransactionId: otid, transactionId: p.transactionId.rawValue,
+                                productId: p.productId, expiresAt: ended == .max ? nil : ended)
+                        ])
+                }
+            }
+
+            // Credits of the consumables the user owns now.
+            if ownsNow {
+                for p in timeline.periods where p.type == .consumable && p.start <= at && p.revocation(at: at) == nil {
+                    for (name, amount) in rules.catalog.credits(for: p.productId) {
+                        credits[name, default: 0] += amount * p.quantity
+                    }
+                }
+            }
+        }
+        for e in entitlements.keys {
+            entitlements[e]!.grantedBy.sort {
+                ($0.originalTransactionId, $0.transactionId) < ($1.originalTransactionId, $1.transactionId)
+            }
+        }
+        bindings.sort { ($0.from, $0.originalTransactionId) < ($1.from, $1.originalTransactionId) }
+        return CustomerView(
+            appUserId: user.rawValue, environment: environment.rawValue, at: at, asOf: asOf,
+            entitlements: entitlements, subscriptions: subscriptions, credits: credits, bindings: bindings,
+            refusedClaims: refused)
+    }
+
+    /// Nil is "no end": later than any instant.
+    static func later(_ a: UnixMillis?, than b: UnixMillis?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): false
+        case (nil, _): true
+        case (_, nil): false
+        case (let a?, let b?): a > b
+        }
+    }
+}

@@ -1,0 +1,362 @@
+// The stored form of a timeline: a version, then tagged fields (BinaryWriter's format), nested messages
+// length-prefixed. Deterministic: every list is written in the timeline's own order and absent optionals are
+// omitted, so equal timelines encode to identical bytes (replay compares bytes). Tags are forever.
+
+extension Timeline {
+    /// The format version written first.
+    public static let formatVersion: UInt8 = 1
+
+    /// The timeline's compact binary form. Equal timelines give identical bytes.
+    /// - Complexity: O(size of the timeline).
+    public func encoded() -> [UInt8] {
+        var w = BinaryWriter(capacity: 64 + periods.count * 72 + statedChanges.count * 16 + owners.count * 24)
+        w.writeVarint(UInt64(Timeline.formatVersion))
+        w.write(1, originalTransactionId.rawValue)
+        w.write(2, UInt64(environment.code))
+        for p in periods { w.write(3, bytes: p.encoded()) }
+        for c in statedChanges { w.write(4, bytes: c.encoded()) }
+        if let renewal { w.write(5, bytes: renewal.encoded()) }
+        for o in owners { w.write(6, bytes: o.encoded()) }
+        for r in refusedClaims { w.write(7, bytes: r.encoded()) }
+        w.write(8, lastSeq)
+        if let frontier {
+            var f = BinaryWriter(capacity: 16 + frontier.id.utf8.count)
+            f.write(1, frontier.instant)
+            f.write(2, UInt64(frontier.kind))
+            f.write(3, frontier.id)
+            w.write(9, bytes: f.bytes)
+        }
+        return w.bytes
+    }
+
+    /// Decodes what `encoded()` wrote.
+    public init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
+        var r = BinaryReader(bytes)
+        let version = try r.readVarint()
+        guard version == UInt64(Timeline.formatVersion) else {
+            throw FactDecodingError("unsupported timeline version \(version)")
+        }
+        var otid: String?
+        var env = AppStoreEnvironment.production
+        var periods: [Period] = []
+        var changes: [TimelineChange] = []
+        var renewal: RenewalState?
+        var owners: [OwnerInterval] = []
+        var refused: [RefusedClaim] = []
+        var lastSeq: UInt64 = 0
+        var frontier: FoldPosition?
+        while let (tag, wire) = try r.nextField() {
+            let s = wire == .bytes, n = wire == .varint
+            switch tag {
+            case 1 where s: otid = try r.readString()
+            case 2 where n: env = try decodeEnvironment(try r.readVarint())
+            case 3 where s: periods.append(try Period(decoding: try r.readBytes()))
+            case 4 where s: changes.append(try TimelineChange(decoding: try r.readBytes()))
+            case 5 where s: renewal = try RenewalState(decoding: try r.readBytes())
+            case 6 where s: owners.append(try OwnerInterval(decoding: try r.readBytes()))
+            case 7 where s: refused.append(try RefusedClaim(decoding: try r.readBytes()))
+            case 8 where n: lastSeq = try r.readVarint()
+            case 9 where s:
+                var f = BinaryReader(try r.readBytes())
+                var position = FoldPosition(instant: 0, kind: 0, id: "")
+                while let (t, _) = try f.nextField() {
+                    switch t {
+                    case 1: position.instant = try f.readInt64()
+                    case 2: position.kind = UInt8(truncatingIfNeeded: try f.readVarint())
+                    case 3: position.id = try f.readString()
+                    default: throw FactDecodingError("bad timeline frontier")
+                    }
+                }
+                frontier = position
+            case 1...9: throw FactDecodingError("timeline field \(tag) has the wrong wire type")
+            default: try r.skip(wire)
+            }
+        }
+        guard let otid else { throw FactDecodingError("timeline lacks its originalTransactionId") }
+        self.init(originalTransactionId: OriginalTransactionID(otid), environment: env)
+        self.periods = periods
+        self.statedChanges = changes
+        self.renewal = renewal
+        self.owners = owners
+        self.refusedClaims = refused
+        self.lastSeq = lastSeq
+        self.frontier = frontier
+    }
+
+    /// Decodes what `encoded()` wrote.
+    public init(decoding bytes: [UInt8]) throws(FactDecodingError) {
+        let result = bytes.withUnsafeBytes { b in Result { () throws(FactDecodingError) in try Timeline(decoding: b) } }
+        self = try result.get()
+    }
+}
+
+extension Period {
+    func encoded() -> [UInt8] {
+        var w = BinaryWriter(capacity: 96)
+        w.write(1, transactionId.rawValue)
+        w.write(2, webOrderLineItemId)
+        w.write(3, productId)
+        w.write(4, start)
+        w.write(5, expiresDate)
+        w.write(6, end)
+        w.write(7, originalPurchaseDate)
+        w.write(8, UInt64(type.code))
+        if quantity != 1 { w.write(9, quantity) }
+        if let offer {
+            var o = BinaryWriter(capacity: 32)
+            o.write(1, offer.type)
+            o.write(2, offer.identifier)
+            o.write(3, offer.discountType)
+            if offer.isTrial { o.write(4, true) }
+            w.write(10, bytes: o.bytes)
+        }
+        if upgraded { w.write(11, true) }
+        for id in observedAs { w.write(12, id.rawValue) }
+        for r in revocations {
+            var v = BinaryWriter(capacity: 32)
+            v.write(1, r.date)
+            v.write(2, r.reason)
+            v.write(3, r.type)
+            v.write(4, r.percentage)
+            v.write(5, r.reversedAt)
+            v.write(6, r.seq)
+            if let s = r.reversedSeq { v.write(7, s) }
+            w.write(13, bytes: v.bytes)
+        }
+        w.write(14, seq)
+        for id in revokingTransactions { w.write(15, id.rawValue) }
+        return w.bytes
+    }
+
+    init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
+        var r = BinaryReader(bytes)
+        var tid: String?, product: String?, start: Int64?
+        var p = Period(transactionId: "", productId: "", start: 0)
+        while let (tag, wire) = try r.nextField() {
+            let s = wire == .bytes, n = wire == .varint
+            switch tag {
+            case 1 where s: tid = try r.readString()
+            case 2 where s: p.webOrderLineItemId = try r.readString()
+            case 3 where s: product = try r.readString()
+            case 4 where n: start = try r.readInt64()
+            case 5 where n: p.expiresDate = try r.readInt64()
+            case 6 where n: p.end = try r.readInt64()
+            case 7 where n: p.originalPurchaseDate = try r.readInt64()
+            case 8 where n:
+                guard let t = ProductType(code: try r.readVarint()) else { throw FactDecodingError("bad product type") }
+                p.type = t
+            case 9 where n: p.quantity = try r.readInt64()
+            case 10 where s:
+                var o = BinaryReader(try r.readBytes())
+                var offer = Offer()
+                while let (t, _) = try o.nextField() {
+                    switch t {
+                    case 1: offer.type = try o.readInt64()
+                    case 2: offer.identifier = try o.readString()
+                    case 3: offer.discountType = try o.readString()
+                    case 4: offer.isTrial = try o.readBool()
+                    default: throw FactDecodingError("bad offer field \(t)")
+                    }
+                }
+                p.offer = offer
+            case 11 where n: p.upgraded = try r.readBool()
+            case 12 where s: p.observedAs.append(TransactionID(try r.readString()))
+            case 13 where s:
+                var v = BinaryReader(try r.readBytes())
+                var rev = Revocation(date: 0)
+                while let (t, _) = try v.nextField() {
+                    switch t {
+                    case 1: rev.date = try v.readInt64()
+                    case 2: rev.reason = try v.readInt64()
+                    case 3: rev.type = try v.readString()
+                    case 4: rev.percentage = try v.readInt64()
+                    case 5: rev.reversedAt = try v.readInt64()
+                    case 6: rev.seq = try v.readVarint()
+                    case 7: rev.reversedSeq = try v.readVarint()
+                    default: throw FactDecodingError("bad revocation field \(t)")
+                    }
+                }
+                p.revocations.append(rev)
+            case 14 where n: p.seq = try r.readVarint()
+            case 15 where s: p.revokingTransactions.append(TransactionID(try r.readString()))
+            case 1...15: throw FactDecodingError("period field \(tag) has the wrong wire type")
+            default: try r.skip(wire)
+            }
+        }
+        guard let tid, let product, let start else { throw FactDecodingError("period lacks id, product or start") }
+        p.transactionId = TransactionID(tid)
+        p.productId = product
+        p.start = start
+        self = p
+    }
+}
+
+extension TimelineChange {
+    func encoded() -> [UInt8] {
+        var w = BinaryWriter(capacity: 24)
+        w.write(1, at)
+        w.write(2, UInt64(kind.code))
+        w.write(3, seq)
+        w.write(4, detail)
+        w.write(5, until)
+        return w.bytes
+    }
+
+    init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
+        var r = BinaryReader(bytes)
+        var c = TimelineChange(at: 0, kind: .purchase, seq: 0)
+        while let (tag, _) = try r.nextField() {
+            switch tag {
+            case 1: c.at = try r.readInt64()
+            case 2:
+                guard let k = ChangeKind(code: UInt8(truncatingIfNeeded: try r.readVarint())) else {
+                    throw FactDecodingError("unknown change kind")
+                }
+                c.kind = k
+            case 3: c.seq = try r.readVarint()
+            case 4: c.detail = try r.readString()
+            case 5: c.until = try r.readInt64()
+            default: throw FactDecodingError("bad change field \(tag)")
+            }
+        }
+        self = c
+    }
+}
+
+extension RenewalState {
+    func encoded() -> [UInt8] {
+        var w = BinaryWriter(capacity: 48)
+        w.write(1, at)
+        w.write(2, productId)
+        w.write(3, autoRenewProductId)
+        w.write(4, autoRenewStatus)
+        w.write(5, expirationIntent)
+        w.write(6, isInBillingRetryPeriod)
+        w.write(7, gracePeriodExpiresDate)
+        w.write(8, priceIncreaseStatus)
+        w.write(9, renewalDate)
+        w.write(10, seq)
+        return w.bytes
+    }
+
+    init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
+        var r = BinaryReader(bytes)
+        var s = RenewalState(at: 0, seq: 0)
+        while let (tag, _) = try r.nextField() {
+            switch tag {
+            case 1: s.at = try r.readInt64()
+            case 2: s.productId = try r.readString()
+            case 3: s.autoRenewProductId = try r.readString()
+            case 4: s.autoRenewStatus = try r.readBool()
+            case 5: s.expirationIntent = try r.readInt64()
+            case 6: s.isInBillingRetryPeriod = try r.readBool()
+            case 7: s.gracePeriodExpiresDate = try r.readInt64()
+            case 8: s.priceIncreaseStatus = try r.readInt64()
+            case 9: s.renewalDate = try r.readInt64()
+            case 10: s.seq = try r.readVarint()
+            default: throw FactDecodingError("bad renewal state field \(tag)")
+            }
+        }
+        self = s
+    }
+}
+
+extension OwnerInterval {
+    func encoded() -> [UInt8] {
+        var w = BinaryWriter(capacity: 32)
+        w.write(1, appUserId.rawValue)
+        w.write(2, from)
+        w.write(3, to)
+        w.write(4, seq)
+        w.write(5, UInt64(cause.code))
+        return w.bytes
+    }
+
+    init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
+        var r = BinaryReader(bytes)
+        var o = OwnerInterval(appUserId: "", from: 0, seq: 0, cause: .claim)
+        while let (tag, _) = try r.nextField() {
+            switch tag {
+            case 1: o.appUserId = AppUserID(try r.readString())
+            case 2: o.from = try r.readInt64()
+            case 3: o.to = try r.readInt64()
+            case 4: o.seq = try r.readVarint()
+            case 5:
+                guard let c = OwnerCause(code: UInt8(truncatingIfNeeded: try r.readVarint())) else {
+                    throw FactDecodingError("unknown owner cause")
+                }
+                o.cause = c
+            default: throw FactDecodingError("bad owner field \(tag)")
+            }
+        }
+        self = o
+    }
+}
+
+extension RefusedClaim {
+    func encoded() -> [UInt8] {
+        var w = BinaryWriter(capacity: 32)
+        w.write(1, appUserId.rawValue)
+        w.write(2, at)
+        w.write(3, seq)
+        w.write(4, cause.rawValue)
+        return w.bytes
+    }
+
+    init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
+        var r = BinaryReader(bytes)
+        var c = RefusedClaim(appUserId: "", at: 0, seq: 0, cause: .claim)
+        while let (tag, _) = try r.nextField() {
+            switch tag {
+            case 1: c.appUserId = AppUserID(try r.readString())
+            case 2: c.at = try r.readInt64()
+            case 3: c.seq = try r.readVarint()
+            case 4:
+                let name = try r.readString()
+                guard let cause = BindingClaim.Cause(rawValue: name) else { throw FactDecodingError("unknown cause") }
+                c.cause = cause
+            default: throw FactDecodingError("bad refused claim field \(tag)")
+            }
+        }
+        self = c
+    }
+}
+
+extension ProductType {
+    /// Stable small number for the projection encoding.
+    var code: UInt8 {
+        switch self {
+        case .autoRenewable: 0
+        case .nonRenewing: 1
+        case .nonConsumable: 2
+        case .consumable: 3
+        }
+    }
+
+    init?(code: UInt64) {
+        switch code {
+        case 0: self = .autoRenewable
+        case 1: self = .nonRenewing
+        case 2: self = .nonConsumable
+        case 3: self = .consumable
+        default: return nil
+        }
+    }
+}
+
+private func decodeEnvironment(_ code: UInt64) throws(FactDecodingError) -> AppStoreEnvironment {
+    guard code <= 255, let e = AppStoreEnvironment(code: UInt8(code)) else {
+        throw FactDecodingError("unknown environment \(code)")
+    }
+    return e
+}
+
+extension BinaryReader {
+    /// Skips a field this version does not know (projections are rebuilt from the log, never upgraded in place).
+    mutating func skip(_ wire: WireType) throws(FactDecodingError) {
+        switch wire {
+        case .varint: _ = try readVarint()
+        case .bytes: _ = try readBytes()
+        }
+    }
+}

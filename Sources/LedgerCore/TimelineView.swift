@@ -1,0 +1,249 @@
+/// A timeline evaluated at one instant, in the API.md Timeline JSON shape (`timeline --json`,
+/// `GET /v1/subscriptions/{otid}`), with a few extra fields. Absent values are written as `null`.
+public struct TimelineView: Hashable, Sendable, Codable {
+    public var originalTransactionId: String
+    public var environment: String
+    public var at: UnixMillis
+    public var asOf: UInt64?
+    /// `active | in_grace_period | in_billing_retry | expired | revoked`.
+    public var status: String
+    public var productId: String?
+    public var expiresAt: UnixMillis?
+    public var autoRenew: Bool?
+    public var pendingProductId: String?
+    public var periods: [PeriodView]
+    public var changes: [ChangeView]
+    public var owners: [OwnerView]
+    // Extras.
+    public var expirationReason: String?
+    public var gracePeriodExpiresAt: UnixMillis?
+    public var productType: String?
+    public var inBillingRetry: Bool?
+    public var priceIncreaseStatus: Int64?
+    public var refusedClaims: [RefusedClaimView]
+    public var lastSeq: UInt64
+
+    enum CodingKeys: String, CodingKey {
+        case originalTransactionId, environment, at, asOf, status, productId, expiresAt, autoRenew, pendingProductId
+        case periods, changes, owners, expirationReason, gracePeriodExpiresAt, productType, inBillingRetry
+        case priceIncreaseStatus, refusedClaims, lastSeq
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(originalTransactionId, forKey: .originalTransactionId)
+        try c.encode(environment, forKey: .environment)
+        try c.encode(at, forKey: .at)
+        try c.encode(asOf, forKey: .asOf)
+        try c.encode(status, forKey: .status)
+        try c.encode(productId, forKey: .productId)
+        try c.encode(expiresAt, forKey: .expiresAt)
+        try c.encode(autoRenew, forKey: .autoRenew)
+        try c.encode(pendingProductId, forKey: .pendingProductId)
+        try c.encode(periods, forKey: .periods)
+        try c.encode(changes, forKey: .changes)
+        try c.encode(owners, forKey: .owners)
+        try c.encode(expirationReason, forKey: .expirationReason)
+        try c.encode(gracePeriodExpiresAt, forKey: .gracePeriodExpiresAt)
+        try c.encode(productType, forKey: .productType)
+        try c.encode(inBillingRetry, forKey: .inBillingRetry)
+        try c.encode(priceIncreaseStatus, forKey: .priceIncreaseStatus)
+        try c.encode(refusedClaims, forKey: .refusedClaims)
+        try c.encode(lastSeq, forKey: .lastSeq)
+    }
+}
+
+/// One period in a `TimelineView`.
+public struct PeriodView: Hashable, Sendable, Codable {
+    public var transactionId: String
+    public var webOrderLineItemId: String?
+    public var productId: String
+    public var start: UnixMillis
+    public var end: UnixMillis?
+    public var offer: Offer?
+    /// The latest revocation's instant (also when it was later reversed: see `reinstatedAt`).
+    public var revokedAt: UnixMillis?
+    public var revocation: RevocationView?
+    public var upgraded: Bool
+    public var observedAs: [String]
+    /// When a reversed refund gave access back.
+    public var reinstatedAt: UnixMillis?
+    public var expiresDate: UnixMillis?
+    public var quantity: Int64
+    public var productType: String
+
+    enum CodingKeys: String, CodingKey {
+        case transactionId, webOrderLineItemId, productId, start, end, offer, revokedAt, revocation, upgraded
+        case observedAs, reinstatedAt, expiresDate, quantity, productType
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(transactionId, forKey: .transactionId)
+        try c.encode(webOrderLineItemId, forKey: .webOrderLineItemId)
+        try c.encode(productId, forKey: .productId)
+        try c.encode(start, forKey: .start)
+        try c.encode(end, forKey: .end)
+        try c.encode(offer, forKey: .offer)
+        try c.encode(revokedAt, forKey: .revokedAt)
+        try c.encode(revocation, forKey: .revocation)
+        try c.encode(upgraded, forKey: .upgraded)
+        try c.encode(observedAs, forKey: .observedAs)
+        try c.encode(reinstatedAt, forKey: .reinstatedAt)
+        try c.encode(expiresDate, forKey: .expiresDate)
+        try c.encode(quantity, forKey: .quantity)
+        try c.encode(productType, forKey: .productType)
+    }
+}
+
+/// A revocation in a `PeriodView`.
+public struct RevocationView: Hashable, Sendable, Codable {
+    public var date: UnixMillis
+    public var reason: Int64?
+    public var type: String?
+    public var percentage: Int64?
+    public var reversedAt: UnixMillis?
+}
+
+/// One change in a `TimelineView`.
+public struct ChangeView: Hashable, Sendable, Codable {
+    public var at: UnixMillis
+    public var kind: String
+    public var seq: UInt64
+    public var detail: String?
+    public var until: UnixMillis?
+}
+
+/// One ownership interval in a `TimelineView` or a `CustomerView`.
+public struct OwnerView: Hashable, Sendable, Codable {
+    public var appUserId: String
+    public var from: UnixMillis
+    public var to: UnixMillis?
+    public var seq: UInt64
+    /// `claim | appAccountToken | transfer`.
+    public var cause: String
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(appUserId, forKey: .appUserId)
+        try c.encode(from, forKey: .from)
+        try c.encode(to, forKey: .to)
+        try c.encode(seq, forKey: .seq)
+        try c.encode(cause, forKey: .cause)
+    }
+}
+
+/// A claim refused under `keep`.
+public struct RefusedClaimView: Hashable, Sendable, Codable {
+    public var appUserId: String
+    public var at: UnixMillis
+    public var seq: UInt64
+    public var cause: String
+}
+
+extension Timeline {
+    /// All changes, stated and derived (purchase, renewal, resubscribe, plan changes, refunds and reversals, owner
+    /// changes, refused claims), in time order.
+    /// - Complexity: O(k log k) for k changes.
+    public func changes(rules: FoldRules = FoldRules()) -> [TimelineChange] {
+        var all = statedChanges
+        for (i, p) in periods.enumerated() {
+            all.append(TimelineChange(at: p.start, kind: planChange(i, rules: rules), seq: p.seq, detail: p.productId))
+            for r in p.revocations {
+                all.append(
+                    TimelineChange(
+                        at: r.date, kind: r.isFamilyRevoke ? .revoked : .refund, seq: r.seq,
+                        detail: p.transactionId.rawValue))
+                if let back = r.reversedAt {
+                    all.append(
+                        TimelineChange(
+                            at: back, kind: .refundReversed, seq: r.reversedSeq ?? r.seq,
+                            detail: p.transactionId.rawValue))
+                }
+            }
+        }
+        for o in ownerIntervals {
+            all.append(TimelineChange(at: o.from, kind: .ownerChanged, seq: o.seq, detail: o.appUserId.rawValue))
+        }
+        for r in refusedClaims {
+            all.append(TimelineChange(at: r.at, kind: .claimRefused, seq: r.seq, detail: r.appUserId.rawValue))
+        }
+        all.sort(by: TimelineChange.precedes)
+        return all
+    }
+
+    /// What the period at `index` was to the one before: a purchase, renewal, resubscription or plan change.
+    func planChange(_ index: Int, rules: FoldRules) -> ChangeKind {
+        guard index > 0 else { return .purchase }
+        let p = periods[index], prev = periods[index - 1]
+        let gap = prev.end.map { p.start > $0 } ?? false
+        // A renewal that came late because billing was retried is still a renewal.
+        let retried =
+            gap
+            && statedChanges.contains {
+                $0.at >= prev.start && $0.at <= p.start
+                    && ($0.kind == .billingRetry || $0.kind == .gracePeriod || $0.kind == .recovered)
+            }
+        if p.productId == prev.productId { return gap && !retried ? .resubscribe : .renewal }
+        if gap && !retried { return .resubscribe }
+        if let a = rules.catalog.configuration(for: prev.productId)?.level,
+            let b = rules.catalog.configuration(for: p.productId)?.level
+        {
+            return b > a ? .upgrade : b < a ? .downgrade : .crossgrade
+        }
+        let immediate = prev.upgraded || (prev.end.map { p.start < $0 } ?? false)
+        return immediate ? .upgrade : .downgrade
+    }
+
+    /// The timeline at instant `at`, in the API.md shape. `asOf` is echoed: the caller folds only the events with
+    /// seq ≤ asOf.
+    /// - Complexity: O(size of the timeline).
+    public func view(at: UnixMillis, asOf: UInt64?, rules: FoldRules = FoldRules()) -> TimelineView {
+        let s = status(at: at)
+        let renewalKnown = renewal.flatMap { $0.at <= at ? $0 : nil }
+        let current = s.period?.productId ?? periods.last?.productId
+        var autoRenew = renewalKnown?.autoRenewStatus
+        if renewalKnown == nil {
+            autoRenew = statedChanges.last { $0.at <= at && ($0.kind == .autoRenewOn || $0.kind == .autoRenewOff) }
+                .map { $0.kind == .autoRenewOn }
+        }
+        let pending = renewalKnown?.autoRenewProductId.flatMap { $0 != current ? $0 : nil }
+        return TimelineView(
+            originalTransactionId: originalTransactionId.rawValue, environment: environment.rawValue, at: at,
+            asOf: asOf, status: s.status.rawValue, productId: s.period?.productId, expiresAt: s.expiresAt,
+            autoRenew: autoRenew, pendingProductId: pending,
+            periods: periods.map(PeriodView.init),
+            changes: changes(rules: rules).map {
+                ChangeView(at: $0.at, kind: $0.kind.rawValue, seq: $0.seq, detail: $0.detail, until: $0.until)
+            },
+            owners: ownerIntervals.map(OwnerView.init),
+            expirationReason: s.status == .expired ? s.expirationReason : nil,
+            gracePeriodExpiresAt: s.gracePeriodExpiresAt, productType: productType?.catalogName,
+            inBillingRetry: renewalKnown?.isInBillingRetryPeriod, priceIncreaseStatus: renewalKnown?.priceIncreaseStatus,
+            refusedClaims: refusedClaims.map {
+                RefusedClaimView(appUserId: $0.appUserId.rawValue, at: $0.at, seq: $0.seq, cause: $0.cause.rawValue)
+            },
+            lastSeq: lastSeq)
+    }
+}
+
+extension PeriodView {
+    init(_ p: Period) {
+        let last = p.revocations.last
+        self.init(
+            transactionId: p.transactionId.rawValue, webOrderLineItemId: p.webOrderLineItemId, productId: p.productId,
+            start: p.start, end: p.end, offer: p.offer, revokedAt: last?.date,
+            revocation: last.map {
+                RevocationView(
+                    date: $0.date, reason: $0.reason, type: $0.type, percentage: $0.percentage, reversedAt: $0.reversedAt)
+            },
+            upgraded: p.upgraded, observedAs: p.observedAs.map(\.rawValue), reinstatedAt: last?.reversedAt,
+            expiresDate: p.expiresDate, quantity: p.quantity, productType: p.type.catalogName)
+    }
+}
+
+extension OwnerView {
+    init(_ o: OwnerInterval) {
+        self.init(appUserId: o.appUserId.rawValue, from: o.from, to: o.to, seq: o.seq, cause: o.cause.rawValue)
+    }
+}
