@@ -15,7 +15,7 @@ extension Ledger {
     ) throws -> TimelineView? {
         try environment.read { txn in
             guard let (timeline, knownAsOf) = try timeline(env, otid, asOf: asOf, txn) else { return nil }
-            return timeline.view(at: at, asOf: knownAsOf)
+            return timeline.view(at: at, asOf: knownAsOf, rules: rules)
         }
     }
 
@@ -95,7 +95,7 @@ extension Ledger {
             // One chunk of subscriptions per transaction; the closure may run twice (map growth), so it only
             // returns what it found and the totals are added up outside.
             let chunk = { (txn: Transaction) throws -> (keys: Int, events: Int, differences: [String], last: [UInt8]?, more: Bool, rebuilt: [[UInt8]]) in
-                let cursor = try txn.cursor(layout.byOTID)
+                let cursor = try txn.cursor(self.layout.byOTID)
                 var entry: Entry?
                 if let resume {
                     entry = try cursor.seek(resume)
@@ -112,19 +112,19 @@ extension Ledger {
                     guard let (env, otid) = StoreLayout.decodeSubscriptionKey(e.key) else {
                         throw LedgerError.corrupted("by_otid key is malformed")
                     }
-                    let folded = try subscriptionEvents(env, otid, upTo: limit, txn)
+                    let folded = try self.subscriptionEvents(env, otid, upTo: limit, txn)
                     events += folded.count
                     keys += 1
                     last = key
                     if !folded.isEmpty {
-                        let rebuilt = ProjectionEngine.stamped(Timeline.fold(folded, rules: rules))
+                        let rebuilt = ProjectionEngine.stamped(Timeline.fold(folded, rules: self.rules))
                         rebuiltAll.append(key)
                         rebuiltAll.append(rebuilt)
                         if check {
-                            let stored = try txn.get(layout.timelines, key: key).map(Array.init)
+                            let stored = try txn.get(self.layout.timelines, key: key).map(Array.init)
                             if stored != rebuilt { differences.append("\(env.rawValue)/\(otid)") }
                         } else if rewrite {
-                            try txn.put(layout.timelines, key: key, value: rebuilt)
+                            try txn.put(self.layout.timelines, key: key, value: rebuilt)
                         }
                     }
                     entry = try cursor.nextKey()

@@ -42,3 +42,11 @@ extension Ledger {
         }
     }
 }
+
+extension Ledger {
+    /// Writes a consistent copy of the ledger into the directory `path` (which must exist and be empty): a hot
+    /// backup, safe while the writer runs.
+    public func copy(to path: String, compact: Bool = false) throws {
+        try environment.copy(to: path, compact: compact)
+    }
+}

@@ -52,7 +52,7 @@ extension Ledger {
                     previous = link
                     let event: LedgerEvent
                     do { event = try LedgerEvent(seq: seq, decoding: bytes) } catch {
-                        return "event \(seq) does not decode: \(error.reason)"
+                        return "event \(seq) does not decode: \(error)"
                     }
                     guard Array(event.fact.eventKey.utf8) == key else { return "event \(seq) is stored under another key" }
                     let digest = sha256(event.fact.encoded())

@@ -25,13 +25,14 @@ struct Demo: AsyncParsableCommand {
             let r = results.first
             print("  " + pad(label, 58) + (r.map { "\($0.status.rawValue)" + ($0.seq.map { " seq \($0)" } ?? "") + ($0.error.map { " \($0.code)" } ?? "") } ?? "-"))
         }
-        print("\n$ storeledger timeline \(DemoStory.otid) --at 2020-12-20T00:00:00Z --data \(data)\n")
-        if let view = try store.timeline(OriginalTransactionID(DemoStory.otid), at: DemoStory.renewal2 + 5 * DemoStory.day) {
+        let at = DemoStory.renewal2 + 5 * DemoStory.day
+        print("\n$ storeledger timeline \(DemoStory.otid) --at \(formatInstant(at)) --data \(data)\n")
+        if let view = try store.timeline(OriginalTransactionID(DemoStory.otid), at: at) {
             printTimelineTable(try jsonObject(view))
         }
         for user in ["alice", "bob"] {
-            print("\n$ storeledger customer \(user) --at 2020-12-20T00:00:00Z --data \(data)\n")
-            printCustomerTable(try jsonObject(try store.customer(AppUserID(user), at: DemoStory.renewal2 + 5 * DemoStory.day)))
+            print("\n$ storeledger customer \(user) --at \(formatInstant(at)) --data \(data)\n")
+            printCustomerTable(try jsonObject(try store.customer(AppUserID(user), at: at)))
         }
         print("\nTry: storeledger events --data \(data)   storeledger verify --data \(data)   storeledger serve --data \(data)")
     }

@@ -46,7 +46,7 @@ struct Ingest: AsyncParsableCommand {
             guard let ms = parseInstant(receivedAt) else { throw ValidationError("--received-at '\(receivedAt)' is not an instant") }
             received = ms
         }
-        let options = IngestPipeline.Options(forcedType: forced, appUserId: appUserId.map(AppUserID.init), receivedAt: received)
+        let options = IngestPipeline.Options(forcedType: forced, appUserId: appUserId.map { AppUserID($0) }, receivedAt: received)
 
         var bodies: [[UInt8]] = []
         for file in files.isEmpty ? ["-"] : files {

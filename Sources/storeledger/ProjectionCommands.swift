@@ -55,6 +55,10 @@ struct Customer: ParsableCommand {
 // MARK: - Tables (rendered from the API.md JSON shapes, so they always show what --json shows)
 
 private func ms(_ v: Any?) -> UnixMillis? { (v as? NSNumber)?.int64Value }
+private func yesNo(_ v: Any?) -> String {
+    guard let b = v as? Bool else { return "-" }
+    return b ? "yes" : "no"
+}
 private func str(_ v: Any?) -> String {
     switch v {
     case let s as String: s
@@ -69,7 +73,7 @@ func printTimelineTable(_ t: [String: Any]) {
     print("at            \(formatInstant(ms(t["at"])))   as of seq \(str(t["asOf"]))")
     print("status        \(str(t["status"]))")
     print("product       \(str(t["productId"]))   expires \(formatInstant(ms(t["expiresAt"])))")
-    print("auto-renew    \(str(t["autoRenew"]))   pending product \(str(t["pendingProductId"]))")
+    print("auto-renew    \(yesNo(t["autoRenew"]))   pending product \(str(t["pendingProductId"]))")
     let periods = t["periods"] as? [[String: Any]] ?? []
     print("\nPERIODS (\(periods.count))")
     print("  " + pad("TRANSACTION", 20) + pad("PRODUCT", 34) + pad("START", 22) + pad("END", 22) + "NOTES")
@@ -98,11 +102,11 @@ func printCustomerTable(_ c: [String: Any]) {
     print("at            \(formatInstant(ms(c["at"])))   as of seq \(str(c["asOf"]))")
     let entitlements = c["entitlements"] as? [String: [String: Any]] ?? [:]
     print("\nENTITLEMENTS (\(entitlements.count))")
-    print("  " + pad("ENTITLEMENT", 24) + pad("ACTIVE", 8) + pad("EXPIRES", 22) + pad("PRODUCT", 34) + "OTID")
+    print("  " + pad("ENTITLEMENT", 30) + pad("ACTIVE", 8) + pad("EXPIRES", 22) + pad("PRODUCT", 34) + "OTID")
     for name in entitlements.keys.sorted() {
         let e = entitlements[name]!
         print(
-            "  " + pad(name, 24) + pad(str(e["active"]), 8) + pad(formatInstant(ms(e["expiresAt"])), 22)
+            "  " + pad(name, 30) + pad(yesNo(e["active"]), 8) + pad(formatInstant(ms(e["expiresAt"])), 22)
                 + pad(str(e["productId"]), 34) + str(e["originalTransactionId"]))
     }
     if let credits = c["credits"] as? [String: Any], !credits.isEmpty {
