@@ -23,6 +23,13 @@ public struct UnknownField: Hashable, Codable, Sendable {
     /// The varint's value, or the byte string.
     public var varint: UInt64
     public var bytes: [UInt8]
+
+    public init(tag: UInt32, wireType: WireType, varint: UInt64, bytes: [UInt8]) {
+        self.tag = tag
+        self.wireType = wireType
+        self.varint = varint
+        self.bytes = bytes
+    }
 }
 
 /// Fields kept for forward compatibility, in the order they were read.
