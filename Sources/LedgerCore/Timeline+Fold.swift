@@ -168,11 +168,12 @@ extension Timeline {
         if let was = old?.autoRenewStatus, let now = new.autoRenewStatus, was != now {
             record(TimelineChange(at: instant, kind: now ? .autoRenewOn : .autoRenewOff, seq: seq))
         }
-        if new.isInBillingRetryPeriod == true && old?.isInBillingRetryPeriod != true {
-            record(TimelineChange(at: instant, kind: .billingRetry, seq: seq))
-        }
-        if let g = new.gracePeriodExpiresDate, g > instant, g != old?.gracePeriodExpiresDate {
+        // Apple keeps retrying during a grace period too; while the grace period lasts, that is the state to tell.
+        let graceUntil = new.gracePeriodExpiresDate.flatMap { $0 > instant ? $0 : nil }
+        if let g = graceUntil, g != old?.gracePeriodExpiresDate {
             record(TimelineChange(at: instant, kind: .gracePeriod, seq: seq, until: g))
+        } else if graceUntil == nil, new.isInBillingRetryPeriod == true, old?.isInBillingRetryPeriod != true {
+            record(TimelineChange(at: instant, kind: .billingRetry, seq: seq))
         }
         let current = new.productId ?? periods.last?.productId
         let oldPending = old.flatMap { o in o.autoRenewProductId.flatMap { $0 != (o.productId ?? current) ? $0 : nil } }
