@@ -1,11 +1,36 @@
 import ArgumentParser
+import Foundation
+import LedgerServer
+import Logging
 
-/// `storeledger serve` (the socket server is being wired in; this placeholder is replaced by the server change).
+/// `storeledger serve`: the HTTP/1.1 server on a Unix socket; SIGTERM/SIGINT drain and exit 0.
 struct Serve: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Serve the socket API.")
+    static let configuration = CommandConfiguration(
+        abstract: "Serve the ledger over HTTP/1.1 on a Unix socket (default DIR/ledger.sock).",
+        discussion: """
+            Every route of the socket API (docs/socket-api.md). SIGTERM or SIGINT stop accepting, finish in-flight \
+            requests, commit every queued input, remove the socket and exit 0. Log level: $STORELEDGER_LOG_LEVEL \
+            (trace, debug, info, notice, warning, error; default info).
+            """)
+
     @OptionGroup var ledger: LedgerOptions
-    @Option(name: .long, help: "Socket path (default DIR/ledger.sock).") var socket: String?
+
+    @Option(name: .long, help: "Socket path (default: the configuration's socket.path, else DIR/ledger.sock).")
+    var socket: String?
+
     func run() async throws {
-        throw CommandFailure(code: "not_available", message: "the socket server is not built into this version yet", json: false)
+        let configuration = try ledger.loadConfiguration(json: false)
+        let path =
+            socket ?? configuration.socketPath ?? (ledger.directory as NSString).appendingPathComponent("ledger.sock")
+        var logger = Logger(label: "storeledger.server")
+        logger.logLevel =
+            ProcessInfo.processInfo.environment["STORELEDGER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+        let store = try ledger.openLedger(configuration, readOnly: false, json: false)
+        let service = LedgerService(ledger: store, configuration: configuration, socketPath: path, logger: logger)
+        do {
+            try await service.runUntilSignalled()
+        } catch let error as SocketPathError {
+            throw CommandFailure(code: error.code, message: error.message, json: false)
+        }
     }
 }

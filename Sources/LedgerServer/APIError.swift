@@ -1,0 +1,96 @@
+import Foundation
+import Hummingbird
+import LedgerStore
+import NIOCore
+
+// MARK: - APIError
+
+/// A refusal of a whole request, answered as `{"error":{"code","message"}}` (API.md "Errors").
+///
+/// Compared on the code only, like the other error types of the project.
+public struct APIError: Error, HTTPResponseError, Hashable, CustomStringConvertible, Sendable {
+    public let status: HTTPResponse.Status
+    public let code: String
+    public let message: String
+    /// Seconds the client should wait before retrying (503 answers).
+    public let retryAfter: Int?
+
+    public init(_ status: HTTPResponse.Status, code: String, message: String, retryAfter: Int? = nil) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.retryAfter = retryAfter
+    }
+
+    public static func == (a: APIError, b: APIError) -> Bool { a.code == b.code }
+    public func hash(into h: inout Hasher) { h.combine(code) }
+    public var description: String { "\(status.code) \(code): \(message)" }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var response = JSONBody.response(status: status, ErrorDocument(error: .init(code: code, message: message)))
+        if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
+        return response
+    }
+
+    /// The document every error answer carries.
+    struct ErrorDocument: Codable, Sendable {
+        struct Info: Codable, Sendable {
+            var code: String
+            var message: String
+        }
+        var error: Info
+    }
+
+    // MARK: - The errors of API.md
+
+    static func invalidJSON(_ message: String) -> APIError { APIError(.badRequest, code: "invalid_json", message: message) }
+    static func invalidQuery(_ message: String) -> APIError {
+        APIError(.badRequest, code: "invalid_query", message: message)
+    }
+    static func tooLarge(limit: Int) -> APIError {
+        APIError(.contentTooLarge, code: "too_large", message: "the request body exceeds \(limit) bytes")
+    }
+    static func batchTooLarge(count: Int, limit: Int) -> APIError {
+        APIError(.contentTooLarge, code: "batch_too_large", message: "the batch holds \(count) inputs; at most \(limit) are accepted")
+    }
+    static func unsupportedMediaType(_ type: String) -> APIError {
+        APIError(
+            .unsupportedMediaType, code: "unsupported_media_type",
+            message: "content type '\(type)' is not accepted; use application/json, application/x-ndjson or text/plain")
+    }
+    static func forbidden(_ message: String) -> APIError { APIError(.forbidden, code: "forbidden", message: message) }
+    static func notFound(_ message: String) -> APIError { APIError(.notFound, code: "not_found", message: message) }
+
+    /// The answer for a store failure: 503 with Retry-After when retrying helps, 500 otherwise.
+    static func from(_ error: LedgerError) -> APIError {
+        switch error.code {
+        case "overloaded": APIError(.serviceUnavailable, code: error.code, message: error.message, retryAfter: 1)
+        case "shutting_down": APIError(.serviceUnavailable, code: error.code, message: error.message, retryAfter: 5)
+        case "storage_error": APIError(.serviceUnavailable, code: error.code, message: error.message, retryAfter: 30)
+        default: APIError(.internalServerError, code: error.code, message: error.message)
+        }
+    }
+}
+
+// MARK: - JSON bodies
+
+/// Encodes answers; one encoder configuration for every route, so documents look alike.
+enum JSONBody {
+    static func encode(_ value: some Encodable) -> ByteBuffer {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do {
+            return ByteBuffer(bytes: try encoder.encode(value))
+        } catch {
+            // Our own documents always encode; this is a programming error, but it must not take the server down.
+            return ByteBuffer(string: #"{"error":{"code":"internal","message":"the answer could not be encoded"}}"#)
+        }
+    }
+
+    static func response(status: HTTPResponse.Status = .ok, _ value: some Encodable) -> Response {
+        var buffer = encode(value)
+        buffer.writeString("\n")
+        return Response(
+            status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: buffer))
+    }
+}

@@ -1,0 +1,251 @@
+import Foundation
+import Hummingbird
+import LedgerAppStore
+import LedgerCore
+import LedgerStore
+import Logging
+import NIOCore
+
+// MARK: - LedgerAPI
+
+/// The HTTP surface of API.md over one ledger: builds the router and holds what every route shares (the ingest
+/// pipeline, limits, writer allow-list, metrics, the commit signal for followers).
+///
+/// Decoding and signature checks run on the request's task; only `Ledger.append` reaches the writer thread, whose group
+/// commit answers many concurrent requests with one fsync. A 2xx is sent only after that commit.
+public final class LedgerAPI: Sendable {
+    public let ledger: Ledger
+    public let configuration: LedgerConfiguration
+    public let metrics: ServerMetrics
+    let pipeline: IngestPipeline
+    let logger: Logger
+    let commits: CommitSignal
+    let followers = FollowerCount()
+
+    /// At most this many `follow=true` streams at once; more get 503.
+    static let maxFollowers = 256
+
+    /// - Parameters:
+    ///   - ledger: an open, writable ledger; the API registers a commit observer on it.
+    ///   - configuration: limits, writers and the Apple decoding configuration.
+    ///   - logger: requests are logged at debug, failures at error.
+    public init(ledger: Ledger, configuration: LedgerConfiguration, logger: Logger) {
+        self.ledger = ledger
+        self.configuration = configuration
+        self.logger = logger
+        var appStore = configuration.appStore
+        appStore.maxInputBytes = max(appStore.maxInputBytes, configuration.limits.maxBodyBytes)
+        self.pipeline = IngestPipeline(ledger: ledger, configuration: appStore)
+        let metrics = ServerMetrics()
+        self.metrics = metrics
+        let commits = CommitSignal(lastSeq: (try? ledger.lastSeq()) ?? 0)
+        self.commits = commits
+        ledger.observeCommits { [weak ledger] inputs, lastSeq, nanoseconds in
+            metrics.recordCommit(
+                inputs: inputs, lastSeq: lastSeq, nanoseconds: nanoseconds, queueDepth: ledger?.queueDepth ?? 0)
+            commits.committed(lastSeq)
+        }
+    }
+
+    /// Ends every `follow=true` stream (graceful shutdown).
+    public func endFollowers() { commits.close() }
+
+    // MARK: - Router
+
+    /// The router with every route of API.md, grouped by resource, behind the error and metrics middlewares.
+    public func makeRouter() -> Router<LedgerRequestContext> {
+        let router = Router(context: LedgerRequestContext.self)
+        router.add(middleware: RequestMetricsMiddleware(metrics: metrics, logger: logger))
+        router.add(middleware: ErrorMiddleware(logger: logger))
+        addAppendRoutes(to: router)
+        addAppleRoutes(to: router)
+        addReadRoutes(to: router)
+        addEventRoutes(to: router)
+        addOperationRoutes(to: router)
+        return router
+    }
+
+    // MARK: - Shared steps of the write routes
+
+    /// Refuses writers outside the allow-list (when one is configured) with 403.
+    func authorizeWriter(_ context: LedgerRequestContext) async throws {
+        let writers = configuration.writers
+        guard writers.restricted else { return }
+        guard let peer = await context.peerCredentials() else {
+            throw APIError.forbidden("writers are restricted and the peer's credentials are unknown")
+        }
+        guard writers.uids.contains(peer.uid) || writers.gids.contains(peer.gid) else {
+            throw APIError.forbidden("uid \(peer.uid) gid \(peer.gid) may not write to this ledger")
+        }
+    }
+
+    /// Media types a write route accepts; a missing Content-Type is taken as JSON.
+    static let acceptedMediaTypes: Set<String> = [
+        "application/json", "application/x-ndjson", "application/ndjson", "text/plain", "application/jose",
+    ]
+
+    /// Refuses bodies of another media type with 415.
+    func checkContentType(_ request: Request) throws {
+        guard let value = request.headers[.contentType] else { return }
+        let base = value.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        guard Self.acceptedMediaTypes.contains(base.lowercased()) else { throw APIError.unsupportedMediaType(value) }
+    }
+
+    /// The whole body, refused with 413 as soon as it grows past the limit.
+    func collectBody(_ request: Request) async throws -> [UInt8] {
+        let limit = configuration.limits.maxBodyBytes
+        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit {
+            throw APIError.tooLarge(limit: limit)
+        }
+        do {
+            let buffer = try await request.body.collect(upTo: limit)
+            return Array(buffer.readableBytesView)
+        } catch is NIOTooManyBytesError {
+            throw APIError.tooLarge(limit: limit)
+        }
+    }
+
+    /// Appends through the writer; store failures become 503 (with Retry-After) or 500.
+    func append(_ inputs: [LedgerInput]) async throws -> [AppendResult] {
+        do {
+            let results = try await ledger.append(inputs)
+            metrics.record(results)
+            return results
+        } catch let error as LedgerError {
+            if error.code != "overloaded" && error.code != "shutting_down" {
+                logger.error("append failed", metadata: ["code": "\(error.code)", "message": "\(error.message)"])
+            }
+            throw APIError.from(error)
+        }
+    }
+
+    /// `type`, `appUserId` and `receivedAt` from the query string.
+    func ingestOptions(_ request: Request, forcedType: InputType? = nil) throws -> IngestPipeline.Options {
+        let query = request.uri.queryParameters
+        var options = IngestPipeline.Options(forcedType: forcedType)
+        if let type = query["type"] {
+            guard let t = InputType(rawValue: String(type)) else {
+                throw APIError.invalidQuery(
+                    "type must be one of \(InputType.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            options.forcedType = t
+        }
+        if let user = query["appUserId"] {
+            guard !user.isEmpty else { throw APIError.invalidQuery("appUserId must not be empty") }
+            options.appUserId = AppUserID(String(user))
+        }
+        if let at = query["receivedAt"] {
+            guard let ms = Instant.parse(String(at)) else {
+                throw APIError.invalidQuery("receivedAt must be milliseconds since epoch or ISO-8601")
+            }
+            options.receivedAt = ms
+        }
+        return options
+    }
+}
+
+// MARK: - Instants
+
+/// Parses the instants of query strings: milliseconds since epoch or ISO-8601.
+enum Instant {
+    static func parse(_ text: String) -> UnixMillis? {
+        if let ms = Int64(text) { return ms }
+        let plain = ISO8601DateFormatter()
+        if let d = plain.date(from: text) { return UnixMillis((d.timeIntervalSince1970 * 1000).rounded()) }
+        let fractional = ISO8601DateFormatter()
+        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let d = fractional.date(from: text) { return UnixMillis((d.timeIntervalSince1970 * 1000).rounded()) }
+        return nil
+    }
+}
+
+// MARK: - Middlewares
+
+/// Turns every error into API.md's `{"error":{"code","message"}}` document; a failing request never escapes as
+/// anything else, and never takes the server down.
+struct ErrorMiddleware: RouterMiddleware {
+    typealias Context = LedgerRequestContext
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            return try error.response(from: request, context: context)
+        } catch let error as HTTPError {
+            let code: String
+            switch error.status {
+            case .notFound: code = "not_found"
+            case .methodNotAllowed: code = "method_not_allowed"
+            case .contentTooLarge: code = "too_large"
+            case .badRequest: code = "bad_request"
+            default: code = "http_\(error.status.code)"
+            }
+            let message = error.body ?? (error.status == .notFound ? "no route for \(request.method) \(request.uri.path)" : error.status.reasonPhrase)
+            return try APIError(error.status, code: code, message: message).response(from: request, context: context)
+        } catch is NIOTooManyBytesError {
+            return try APIError(.contentTooLarge, code: "too_large", message: "the request body is too large")
+                .response(from: request, context: context)
+        } catch {
+            logger.error(
+                "request failed", metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "error": "\(error)"])
+            return try APIError(.internalServerError, code: "internal", message: "\(error)")
+                .response(from: request, context: context)
+        }
+    }
+}
+
+/// Times every request into `storeledger_request_duration_seconds{method,route,status}` and logs it at debug.
+struct RequestMetricsMiddleware: RouterMiddleware {
+    typealias Context = LedgerRequestContext
+    let metrics: ServerMetrics
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let response = try await next(request, context)
+        let elapsed = DispatchTime.now().uptimeNanoseconds &- start
+        let route = context.endpointPath ?? "unmatched"
+        metrics.recordRequest(
+            method: request.method.rawValue, route: route, status: response.status.code, nanoseconds: elapsed)
+        if response.status.code >= 500 {
+            logger.error(
+                "request failed",
+                metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)"])
+        } else {
+            logger.debug(
+                "request",
+                metadata: [
+                    "method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
+                    "micros": "\(elapsed / 1000)",
+                ])
+        }
+        return response
+    }
+}
+
+/// How many followers stream right now.
+final class FollowerCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    /// Takes a place if fewer than `limit` are taken.
+    func enter(limit: Int) -> Int? {
+        lock.withLock {
+            guard count < limit else { return nil }
+            count += 1
+            return count
+        }
+    }
+
+    func leave() -> Int {
+        lock.withLock {
+            count -= 1
+            return count
+        }
+    }
+}

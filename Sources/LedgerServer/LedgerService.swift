@@ -1,0 +1,159 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Hummingbird
+import LedgerStore
+import Logging
+import NIOCore
+import ServiceLifecycle
+import UnixSignals
+
+// MARK: - LedgerService
+
+/// The ledger's server: HTTP/1.1 on a Unix socket (Hummingbird), serving `LedgerAPI`.
+///
+/// `run()` refuses to start when another server answers on the socket path, replaces a stale socket file left by a
+/// crashed run, binds, sets the socket's mode, and serves until graceful shutdown (SIGTERM/SIGINT through a
+/// `ServiceGroup`). Then it stops accepting, finishes in-flight requests, ends followers, closes the ledger (every
+/// queued input is committed first) and removes the socket file.
+public final class LedgerService: Service, Sendable {
+    public let api: LedgerAPI
+    public let socketPath: String
+    let logger: Logger
+    private let bound = BoundSocket()
+
+    /// - Parameters:
+    ///   - ledger: an open, writable ledger. The service closes it when it stops.
+    ///   - configuration: limits, writers, socket mode, Apple decoding.
+    ///   - socketPath: where to listen.
+    public init(ledger: Ledger, configuration: LedgerConfiguration, socketPath: String, logger: Logger) {
+        self.api = LedgerAPI(ledger: ledger, configuration: configuration, logger: logger)
+        self.socketPath = socketPath
+        self.logger = logger
+    }
+
+    /// Serves until graceful shutdown or cancellation; closes the ledger and removes the socket in every case.
+    public func run() async throws {
+        defer {
+            api.endFollowers()
+            api.ledger.close()
+            bound.removeSocketFile(at: socketPath)
+        }
+        try SocketFile.prepare(socketPath)
+        let mode = api.configuration.socketMode
+        let path = socketPath
+        let bound = self.bound
+        let logger = self.logger
+        let app = Application(
+            router: api.makeRouter(),
+            configuration: .init(address: .unixDomainSocket(path: socketPath), serverName: nil),
+            onServerRunning: { _ in
+                if chmod(path, mode_t(mode)) != 0 {
+                    logger.error("cannot set the socket's mode", metadata: ["path": "\(path)", "errno": "\(errno)"])
+                }
+                bound.remember(path)
+                logger.info("listening", metadata: ["socket": "\(path)", "mode": "\(String(mode, radix: 8))"])
+            },
+            logger: logger
+        )
+        let api = self.api
+        try await withGracefulShutdownHandler {
+            try await app.run()
+        } onGracefulShutdown: {
+            logger.info("shutting down: finishing in-flight requests")
+            api.endFollowers()
+        }
+        logger.info("stopped", metadata: ["lastSeq": "\((try? api.ledger.lastSeq()) ?? 0)"])
+    }
+
+    /// Runs the service in a `ServiceGroup` that shuts it down gracefully on SIGTERM and SIGINT (`storeledger serve`).
+    public func runUntilSignalled() async throws {
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: self)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+
+    /// Whether the socket is bound and the server accepts connections.
+    public var isListening: Bool { bound.inode != nil }
+}
+
+// MARK: - The socket file
+
+/// Why the server cannot take its socket path.
+public struct SocketPathError: Error, CustomStringConvertible, Sendable {
+    public let code: String
+    public let message: String
+    public var description: String { "\(code): \(message)" }
+}
+
+enum SocketFile {
+    /// Makes `path` free for binding: refuses when a live server answers on it or when it is not a socket; unlinks
+    /// a stale socket file (nobody accepts on it, as after kill -9).
+    static func prepare(_ path: String) throws {
+        let capacity = MemoryLayout.size(ofValue: sockaddr_un().sun_path)
+        guard path.utf8.count < capacity else {
+            throw SocketPathError(
+                code: "socket_path_too_long", message: "\(path) is longer than \(capacity - 1) bytes (use --socket)")
+        }
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }  // nothing there
+        guard (info.st_mode & S_IFMT) == S_IFSOCK else {
+            throw SocketPathError(code: "socket_path_taken", message: "\(path) exists and is not a socket")
+        }
+        if isLive(path) {
+            throw SocketPathError(code: "socket_in_use", message: "another server is listening on \(path)")
+        }
+        guard unlink(path) == 0 || errno == ENOENT else {
+            throw SocketPathError(
+                code: "socket_path_taken", message: "cannot remove the stale socket \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Whether something accepts connections on the socket at `path`.
+    static func isLive(_ path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+            raw[bytes.count] = 0
+        }
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        return rc == 0
+    }
+}
+
+/// The identity of the socket file this server bound, so that shutdown removes that file and never another
+/// server's that replaced it.
+final class BoundSocket: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _inode: UInt64?
+
+    var inode: UInt64? { lock.withLock { _inode } }
+
+    func remember(_ path: String) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        lock.withLock { _inode = UInt64(info.st_ino) }
+    }
+
+    func removeSocketFile(at path: String) {
+        guard let inode = lock.withLock({ _inode }) else { return }
+        var info = stat()
+        if lstat(path, &info) == 0, UInt64(info.st_ino) == inode, (info.st_mode & S_IFMT) == S_IFSOCK {
+            unlink(path)
+        }
+        lock.withLock { _inode = nil }
+    }
+}

@@ -1,0 +1,86 @@
+import Hummingbird
+import LedgerAppStore
+import LedgerCore
+import LedgerStore
+
+// MARK: - POST /v1/events
+
+extension LedgerAPI {
+    /// `{"results":[result…]}`: one result per input, in order.
+    struct ResultsDocument: Codable, Sendable {
+        var results: [AppendResult]
+    }
+
+    /// 207: some inputs of the batch were rejected (HTTPTypes has no name for it).
+    static let multiStatus = HTTPResponse.Status(code: 207, reasonPhrase: "Multi-Status")
+
+    func addAppendRoutes(to router: Router<LedgerRequestContext>) {
+        router.post("/v1/events") { request, context in
+            try await self.appendEvents(request, context)
+        }
+    }
+
+    /// An envelope, a bare Apple document, or NDJSON of them. 200 when every input was appended or a duplicate, 207
+    /// when some were rejected, 400 when no input of the body is JSON at all.
+    func appendEvents(_ request: Request, _ context: LedgerRequestContext) async throws -> Response {
+        try await authorizeWriter(context)
+        try checkContentType(request)
+        let options = try ingestOptions(request)
+        let body = try await collectBody(request)
+        let pieces = InputFraming.split(body)
+        guard !pieces.isEmpty else { throw APIError.invalidJSON("the body holds no input") }
+        let limit = configuration.limits.maxBatchInputs
+        guard pieces.count <= limit else { throw APIError.batchTooLarge(count: pieces.count, limit: limit) }
+
+        let now = currentMillis()
+        let inputs = pieces.map { pipeline.prepare($0, options: options, now: now) }
+        // Refused inputs are appended too: their bytes land in `rejected` for the auditor.
+        let results = try await append(inputs)
+        if results.allSatisfy({ $0.status == .rejected && $0.error?.code == "invalid_json" }) {
+            throw APIError.invalidJSON(results.first?.error?.message ?? "the body is not JSON")
+        }
+        let someRejected = results.contains { $0.status == .rejected }
+        return JSONBody.response(status: someRejected ? Self.multiStatus : .ok, ResultsDocument(results: results))
+    }
+}
+
+// MARK: - POST /v1/apple/* and /v1/bindings
+
+extension LedgerAPI {
+    func addAppleRoutes(to router: Router<LedgerRequestContext>) {
+        router.post("/v1/apple/notifications") { request, context in
+            try await self.appendOne(request, context, type: .notification)
+        }
+        router.post("/v1/apple/receipts") { request, context in
+            try await self.appendOne(request, context, type: .receipt)
+        }
+        router.post("/v1/apple/transactions") { request, context in
+            try await self.appendOne(request, context, type: .transaction)
+        }
+        router.post("/v1/bindings") { request, context in
+            try await self.appendOne(request, context, type: .binding)
+        }
+    }
+
+    /// One input of a known type, exactly as received: 200 with its result once durable (appended or duplicate);
+    /// 400 (not JSON) or 422 (refused) with the result, whose `error` says why.
+    func appendOne(_ request: Request, _ context: LedgerRequestContext, type: InputType) async throws -> Response {
+        try await authorizeWriter(context)
+        try checkContentType(request)
+        let options = try ingestOptions(request, forcedType: type)
+        let body = try await collectBody(request)
+        guard body.contains(where: { !InputFraming.isSpace($0) }) else {
+            throw APIError.invalidJSON("the body is empty")
+        }
+        let input = pipeline.prepare(body, options: options, now: currentMillis())
+        guard let result = try await append([input]).first else {
+            throw APIError(.internalServerError, code: "internal", message: "the ledger returned no result")
+        }
+        let status: HTTPResponse.Status
+        switch result.status {
+        case .appended, .duplicate: status = .ok
+        case .rejected: status = result.error?.code == "invalid_json" ? .badRequest : .unprocessableContent
+        }
+        return JSONBody.response(status: status, result)
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import Hummingbird
+import LedgerCore
+import LedgerStore
+import Logging
+import NIOCore
+
+// MARK: - GET /v1/subscriptions/{otid}, /v1/customers/{appUserId}
+
+extension LedgerAPI {
+    /// The two clocks and the environment of a projection read: `at` (valid time, default now), `asOf` (a log
+    /// seq, default everything known), `environment` (default Production).
+    struct ReadClocks {
+        var at: UnixMillis
+        var asOf: UInt64?
+        var environment: AppStoreEnvironment
+
+        init(_ request: Request) throws {
+            let query = request.uri.queryParameters
+            if let text = query["at"] {
+                guard let ms = Instant.parse(String(text)) else {
+                    throw APIError.invalidQuery("at must be milliseconds since epoch or ISO-8601")
+                }
+                at = ms
+            } else {
+                at = currentMillis()
+            }
+            if let text = query["asOf"] {
+                guard let seq = UInt64(text) else { throw APIError.invalidQuery("asOf must be a log sequence number") }
+                asOf = seq
+            }
+            if let text = query["environment"] {
+                guard let env = AppStoreEnvironment(appleName: String(text)) else {
+                    throw APIError.invalidQuery("environment must be Production, Sandbox, Xcode or LocalTesting")
+                }
+                environment = env
+            } else {
+                environment = .production
+            }
+        }
+    }
+
+    func addReadRoutes(to router: Router<LedgerRequestContext>) {
+        router.get("/v1/subscriptions/{otid}") { request, context in
+            let otid = try context.parameters.require("otid")
+            let clocks = try ReadClocks(request)
+            guard
+                let view = try self.read({
+                    try self.ledger.timeline(
+                        OriginalTransactionID(otid), environment: clocks.environment, at: clocks.at, asOf: clocks.asOf)
+                })
+            else {
+                throw APIError.notFound("no \(clocks.environment.rawValue) subscription \(otid) is known")
+            }
+            return JSONBody.response(view)
+        }
+        router.get("/v1/customers/{appUserId}") { request, context in
+            let user = try context.parameters.require("appUserId")
+            let clocks = try ReadClocks(request)
+            let view = try self.read {
+                try self.ledger.customer(AppUserID(user), environment: clocks.environment, at: clocks.at, asOf: clocks.asOf)
+            }
+            return JSONBody.response(view)
+        }
+        router.get("/v1/transactions/{transactionId}") { _, context in
+            let id = try context.parameters.require("transactionId")
+            let events = try self.read { try self.ledger.events(key: id) }
+            guard !events.isEmpty else { throw APIError.notFound("no event is recorded for transaction \(id)") }
+            return JSONBody.response(TransactionDocument(transactionId: id, events: events.map { EventDocument($0) }))
+        }
+    }
+
+    /// `GET /v1/transactions/{id}`: every revision recorded for one transaction id, oldest first.
+    struct TransactionDocument: Encodable, Sendable {
+        var transactionId: String
+        var events: [EventDocument]
+    }
+
+    /// Runs a store read; its failures become API errors (a damaged ledger is a 500, never a crash).
+    func read<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as LedgerError {
+            logger.error("read failed", metadata: ["code": "\(error.code)", "message": "\(error.message)"])
+            throw APIError.from(error)
+        }
+    }
+}
+
+// MARK: - GET /v1/events
+
+extension LedgerAPI {
+    /// Events per read transaction while streaming.
+    static let eventPage = 1_000
+    /// Largest `limit` without `follow`.
+    static let maxEventLimit = 10_000
+
+    func addEventRoutes(to router: Router<LedgerRequestContext>) {
+        router.get("/v1/events") { request, context in
+            try self.events(request, context)
+        }
+    }
+
+    /// NDJSON of events after `after`, at most `limit` (default 1000). With `follow=true` the answer streams: events
+    /// are written as they commit until `limit` events were sent (if given), `timeout` seconds passed (if given), the
+    /// client goes away, or the server shuts down.
+    func events(_ request: Request, _ context: LedgerRequestContext) throws -> Response {
+        let query = request.uri.queryParameters
+        let after: UInt64 = try query["after"].map { text -> UInt64 in
+            guard let v = UInt64(text) else { throw APIError.invalidQuery("after must be a log sequence number") }
+            return v
+        } ?? 0
+        let limit: Int? = try query["limit"].map { text -> Int in
+            guard let v = Int(text), v > 0 else { throw APIError.invalidQuery("limit must be a positive integer") }
+            return v
+        }
+        let follow = query["follow"].map { $0 == "true" || $0 == "1" } ?? false
+        let timeout: Double? = try query["timeout"].map { text -> Double in
+            guard let v = Double(text), v > 0 else { throw APIError.invalidQuery("timeout must be positive seconds") }
+            return v
+        }
+        let headers: HTTPFields = [.contentType: "application/x-ndjson"]
+        guard follow else {
+            let count = min(limit ?? Self.eventPage, Self.maxEventLimit)
+            let events = try read { try ledger.events(after: after, limit: count) }
+            var buffer = ByteBuffer()
+            for e in events { Self.writeLine(EventDocument(e), to: &buffer) }
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: buffer))
+        }
+
+        guard let current = followers.enter(limit: Self.maxFollowers) else {
+            throw APIError(
+                .serviceUnavailable, code: "overloaded", message: "too many followers (\(Self.maxFollowers))", retryAfter: 5)
+        }
+        metrics.setFollowers(current)
+        let channel = context.channel
+        let deadline = timeout.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
+        let body = ResponseBody { [self] writer in
+            defer { metrics.setFollowers(followers.leave()) }
+            var cursor = after
+            var sent = 0
+            streaming: while true {
+                let want = min(Self.eventPage, limit.map { $0 - sent } ?? Self.eventPage)
+                let page = try read { try ledger.events(after: cursor, limit: want) }
+                if let last = page.last {
+                    var buffer = ByteBuffer()
+                    for e in page { Self.writeLine(EventDocument(e), to: &buffer) }
+                    try await writer.write(buffer)
+                    cursor = last.event.seq
+                    sent += page.count
+                    if let limit, sent >= limit { break streaming }
+                    continue
+                }
+                if commits.isClosed || channel?.isActive == false { break }
+                var wait = Duration.seconds(1)
+                if let deadline {
+                    let left = deadline - ContinuousClock.now
+                    if left <= .zero { break }
+                    wait = min(wait, left)
+                }
+                await commits.wait(after: cursor, timeout: wait)
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: headers, body: body)
+    }
+
+    static func writeLine(_ value: some Encodable, to buffer: inout ByteBuffer) {
+        var line = JSONBody.encode(value)
+        buffer.writeBuffer(&line)
+        buffer.writeString("\n")
+    }
+}
+
+// MARK: - GET /v1/health, /metrics
+
+extension LedgerAPI {
+    /// `{"status":"ok","lastSeq":N}`.
+    struct HealthDocument: Codable, Sendable {
+        var status: String
+        var lastSeq: UInt64
+    }
+
+    func addOperationRoutes(to router: Router<LedgerRequestContext>) {
+        router.get("/v1/health") { _, _ in
+            let seq = try self.read { try self.ledger.lastSeq() }
+            return JSONBody.response(HealthDocument(status: "ok", lastSeq: seq))
+        }
+        router.get("/metrics") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: self.metrics.render(self.ledger))))
+        }
+    }
+}
