@@ -78,7 +78,13 @@ public final class Environment: @unchecked Sendable {
     public func openDatabase(_ name: String?, flags: Database.Flags = []) throws -> Database {
         var creating = flags
         if options.readOnly {
-            return try read { txn in try txn.openDatabase(name, flags: creating) }
+            // A handle opened in a transaction is private to it until that transaction commits, even a read-only one.
+            resizeLock.lockShared()
+            defer { resizeLock.unlock() }
+            let txn = try Transaction(environment: self, readOnly: true)
+            let db = try txn.openDatabase(name, flags: creating)
+            try txn.commit()
+            return db
         }
         creating.insert(.create)
         return try write { txn in try txn.openDatabase(name, flags: creating) }

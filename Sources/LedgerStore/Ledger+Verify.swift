@@ -40,7 +40,7 @@ extension Ledger {
                 let end = min(total, next + chunk - 1)
                 while let e = entry, next <= end {
                     let seq = e.key.bigEndianUInt64
-                    guard seq == next else { return "log jumps from \(next - 1) to \(seq)" }
+                    guard seq == next else { return "log entry \(next) is missing (the log jumps to \(seq))" }
                     guard e.value.count > 32 else { return "log entry \(seq) is malformed" }
                     let storedLink = Array(e.value[0..<32])
                     let key = Array(e.value[32...])

@@ -1,1 +1,84 @@
-// Test support.
+import Foundation
+
+// MARK: - Temporary directories and the built executable
+
+/// A fresh directory under the system's temp dir; removed by `remove()`.
+public struct TemporaryDirectory: Sendable {
+    public let path: String
+
+    public init(prefix: String = "storeledger") throws {
+        path = NSTemporaryDirectory() + prefix + "-" + UUID().uuidString.prefix(8).lowercased()
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    public func file(_ name: String) -> String { (path as NSString).appendingPathComponent(name) }
+
+    public func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// Where `swift build` put the `storeledger` executable (the test bundle sits in the same directory).
+public func storeledgerExecutable(file: String = #filePath) -> String {
+    // Next to the test bundle: .build/<triple>/debug/StoreLedgerPackageTests.xctest → .build/<triple>/debug/storeledger.
+    let bundleDir = Bundle.main.bundleURL.deletingLastPathComponent().path
+    for dir in [bundleDir, (CommandLine.arguments.first.map { ($0 as NSString).deletingLastPathComponent } ?? "")] {
+        let candidate = (dir as NSString).appendingPathComponent("storeledger")
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+    }
+    // Fall back to the package's .build/debug.
+    let root = URL(fileURLWithPath: file).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    return root.appendingPathComponent(".build/debug/storeledger").path
+}
+
+/// What a finished child process said.
+public struct ProcessOutput: Sendable {
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
+}
+
+/// Runs `executable` with `arguments`, feeding `input` on stdin, and waits for it.
+public func runProcess(_ executable: String, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil)
+    throws -> ProcessOutput
+{
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    let out = Pipe(), err = Pipe(), inPipe = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = inPipe
+    try process.run()
+    // Read both pipes while the child runs, so a large output cannot block it.
+    let outData = LockedData(), errData = LockedData()
+    let group = DispatchGroup()
+    for (pipe, sink) in [(out, outData), (err, errData)] {
+        group.enter()
+        DispatchQueue.global().async {
+            sink.set(pipe.fileHandleForReading.readDataToEndOfFile())
+            group.leave()
+        }
+    }
+    if let input { inPipe.fileHandleForWriting.write(input) }
+    try? inPipe.fileHandleForWriting.close()
+    process.waitUntilExit()
+    group.wait()
+    return ProcessOutput(
+        status: process.terminationStatus, stdout: String(decoding: outData.get(), as: UTF8.self),
+        stderr: String(decoding: errData.get(), as: UTF8.self))
+}
+
+final class LockedData: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+    func set(_ d: Data) {
+        lock.lock()
+        data = d
+        lock.unlock()
+    }
+    func get() -> Data {
+        lock.lock()
+        defer { lock.unlock() }
+        return data
+    }
+}

@@ -1,0 +1,116 @@
+import Benchmark
+import Foundation
+import LedgerCore
+import LedgerStore
+import Logging
+
+// MARK: - Synthetic facts
+
+/// Renewals spread over `subscriptions` OTIDs, each later than everything known of its OTID (the common case).
+struct RenewalStream {
+    var next = 0
+    let subscriptions: Int
+    static let day: Int64 = 86_400_000
+
+    mutating func input() -> LedgerInput {
+        let i = next
+        next += 1
+        let purchase = 1_600_000_000_000 + Int64(i / subscriptions) * 30 * Self.day
+        var t = TransactionFact(
+            transactionId: TransactionID(String(4_000_000_000 + i)),
+            originalTransactionId: OriginalTransactionID(String(3_000_000_000 + i % subscriptions)),
+            productId: "com.example.premium.monthly", purchaseDate: purchase)
+        t.expiresDate = purchase + 30 * Self.day
+        t.webOrderLineItemId = String(5_000_000_000 + i)
+        t.signedDate = purchase
+        t.type = .autoRenewable
+        t.bundleId = "com.example.app"
+        let raw = Array("{\"transactionId\":\"\(i)\"}".utf8)
+        return .facts([.transaction(t)], metadata: FactMetadata(source: .decodedJSON, receivedAt: purchase), raw: raw)
+    }
+
+    mutating func inputs(_ n: Int) -> [LedgerInput] { (0..<n).map { _ in input() } }
+}
+
+func temporaryLedger(_ name: String, noSync: Bool = false) throws -> Ledger {
+    let dir = NSTemporaryDirectory() + "bench-\(name)-" + UUID().uuidString.prefix(8)
+    var options = Ledger.Options()
+    options.initialMapSize = 8 << 30
+    options.unsafeNoSync = noSync
+    return try Ledger(directory: dir, options: options, logger: Logger(label: "bench"))
+}
+
+func remove(_ ledger: Ledger) {
+    ledger.close()
+    try? FileManager.default.removeItem(atPath: ledger.directory)
+}
+
+/// A ledger holding `events` renewals over `subscriptions` OTIDs (built without fsync, then reopened durable).
+func populatedLedger(events: Int, subscriptions: Int) throws -> (Ledger, RenewalStream) {
+    let fast = try temporaryLedger("populated-\(events)", noSync: true)
+    var stream = RenewalStream(subscriptions: subscriptions)
+    var left = events
+    while left > 0 {
+        let n = min(4_000, left)
+        _ = try fast.appendAndWait(stream.inputs(n))
+        left -= n
+    }
+    let dir = fast.directory
+    fast.close()
+    var options = Ledger.Options()
+    options.initialMapSize = 8 << 30
+    return (try Ledger(directory: dir, options: options, logger: Logger(label: "bench")), stream)
+}
+
+// MARK: - Benchmarks
+
+// The benchmark closures run once per sample; the ledger under test lives across samples.
+nonisolated(unsafe) var ledgerUnderTest: Ledger!
+nonisolated(unsafe) var stream = RenewalStream(subscriptions: 100_000)
+
+func freshLedger(_ name: String) -> @Sendable () async throws -> Void {
+    {
+        ledgerUnderTest = try temporaryLedger(name)
+        stream = RenewalStream(subscriptions: 100_000)
+    }
+}
+
+let dropLedger: @Sendable () async throws -> Void = { remove(ledgerUnderTest) }
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration.maxDuration = .seconds(4)
+    Benchmark.defaultConfiguration.maxIterations = 100_000
+    Benchmark.defaultConfiguration.metrics = [.wallClock, .throughput, .cpuTotal]
+
+    // Durable appends (fsync on every commit), with every index and projection: one sample is one write
+    // transaction of N facts. With N = 1000 the figures are per fact (scaling factor kilo).
+    Benchmark(
+        "Durable append, 1 per commit",
+        configuration: .init(setup: freshLedger("append1"), teardown: dropLedger)
+    ) { benchmark in
+        let batch = stream.inputs(1)
+        benchmark.startMeasurement()
+        _ = try ledgerUnderTest.appendAndWait(batch)
+        benchmark.stopMeasurement()
+    }
+
+    Benchmark(
+        "Durable append, 100 per commit (figures per commit)",
+        configuration: .init(setup: freshLedger("append100"), teardown: dropLedger)
+    ) { benchmark in
+        let batch = stream.inputs(100)
+        benchmark.startMeasurement()
+        _ = try ledgerUnderTest.appendAndWait(batch)
+        benchmark.stopMeasurement()
+    }
+
+    Benchmark(
+        "Durable append, 1000 per commit (figures per fact)",
+        configuration: .init(scalingFactor: .kilo, setup: freshLedger("append1000"), teardown: dropLedger)
+    ) { benchmark in
+        let batch = stream.inputs(benchmark.scaledIterations.count)
+        benchmark.startMeasurement()
+        _ = try ledgerUnderTest.appendAndWait(batch)
+        benchmark.stopMeasurement()
+    }
+}
