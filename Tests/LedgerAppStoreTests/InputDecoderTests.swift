@@ -1,0 +1,167 @@
+import Foundation
+import LedgerAppStore
+import LedgerCore
+import LedgerTestSupport
+import Testing
+
+// MARK: - Envelopes, detection, bindings, limits
+
+@Suite("Input detection and envelopes")
+struct InputDecoderTests {
+    typealias F = AppleFixtures
+
+    @Test("Bare documents are detected")
+    func detection() throws {
+        let cases: [([UInt8], InputType, FactSource)] = [
+            (F.receiptIOS7(inApp: [F.v1Transaction()]), .receipt, .receipt),
+            (F.v1Notification(type: "DID_RENEW", latest: [F.v1Transaction()]), .notification, .notificationV1),
+            (F.v2Notification(type: "DID_RENEW", subtype: nil), .notification, .notificationV2),
+            (F.json(["signedTransactionInfo": F.signedTransaction()]), .transaction, .signedTransaction),
+            (F.json(["signedRenewalInfo": F.signedRenewal()]), .renewal, .signedTransaction),
+            (Array(F.signedRenewal().utf8), .renewal, .signedTransaction),
+            (F.json(F.v2Transaction()), .transaction, .decodedJSON),
+            (F.json(F.v2Renewal()), .renewal, .decodedJSON),
+            (F.binding(appUserId: "u1", originalTransactionId: "2000000000000001"), .binding, .binding),
+        ]
+        for (body, type, source) in cases {
+            let input = try decode(body)
+            #expect(input.type == type)
+            #expect(input.metadata.source == source)
+            #expect(input.raw == body)
+        }
+    }
+
+    @Test("Decoded renewal JSON keeps Apple's values and unknown fields")
+    func decodedRenewal() throws {
+        let input = try decode(
+            F.json(
+                F.v2Renewal(
+                    autoRenewProductId: F.yearly, autoRenewStatus: 0, expirationIntent: 3, isInBillingRetryPeriod: false,
+                    priceIncreaseStatus: 0, extra: ["renewalPrice": 4990])))
+        let r = try #require(input.renewals.first)
+        #expect(r.autoRenewStatus == false)
+        #expect(r.autoRenewProductId == F.yearly)
+        #expect(r.expirationIntent == 3)
+        #expect(r.isInBillingRetryPeriod == false)
+        #expect(r.priceIncreaseStatus == 0)
+        #expect(r.renewalDate == F.epoch + 30 * F.day)
+        #expect(r.extra["renewalPrice"] == "4990")
+        #expect(input.metadata.signature == .unsigned)
+    }
+
+    @Test("The Server API pair {signedTransactionInfo, signedRenewalInfo} yields both facts")
+    func signedPair() throws {
+        let body = F.json(["signedTransactionInfo": F.signedTransaction(), "signedRenewalInfo": F.signedRenewal()])
+        let input = try decode(body)
+        #expect(input.transactions.count == 1)
+        #expect(input.renewals.count == 1)
+        #expect(input.metadata.signature == .verified)
+    }
+
+    @Test("Forced type overrides detection; an unknown envelope type is refused")
+    func forced() throws {
+        #expect(refusal(F.json(F.v2Renewal()), type: .transaction)?.code == "missing_field")
+        let body = F.envelope(type: "purchase", payload: F.json(F.v2Transaction()))
+        #expect(refusal(body)?.code == "unknown_input_type")
+        #expect(refusal(F.json(["hello": "world"]))?.code == "unknown_input_type")
+        #expect(refusal(F.json([1, 2, 3]))?.code == "unknown_input_type")
+    }
+
+    @Test("Binding envelope: the payload's claim, claimedAt defaulting to receivedAt")
+    func binding() throws {
+        let body = F.envelope(
+            type: "binding", receivedAt: 1000, payload: F.binding(appUserId: "u1", originalTransactionId: "1000000741475761"))
+        let input = try decode(body)
+        let claim = try #require(input.bindings.first)
+        #expect(input.facts.count == 1)
+        #expect(claim.appUserId == "u1")
+        #expect(claim.originalTransactionId == "1000000741475761")
+        #expect(claim.claimedAt == 1000)
+        #expect(claim.cause == .claim)
+
+        let explicit = try decode(F.binding(appUserId: "u2", originalTransactionId: "9", claimedAt: 77))
+        #expect(explicit.bindings.first?.claimedAt == 77)
+        #expect(refusal(F.json(["appUserId": "u3"]), type: .binding)?.code == "missing_field")
+    }
+
+    @Test("Caller appUserId claims each OTID once, plus appAccountToken claims")
+    func claims() throws {
+        let jws = F.signedTransaction(F.v2Transaction(appAccountToken: "AAAAAAAA-0000-0000-0000-000000000001"))
+        let input = try decode(Array(jws.utf8), appUserId: "u9")
+        #expect(input.bindings.count == 2)
+        #expect(input.bindings[0] == BindingClaim(
+            appUserId: "u9", originalTransactionId: "2000000000000001", claimedAt: receivedAt, cause: .claim))
+        #expect(input.bindings[1].appUserId == "aaaaaaaa-0000-0000-0000-000000000001")
+        #expect(input.bindings[1].cause == .appAccountToken)
+    }
+
+    @Test("Limits: too large, too deep (100k brackets, no stack overflow), malformed JSON")
+    func limits() throws {
+        let small = InputDecoder(configuration: AppStoreConfiguration(maxInputBytes: 1024))
+        let big = F.receiptIOS7(inApp: (0..<20).map { F.v1Transaction(transactionId: "\($0)") })
+        #expect(refusal(big, with: small)?.code == "too_large")
+
+        let deep = [UInt8](repeating: UInt8(ascii: "["), count: 100_000) + [UInt8](repeating: UInt8(ascii: "]"), count: 100_000)
+        #expect(refusal(deep)?.code == "too_deep")
+        let deepObject = Array(#"{"status":0,"receipt":"#.utf8) + [UInt8](repeating: UInt8(ascii: "{"), count: 65) + [UInt8](repeating: UInt8(ascii: "}"), count: 66)
+        #expect(refusal(deepObject)?.code == "too_deep")
+        // Brackets inside strings do not count.
+        let bracketsInString = F.receiptIOS7(inApp: [F.v1Transaction(extra: ["note": String(repeating: "[", count: 500)])])
+        #expect(refusal(bracketsInString) == nil)
+
+        #expect(refusal(Array(#"{"status":0,"#.utf8))?.code == "invalid_json")
+        #expect(refusal([])?.code == "invalid_json")
+        #expect(refusal(Array("not.a.jws".utf8))?.code == "invalid_jws")
+    }
+
+    @Test("Default size limit is 16 MiB")
+    func defaultLimit() {
+        #expect(AppStoreConfiguration().maxInputBytes == 16 << 20)
+        let huge = [UInt8](repeating: 0x20, count: (16 << 20) + 1)
+        #expect(refusal(huge)?.code == "too_large")
+    }
+
+    @Test("NDJSON is split into its non-blank lines")
+    func lines() {
+        let body = Array("{\"a\":1}\n\n  \r\n{\"b\":2}\r\n{\"c\":3}".utf8)
+        let lines = InputDecoder.splitLines(body).map { String(decoding: $0, as: UTF8.self) }
+        #expect(lines == [#"{"a":1}"#, #"{"b":2}"#, #"{"c":3}"#])
+        #expect(InputDecoder.splitLines([]).isEmpty)
+    }
+
+    @Test("Configuration file: bundleId, trustedRoots paths, requireSignatures, environments")
+    func configurationFile() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-appstore-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try Data(TestPKI.shared.rootDER).write(to: dir.appendingPathComponent("root.der"))
+        let json = F.json([
+            "bundleId": F.bundleId, "trustedRoots": ["root.der"], "requireSignatures": true,
+            "environments": ["Production"], "bindingPolicy": "transfer",
+        ] as [String: Any])
+        let configuration = try AppStoreConfiguration(configFile: json, baseDirectory: dir.path)
+        #expect(configuration.bundleId == F.bundleId)
+        #expect(configuration.trustedRootsDER == [TestPKI.shared.rootDER])
+        #expect(configuration.requireSignatures)
+        #expect(configuration.acceptedEnvironments == [.production])
+        let input = try decode(F.v2Notification(type: "DID_RENEW", subtype: nil), with: InputDecoder(configuration: configuration))
+        #expect(input.metadata.signature == .verified)
+        #expect(throws: InputError(code: "invalid_configuration", message: "")) {
+            _ = try AppStoreConfiguration(configFile: F.json(["trustedRoots": ["missing.der"]]), baseDirectory: dir.path)
+        }
+    }
+
+    @Test("Decoding is thread-safe: concurrent decodes share one chain cache")
+    func concurrent() async throws {
+        let decoder = trustingDecoder()
+        let bodies = (0..<16).map { F.v2Notification(type: "DID_RENEW", subtype: nil, notificationUUID: "c-\($0)") }
+        let count = await withTaskGroup(of: Bool.self) { group in
+            for body in bodies {
+                group.addTask { (try? decoder.decode(body, receivedAt: receivedAt))?.metadata.signature == .verified }
+            }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(count == 16)
+        #expect(decoder.cachedChainCount == 1)
+    }
+}
