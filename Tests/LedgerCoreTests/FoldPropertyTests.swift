@@ -1,0 +1,217 @@
+import LedgerCore
+import LedgerTestSupport
+import Testing
+
+/// SplitMix64: small, fast, and the same sequence everywhere for a seed, so a failing history replays from its seed.
+struct SplitMix64 {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+    mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
+    mutating func shuffle<T>(_ a: inout [T]) {
+        guard a.count > 1 else { return }
+        for i in stride(from: a.count - 1, to: 0, by: -1) { a.swapAt(i, below(i + 1)) }
+    }
+}
+
+/// The fold as a model: random histories of one subscription (renewals, refunds, reversals, upgrades, restores,
+/// renewal infos, notifications, claims) must fold to the same timeline whatever the delivery order and however
+/// often facts are redelivered, and the incremental path must agree with the fold exactly.
+@Suite struct FoldPropertyTests {
+    static let products = ["basic", "premium", "pro"]
+    static let day = Scenario.day
+
+    /// A random history as facts in the order they happened (fact, the instant it was observed).
+    static func history(seed: UInt64) -> (facts: [(Fact, UnixMillis)], rules: FoldRules) {
+        var rng = SplitMix64(seed: seed)
+        let policy = [BindingPolicy.transfer, .keep, .share][rng.below(3)]
+        let s = Scenario(otid: "9000", rules: FoldRules(bindingPolicy: policy))
+        var facts: [(Fact, UnixMillis)] = []
+        var t = Scenario.utc(2023, 1, 1) + Int64(rng.below(1000)) * 1000
+        var nextId = 9000
+        var product = products[rng.below(3)]
+        var periods: [TransactionFact] = []
+        let count = 1 + rng.below(8)
+        for i in 0..<count {
+            let length = Int64(28 + rng.below(4)) * day
+            var tx = s.transactionFact(
+                "\(nextId)", product: product, purchased: t, expires: t + length, signed: t + Int64(rng.below(5000)),
+                webOrderLineItemId: "w\(nextId)")
+            nextId += 1 + rng.below(3)
+            if i == 0 && rng.chance(30) { tx.offerType = 1; tx.offerDiscountType = "FREE_TRIAL" }
+            if rng.chance(20) { tx.appAccountToken = ["u1", "u2", "u3"][rng.below(3)] }
+            facts.append((.transaction(tx), tx.signedDate!))
+            periods.append(tx)
+            // An upgrade in the middle of this period.
+            if i < count - 1 && rng.chance(15) {
+                let at = t + Int64(1 + rng.below(20)) * day
+                var old = tx
+                old.signedDate = at
+                old.isUpgraded = true
+                old.revocationDate = at
+                facts.append((.transaction(old), at))
+                product = products[(products.firstIndex(of: product)! + 1) % 3]
+                t = at
+            } else {
+                if rng.chance(15) { product = products[rng.below(3)] }
+                t += length + (rng.chance(15) ? Int64(rng.below(10)) * day : 0)
+            }
+        }
+        let end = t + 40 * day
+        func later(_ from: UnixMillis) -> UnixMillis { from + Int64(1 + rng.below(Int((end - from) / 1000))) * 1000 }
+        for p in periods {
+            // Restored copies, V2 (same line item) or V1 (none, observed later, no signature).
+            for _ in 0..<rng.below(3) {
+                var copy = p
+                copy.transactionId = TransactionID("\(nextId)")
+                nextId += 1
+                let observed = later(p.purchaseDate)
+                if rng.chance(50) { copy.signedDate = observed } else { copy.signedDate = nil; copy.webOrderLineItemId = nil }
+                facts.append((.transaction(copy), observed))
+            }
+            // A refund, maybe reversed.
+            if p.isUpgraded != true && rng.chance(20) {
+                let at = p.purchaseDate + Int64(rng.below(20)) * day
+                var refunded = p
+                refunded.signedDate = at
+                refunded.revocationDate = at
+                refunded.revocationReason = Int64(rng.below(2))
+                refunded.revocationType = rng.chance(20) ? "FAMILY_REVOKE" : "REFUND_FULL"
+                facts.append((.transaction(refunded), at))
+                if rng.chance(50) {
+                    let back = later(at)
+                    var n = NotificationFact(notificationUUID: "rr-\(p.transactionId)", notificationType: "REFUND_REVERSED")
+                    n.signedDate = back
+                    n.originalTransactionId = s.originalTransactionId
+                    n.transactionId = p.transactionId
+                    facts.append((.notification(n), back))
+                    if rng.chance(50) {
+                        var again = p
+                        again.signedDate = back
+                        facts.append((.transaction(again), back))
+                    }
+                }
+            }
+        }
+        // Renewal infos and notifications.
+        for k in 0..<rng.below(6) {
+            let at = later(periods[0].purchaseDate)
+            var r = RenewalInfoFact(originalTransactionId: s.originalTransactionId)
+            r.signedDate = at
+            r.productId = products[rng.below(3)]
+            r.autoRenewProductId = rng.chance(30) ? products[rng.below(3)] : r.productId
+            r.autoRenewStatus = rng.chance(70)
+            r.isInBillingRetryPeriod = rng.chance(20)
+            if rng.chance(15) { r.gracePeriodExpiresDate = at + Int64(rng.below(16)) * day }
+            if rng.chance(20) { r.expirationIntent = Int64(1 + rng.below(5)) }
+            facts.append((.renewal(r), at))
+            let types: [(String, String?)] = [
+                ("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED"), ("DID_FAIL_TO_RENEW", "GRACE_PERIOD"),
+                ("DID_FAIL_TO_RENEW", nil), ("EXPIRED", "VOLUNTARY"), ("DID_RENEW", "BILLING_RECOVERY"),
+                ("REFUND_DECLINED", nil), ("DID_CHANGE_RENEWAL_PREF", nil), ("GRACE_PERIOD_EXPIRED", nil),
+            ]
+            let (type, subtype) = types[rng.below(types.count)]
+            var n = NotificationFact(notificationUUID: "n\(k)-\(seed)", notificationType: type)
+            n.subtype = subtype
+            n.signedDate = later(periods[0].purchaseDate)
+            n.originalTransactionId = s.originalTransactionId
+            facts.append((.notification(n), n.signedDate!))
+        }
+        // Claims, and noise from another environment and another subscription.
+        for _ in 0..<rng.below(5) {
+            let at = later(periods[0].purchaseDate - 10 * day)
+            let b = BindingClaim(
+                appUserId: AppUserID(["u1", "u2", "u3"][rng.below(3)]), originalTransactionId: s.originalTransactionId,
+                claimedAt: at, cause: rng.chance(20) ? .appAccountToken : .claim)
+            facts.append((.binding(b), at))
+        }
+        var sandbox = periods[0]
+        sandbox.environment = .sandbox
+        facts.append((.transaction(sandbox), periods[0].purchaseDate))
+        var foreign = periods[0]
+        foreign = s.transactionFact("1", product: "basic", purchased: 0, expires: 1)
+        foreign.originalTransactionId = "1"
+        facts.append((.transaction(foreign), 0))
+        facts.sort { $0.1 < $1.1 }
+        return (facts, FoldRules(bindingPolicy: policy))
+    }
+
+    static func events(_ facts: [(Fact, UnixMillis)]) -> [LedgerEvent] {
+        facts.enumerated().map { i, f in
+            LedgerEvent(
+                seq: UInt64(i + 1), fact: f.0,
+                metadata: FactMetadata(source: .decodedJSON, receivedAt: f.1, observedAt: f.1))
+        }
+    }
+
+    static func fold(_ events: [LedgerEvent], _ rules: FoldRules) -> Timeline {
+        Timeline.fold(events, originalTransactionId: "9000", environment: .production, rules: rules)
+    }
+
+    @Test func deliveryOrderDuplicatesAndTheIncrementalPathNeverChangeTheTimeline() throws {
+        var refolds = 0, applied = 0
+        for seed in UInt64(1)...300 {
+            let (facts, rules) = Self.history(seed: seed)
+            let inOrder = Self.events(facts)
+            let reference = Self.fold(inOrder, rules)
+
+            // Shuffled, with redeliveries, numbered in the new delivery order.
+            var rng = SplitMix64(seed: seed ^ 0xDEAD_BEEF)
+            var delivered = facts
+            for _ in 0..<rng.below(6) { delivered.append(facts[rng.below(facts.count)]) }
+            rng.shuffle(&delivered)
+            let shuffled = Self.events(delivered)
+            let folded = Self.fold(shuffled, rules)
+            #expect(folded.withoutProvenance() == reference.withoutProvenance(), "seed \(seed): delivery order changed the timeline")
+
+            // The same events (same seqs) in any order: identical, provenance included.
+            var permuted = shuffled
+            rng.shuffle(&permuted)
+            #expect(Self.fold(permuted, rules) == folded, "seed \(seed): fold depends on the order of its input")
+
+            // Incremental, refolding when apply declines, as the store does.
+            var incremental = Timeline(originalTransactionId: "9000", environment: .production)
+            for (i, e) in shuffled.enumerated() where !incremental.apply(e, rules: rules) {
+                incremental = Self.fold(Array(shuffled[...i]), rules)
+            }
+            #expect(incremental == folded, "seed \(seed): incremental apply differs from the fold")
+            #expect(incremental.encoded() == folded.encoded(), "seed \(seed): equal timelines, different bytes")
+
+            // The in-order delivery mostly takes the incremental path.
+            var tail = Timeline(originalTransactionId: "9000", environment: .production)
+            for e in inOrder {
+                if tail.apply(e, rules: rules) {
+                    applied += 1
+                } else {
+                    refolds += 1
+                    tail = Self.fold(Array(inOrder[..<Int(e.seq)]), rules)
+                }
+            }
+            #expect(tail == reference, "seed \(seed): in-order incremental differs")
+
+            // Invariants.
+            let ids = reference.periods.flatMap { [$0.transactionId] + $0.observedAs }
+            #expect(Set(ids).count == ids.count, "seed \(seed): a transaction in two periods")
+            #expect(zip(reference.periods, reference.periods.dropFirst()).allSatisfy { $0.start <= $1.start }, "seed \(seed)")
+            let decoded = try Timeline(decoding: folded.encoded())
+            #expect(decoded == folded, "seed \(seed): encoding round trip")
+            for at in [reference.periods[0].start, reference.periods.last!.start + 3 * Self.day] {
+                #expect(
+                    folded.withoutProvenance().view(at: at, asOf: nil) == reference.withoutProvenance().view(at: at, asOf: nil),
+                    "seed \(seed): views differ at \(at)")
+            }
+            if rules.bindingPolicy == .transfer {
+                let open = reference.owners.filter { $0.to == nil }
+                #expect(open.count <= 1, "seed \(seed): transfer leaves one owner")
+            }
+        }
+        #expect(applied > 20 * refolds, "in order, the incremental path should be the common one (applied \(applied), refolds \(refolds))")
+    }
+}

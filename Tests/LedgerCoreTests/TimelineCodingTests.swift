@@ -1,0 +1,91 @@
+import LedgerCore
+import LedgerTestSupport
+import Testing
+
+/// The timeline's stored form and the configuration types.
+@Suite struct TimelineCodingTests {
+    static let t0 = Scenario.utc(2024, 5, 1)
+
+    /// A timeline using every field: periods with offers, restores, revocations (one reversed), upgrade, renewal
+    /// state, stated changes, owners and refused claims.
+    static func rich() -> Timeline {
+        var s = Scenario(rules: FoldRules(bindingPolicy: .keep))
+        let a = s.purchase("1", product: "basic", at: t0, expires: t0 + 30 * Scenario.day) {
+            $0.offerType = 2
+            $0.offerIdentifier = "spring"
+            $0.offerDiscountType = "PAY_AS_YOU_GO"
+            $0.appAccountToken = "u1"
+        }
+        s.refund(a, at: t0 + Scenario.day, reason: 0, type: "REFUND_PRORATED", percentage: 50_000)
+        s.notification("REFUND_REVERSED", signed: t0 + 2 * Scenario.day, transaction: "1")
+        s.v1Transaction("5", product: "basic", purchased: t0, expires: t0 + 30 * Scenario.day, observed: t0 + 3 * Scenario.day)
+        s.revise(a, signed: t0 + 10 * Scenario.day) {
+            $0.isUpgraded = true
+            $0.revocationDate = t0 + 10 * Scenario.day
+        }
+        s.purchase("2", product: "pro", at: t0 + 10 * Scenario.day, expires: t0 + 40 * Scenario.day) { $0.quantity = 3 }
+        s.renewalInfo(signed: t0 + 11 * Scenario.day, product: "pro", autoRenewProduct: "basic", autoRenew: false) {
+            $0.gracePeriodExpiresDate = t0 + 50 * Scenario.day
+            $0.priceIncreaseStatus = 1
+            $0.expirationIntent = 1
+            $0.renewalDate = t0 + 40 * Scenario.day
+        }
+        s.claim("u2", at: t0 + 12 * Scenario.day)
+        return s.timeline()
+    }
+
+    @Test func roundTripsAndEqualTimelinesGiveIdenticalBytes() throws {
+        let t = Self.rich()
+        #expect(t.periods.count == 2 && t.periods[0].observedAs == ["5"] && t.periods[0].upgraded)
+        #expect(t.periods[0].revocations.count == 1 && t.periods[0].revocations[0].reversedAt != nil)
+        #expect(!t.statedChanges.isEmpty && t.renewal != nil && t.owners.count == 1 && t.refusedClaims.count == 1)
+        let bytes = t.encoded()
+        let decoded = try Timeline(decoding: bytes)
+        #expect(decoded == t)
+        #expect(decoded.encoded() == bytes)
+        #expect(Self.rich().encoded() == bytes, "deterministic")
+        let empty = Timeline(originalTransactionId: "7", environment: .xcode)
+        #expect(try Timeline(decoding: empty.encoded()) == empty)
+    }
+
+    @Test func aDecodedTimelineContinuesIncrementally() throws {
+        var s = Scenario()
+        s.purchase("1", product: "basic", at: Self.t0, expires: Self.t0 + 30 * Scenario.day)
+        var stored = try Timeline(decoding: s.timeline().encoded())
+        s.purchase("2", product: "basic", at: Self.t0 + 30 * Scenario.day, expires: Self.t0 + 60 * Scenario.day)
+        let applied = stored.apply(s.events.last!, rules: s.rules)
+        #expect(applied)
+        #expect(stored == s.timeline())
+    }
+
+    @Test func malformedBytesAreRefused() {
+        let bytes = Self.rich().encoded()
+        for cut in [0, 1, 5, bytes.count / 2, bytes.count - 1] {
+            #expect(throws: FactDecodingError.self) { try Timeline(decoding: Array(bytes[..<cut])) }
+        }
+        #expect(throws: FactDecodingError.self) { try Timeline(decoding: [9] + bytes.dropFirst()) }
+    }
+
+    @Test func durationsParseAndAddCalendarTime() {
+        #expect(CalendarDuration(iso8601: "P1M") == CalendarDuration(months: 1))
+        #expect(CalendarDuration(iso8601: "P1Y") == CalendarDuration(months: 12))
+        #expect(CalendarDuration(iso8601: "P2W") == CalendarDuration(days: 14))
+        #expect(CalendarDuration(iso8601: "P1Y2M3D") == CalendarDuration(months: 14, days: 3))
+        for bad in ["", "P", "1M", "PM", "P1H", "P1D1M", "PT1H"] { #expect(CalendarDuration(iso8601: bad) == nil, "\(bad)") }
+        #expect(CalendarDuration(months: 1).added(to: Scenario.utc(2023, 1, 31, 8)) == Scenario.utc(2023, 2, 28, 8))
+        #expect(CalendarDuration(months: 12).added(to: Scenario.utc(2024, 2, 29)) == Scenario.utc(2025, 2, 28))
+        #expect(CalendarDuration(days: 7).added(to: Scenario.utc(2023, 12, 28, 23, 59)) == Scenario.utc(2024, 1, 4, 23, 59))
+        #expect(CalendarDuration(months: 1).added(to: Scenario.utc(1969, 12, 15)) == Scenario.utc(1970, 1, 15))
+    }
+
+    @Test func catalogDefaults() {
+        let catalog = Catalog(products: [
+            "gems": ProductConfiguration(type: .consumable, credits: ["gems": 60]),
+            "plain": ProductConfiguration(type: .autoRenewable),
+        ])
+        #expect(catalog.entitlements(for: "unknown") == ["unknown"])
+        #expect(catalog.entitlements(for: "plain") == ["plain"])
+        #expect(catalog.entitlements(for: "gems").isEmpty)
+        #expect(catalog.credits(for: "gems") == ["gems": 60])
+    }
+}
