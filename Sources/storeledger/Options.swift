@@ -61,6 +61,11 @@ struct ClockOptions: ParsableArguments {
     @Option(name: .long, help: "Production (default), Sandbox, Xcode or LocalTesting.")
     var environment: String = "Production"
 
+    func validate() throws {
+        _ = try instant()
+        _ = try appStoreEnvironment()
+    }
+
     func instant() throws -> UnixMillis {
         guard let at else { return currentMillis() }
         guard let ms = parseInstant(at) else {

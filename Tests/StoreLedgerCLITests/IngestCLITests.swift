@@ -39,7 +39,7 @@ func stats(_ dir: String) throws -> [String: Any] {
 
     /// Bad input is refused with a code, exits 1, and leaves the log as it was.
     @Test(arguments: [
-        ("not JSON", Data("this is not json {".utf8), "invalid_json"),
+        ("not JSON", Data("{this is not json".utf8), "invalid_json"),
         ("wrong types", Data(#"{"type":"transaction","payload":{"transactionId":7,"originalTransactionId":"1","productId":"p","purchaseDate":"soon"}}"#.utf8), "wrong_type"),
         ("missing ids", Data(#"{"type":"transaction","payload":{"productId":"p","purchaseDate":1}}"#.utf8), "missing_field"),
         ("100k-deep nesting", Data(String(repeating: "[", count: 100_000).utf8), "too_deep"),
