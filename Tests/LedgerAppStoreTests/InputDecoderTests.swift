@@ -60,11 +60,15 @@ struct InputDecoderTests {
 
     @Test("Forced type overrides detection; an unknown envelope type is refused")
     func forced() throws {
-        #expect(refusal(F.json(F.v2Renewal()), type: .transaction)?.code == "missing_field")
+        let refused0 = refusal(F.json(F.v2Renewal()), type: .transaction)
+        #expect(refused0?.code == "missing_field")
         let body = F.envelope(type: "purchase", payload: F.json(F.v2Transaction()))
-        #expect(refusal(body)?.code == "unknown_input_type")
-        #expect(refusal(F.json(["hello": "world"]))?.code == "unknown_input_type")
-        #expect(refusal(F.json([1, 2, 3]))?.code == "unknown_input_type")
+        let refused1 = refusal(body)
+        #expect(refused1?.code == "unknown_input_type")
+        let refused2 = refusal(F.json(["hello": "world"]))
+        #expect(refused2?.code == "unknown_input_type")
+        let refused3 = refusal(F.json([1, 2, 3]))
+        #expect(refused3?.code == "unknown_input_type")
     }
 
     @Test("Binding envelope: the payload's claim, claimedAt defaulting to receivedAt")
@@ -81,7 +85,8 @@ struct InputDecoderTests {
 
         let explicit = try decode(F.binding(appUserId: "u2", originalTransactionId: "9", claimedAt: 77))
         #expect(explicit.bindings.first?.claimedAt == 77)
-        #expect(refusal(F.json(["appUserId": "u3"]), type: .binding)?.code == "missing_field")
+        let refused4 = refusal(F.json(["appUserId": "u3"]), type: .binding)
+        #expect(refused4?.code == "missing_field")
     }
 
     @Test("Caller appUserId claims each OTID once, plus appAccountToken claims")
@@ -99,26 +104,34 @@ struct InputDecoderTests {
     func limits() throws {
         let small = InputDecoder(configuration: AppStoreConfiguration(maxInputBytes: 1024))
         let big = F.receiptIOS7(inApp: (0..<20).map { F.v1Transaction(transactionId: "\($0)") })
-        #expect(refusal(big, with: small)?.code == "too_large")
+        let refused5 = refusal(big, with: small)
+        #expect(refused5?.code == "too_large")
 
         let deep = [UInt8](repeating: UInt8(ascii: "["), count: 100_000) + [UInt8](repeating: UInt8(ascii: "]"), count: 100_000)
-        #expect(refusal(deep)?.code == "too_deep")
+        let refused6 = refusal(deep)
+        #expect(refused6?.code == "too_deep")
         let deepObject = Array(#"{"status":0,"receipt":"#.utf8) + [UInt8](repeating: UInt8(ascii: "{"), count: 65) + [UInt8](repeating: UInt8(ascii: "}"), count: 66)
-        #expect(refusal(deepObject)?.code == "too_deep")
+        let refused7 = refusal(deepObject)
+        #expect(refused7?.code == "too_deep")
         // Brackets inside strings do not count.
         let bracketsInString = F.receiptIOS7(inApp: [F.v1Transaction(extra: ["note": String(repeating: "[", count: 500)])])
-        #expect(refusal(bracketsInString) == nil)
+        let refused8 = refusal(bracketsInString)
+        #expect(refused8 == nil)
 
-        #expect(refusal(Array(#"{"status":0,"#.utf8))?.code == "invalid_json")
-        #expect(refusal([])?.code == "invalid_json")
-        #expect(refusal(Array("not.a.jws".utf8))?.code == "invalid_jws")
+        let refused9 = refusal(Array(#"{"status":0,"#.utf8))
+        #expect(refused9?.code == "invalid_json")
+        let refused10 = refusal([])
+        #expect(refused10?.code == "invalid_json")
+        let refused11 = refusal(Array("not.a.jws".utf8))
+        #expect(refused11?.code == "invalid_jws")
     }
 
     @Test("Default size limit is 16 MiB")
     func defaultLimit() {
         #expect(AppStoreConfiguration().maxInputBytes == 16 << 20)
         let huge = [UInt8](repeating: 0x20, count: (16 << 20) + 1)
-        #expect(refusal(huge)?.code == "too_large")
+        let refused12 = refusal(huge)
+        #expect(refused12?.code == "too_large")
     }
 
     @Test("NDJSON is split into its non-blank lines")

@@ -112,7 +112,8 @@ struct NotificationV1Tests {
 
     @Test("A notification without notification_type is refused naming the field")
     func missingType() throws {
-        let error = try #require(refusal(F.json(["unified_receipt": [:]]), type: .notification))
+        let refused0 = refusal(F.json(["unified_receipt": [:]]), type: .notification)
+        let error = try #require(refused0)
         #expect(error.code == "missing_field")
     }
 }

@@ -129,7 +129,8 @@ struct NotificationV2Tests {
     func missingUUID() throws {
         var payload = F.v2NotificationPayload(type: "DID_RENEW", subtype: nil)
         payload["notificationUUID"] = nil
-        let error = try #require(refusal(F.v2Notification(signedPayload: TestPKI.shared.sign(json: payload))))
+        let refused0 = refusal(F.v2Notification(signedPayload: TestPKI.shared.sign(json: payload)))
+        let error = try #require(refused0)
         #expect(error.code == "missing_field")
         #expect(error.message.contains("notificationUUID"))
     }

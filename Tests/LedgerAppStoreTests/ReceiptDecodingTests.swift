@@ -143,7 +143,8 @@ struct ReceiptDecodingTests {
 
     @Test("A receipt for another bundle is refused")
     func wrongBundle() {
-        #expect(refusal(F.receiptIOS7(bundleId: "com.other.app", inApp: [F.v1Transaction()]))?.code == "wrong_bundle")
+        let refused0 = refusal(F.receiptIOS7(bundleId: "com.other.app", inApp: [F.v1Transaction()]))
+        #expect(refused0?.code == "wrong_bundle")
     }
 
     @Test(
@@ -156,7 +157,8 @@ struct ReceiptDecodingTests {
             (42, "receipt_status_42"),
         ])
     func statuses(status: Int, code: String) throws {
-        let error = try #require(refusal(F.receiptStatus(status)))
+        let refused1 = refusal(F.receiptStatus(status))
+        let error = try #require(refused1)
         #expect(error.code == code)
         #expect(error.message.contains(String(status)))
         if status == 21007 { #expect(error.message.contains("sandbox")) }
@@ -165,20 +167,24 @@ struct ReceiptDecodingTests {
     @Test("Wrong types and missing ids name the field")
     func fieldErrors() throws {
         let badDate = F.v1Transaction(extra: ["purchase_date_ms": "yesterday"])
-        let e1 = try #require(refusal(F.receiptIOS7(inApp: [badDate])))
+        let refused2 = refusal(F.receiptIOS7(inApp: [badDate]))
+        let e1 = try #require(refused2)
         #expect(e1.code == "wrong_type")
         #expect(e1.message.contains("purchase_date_ms"))
 
         var noId = F.v1Transaction()
         noId["transaction_id"] = nil
-        let e2 = try #require(refusal(F.receiptIOS7(inApp: [noId])))
+        let refused3 = refusal(F.receiptIOS7(inApp: [noId]))
+        let e2 = try #require(refused3)
         #expect(e2.code == "missing_field")
         #expect(e2.message.contains("transaction_id"))
 
         let badBool = F.v1Transaction(extra: ["is_trial_period": "maybe"])
-        #expect(refusal(F.receiptIOS7(inApp: [badBool]))?.code == "wrong_type")
+        let refused4 = refusal(F.receiptIOS7(inApp: [badBool]))
+        #expect(refused4?.code == "wrong_type")
 
-        #expect(refusal(F.json(["receipt": ["in_app": []]]), type: .receipt)?.code == "missing_field")
+        let refused5 = refusal(F.json(["receipt": ["in_app": []]]), type: .receipt)
+        #expect(refused5?.code == "missing_field")
     }
 
     @Test("appUserId on a receipt claims every OTID it names once, at the request date")

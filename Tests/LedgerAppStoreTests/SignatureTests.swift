@@ -45,7 +45,8 @@ struct SignatureTests {
         ])
     func forgeries(forgery: TestPKI.Forgery, code: String) throws {
         let jws = TestPKI.shared.forge(Self.transaction, forgery)
-        let error = try #require(refusal(Array(jws.utf8), type: .transaction))
+        let refused0 = refusal(Array(jws.utf8), type: .transaction)
+        let error = try #require(refused0)
         #expect(error.code == code)
         #expect(!error.message.isEmpty)
     }
@@ -57,13 +58,15 @@ struct SignatureTests {
         data["signedTransactionInfo"] = TestPKI.shared.forge(Self.transaction, .tamperedPayload)
         payload["data"] = data
         let body = F.v2Notification(signedPayload: TestPKI.shared.sign(json: payload))
-        #expect(refusal(body)?.code == "signature_invalid")
+        let refused1 = refusal(body)
+        #expect(refused1?.code == "signature_invalid")
     }
 
     @Test("A chain to a root that is not configured is untrusted")
     func untrustedRoot() throws {
         let other = try TestPKI(name: "Impostor")
-        let error = try #require(refusal(Array(other.sign(Self.transaction).utf8)))
+        let refused2 = refusal(Array(other.sign(Self.transaction).utf8))
+        let error = try #require(refused2)
         #expect(error.code == "untrusted_chain")
     }
 
@@ -73,7 +76,8 @@ struct SignatureTests {
         let noIntermediateOID = try TestPKI(name: "No intermediate OID", intermediateOID: false)
         for pki in [noLeafOID, noIntermediateOID] {
             let decoder = trustingDecoder(roots: [pki.rootDER])
-            let error = try #require(refusal(Array(pki.sign(Self.transaction).utf8), with: decoder))
+            let refused3 = refusal(Array(pki.sign(Self.transaction).utf8), with: decoder)
+            let error = try #require(refused3)
             #expect(error.code == "untrusted_chain")
             #expect(error.message.contains("OID"))
         }
@@ -87,11 +91,13 @@ struct SignatureTests {
         let decoder = trustingDecoder(roots: [pki.rootDER])
 
         let late = F.json(F.v2Transaction(signedDate: Self.ms(2020, 6)))
-        let error = try #require(refusal(Array(pki.sign(late).utf8), with: decoder))
+        let refused4 = refusal(Array(pki.sign(late).utf8), with: decoder)
+        let error = try #require(refused4)
         #expect(error.code == "certificate_expired")
 
         let early = F.json(F.v2Transaction(signedDate: Self.ms(2018, 6)))
-        #expect(refusal(Array(pki.sign(early).utf8), with: decoder)?.code == "certificate_not_yet_valid")
+        let refused5 = refusal(Array(pki.sign(early).utf8), with: decoder)
+        #expect(refused5?.code == "certificate_not_yet_valid")
 
         // Signed in 2019 while the leaf was valid; verified today (years after the leaf expired): still genuine.
         let inWindow = F.json(F.v2Transaction(signedDate: Self.ms(2019, 6)))
@@ -102,19 +108,23 @@ struct SignatureTests {
     @Test("A payload for another bundle is refused")
     func wrongBundle() throws {
         let body = Array(TestPKI.shared.sign(json: F.v2Transaction(bundleId: "com.evil.app")).utf8)
-        #expect(refusal(body)?.code == "wrong_bundle")
+        let refused6 = refusal(body)
+        #expect(refused6?.code == "wrong_bundle")
         let notification = F.v2Notification(type: "DID_RENEW", subtype: nil, bundleId: "com.evil.app")
-        #expect(refusal(notification)?.code == "wrong_bundle")
+        let refused7 = refusal(notification)
+        #expect(refused7?.code == "wrong_bundle")
     }
 
     @Test("A sandbox payload is refused by a production-only configuration")
     func sandboxIntoProduction() throws {
         let decoder = trustingDecoder(environments: [.production])
         let body = F.v2Notification(type: "SUBSCRIBED", subtype: "INITIAL_BUY", environment: "Sandbox")
-        let error = try #require(refusal(body, with: decoder))
+        let refused8 = refusal(body, with: decoder)
+        let error = try #require(refused8)
         #expect(error.code == "environment_not_accepted")
         #expect(error.message.contains("Sandbox"))
-        #expect(refusal(F.v2Notification(type: "SUBSCRIBED", subtype: "INITIAL_BUY"), with: decoder) == nil)
+        let refused9 = refusal(F.v2Notification(type: "SUBSCRIBED", subtype: "INITIAL_BUY"), with: decoder)
+        #expect(refused9 == nil)
     }
 
     @Test("No trusted roots: decoded and marked unverified; with requireSignatures: refused")
@@ -125,10 +135,12 @@ struct SignatureTests {
         #expect(input.transactions.count == 1)
 
         let strict = trustingDecoder(roots: [], requireSignatures: true)
-        let error = try #require(refusal(F.v2Notification(type: "DID_RENEW", subtype: nil), with: strict))
+        let refused10 = refusal(F.v2Notification(type: "DID_RENEW", subtype: nil), with: strict)
+        let error = try #require(refused10)
         #expect(error.code == "signature_required")
         // Unsigned inputs are still accepted: there is nothing to verify.
-        #expect(refusal(F.receiptIOS7(inApp: [F.v1Transaction()]), with: strict) == nil)
+        let refused11 = refusal(F.receiptIOS7(inApp: [F.v1Transaction()]), with: strict)
+        #expect(refused11 == nil)
     }
 
     @Test("Verified chains are cached: one entry however many payloads it signs")
@@ -147,6 +159,7 @@ struct SignatureTests {
             _ = try InputDecoder(validating: AppStoreConfiguration(trustedRootsDER: [[1, 2, 3]]))
         }
         let decoder = InputDecoder(configuration: AppStoreConfiguration(trustedRootsDER: [[1, 2, 3]]))
-        #expect(refusal(F.v2Notification(type: "DID_RENEW", subtype: nil), with: decoder)?.code == "untrusted_chain")
+        let refused12 = refusal(F.v2Notification(type: "DID_RENEW", subtype: nil), with: decoder)
+        #expect(refused12?.code == "untrusted_chain")
     }
 }
