@@ -23,5 +23,24 @@ let package = Package(
             path: "Benchmarks/EventStore",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        .executableTarget(
+            name: "Import",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "LedgerCore", package: root),
+                .product(name: "LedgerStore", package: root),
+            ],
+            path: "Benchmarks/Import",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "Fold",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "LedgerCore", package: root),
+            ],
+            path: "Benchmarks/Fold",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ]
 )
