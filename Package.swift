@@ -135,6 +135,9 @@ let package = Package(
             dependencies: [
                 "LedgerServer", "LedgerStore", "LedgerCore", "LedgerClient", "LedgerTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),

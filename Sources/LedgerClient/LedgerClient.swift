@@ -17,6 +17,12 @@ public struct LedgerClientError: Error, Hashable, CustomStringConvertible, Senda
 
 /// One HTTP response.
 public struct LedgerResponse: Sendable {
+    public init(status: Int, headers: [String: String], body: [UInt8]) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
     public var status: Int
     /// Header names lowercased.
     public var headers: [String: String]
@@ -34,9 +40,13 @@ public final class LedgerClient {
     private var buffer: [UInt8] = []
     private var readOffset = 0
 
+    /// Seconds a send or receive may block before the request fails with `timeout` (0: forever).
+    public let timeoutSeconds: Int
+
     /// Connects to the server listening on `socketPath`.
-    public init(socketPath: String) throws(LedgerClientError) {
+    public init(socketPath: String, timeoutSeconds: Int = 30) throws(LedgerClientError) {
         self.socketPath = socketPath
+        self.timeoutSeconds = timeoutSeconds
         try connect()
     }
 
@@ -68,6 +78,11 @@ public final class LedgerClient {
             fd = -1
             throw LedgerClientError(code: "connect", message: "\(socketPath): \(message)")
         }
+        if timeoutSeconds > 0 {
+            var tv = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        }
         buffer.removeAll(keepingCapacity: true)
         readOffset = 0
     }
@@ -90,11 +105,11 @@ public final class LedgerClient {
     }
 
     /// Sends `requests` back to back on the connection (HTTP pipelining), then reads every response in order.
-    public func pipeline(_ requests: [(method: String, path: String, body: [UInt8])]) throws(LedgerClientError)
-        -> [LedgerResponse]
-    {
+    public func pipeline(
+        _ requests: [(method: String, path: String, body: [UInt8])], contentType: String = "application/json"
+    ) throws(LedgerClientError) -> [LedgerResponse] {
         var out: [UInt8] = []
-        for r in requests { out += Self.encode(method: r.method, path: r.path, body: r.body, contentType: "application/json") }
+        for r in requests { out += Self.encode(method: r.method, path: r.path, body: r.body, contentType: contentType) }
         try send(out)
         var responses: [LedgerResponse] = []
         for _ in requests { responses.append(try readResponse()) }
@@ -124,21 +139,23 @@ public final class LedgerClient {
             if n < 0 {
                 if errno == EINTR { continue }
                 if errno == EPIPE || errno == ECONNRESET { throw LedgerClientError(code: "closed", message: "connection closed") }
+                if errno == EAGAIN || errno == EWOULDBLOCK { throw LedgerClientError(code: "timeout", message: "send timed out") }
                 throw LedgerClientError(code: "send", message: String(cString: strerror(errno)))
             }
             sent += n
         }
     }
 
+    /// Appends what the socket has to `buffer` (offsets into it stay valid).
     private func fill() throws(LedgerClientError) {
-        if readOffset > 0 && readOffset == buffer.count {
-            buffer.removeAll(keepingCapacity: true)
-            readOffset = 0
-        }
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 65536, 0) }
             if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                throw LedgerClientError(code: "timeout", message: "no answer within \(timeoutSeconds) s")
+            }
+            if n < 0 && errno == ECONNRESET { throw LedgerClientError(code: "closed", message: "connection reset by the server") }
             if n < 0 { throw LedgerClientError(code: "recv", message: String(cString: strerror(errno))) }
             if n == 0 { throw LedgerClientError(code: "closed", message: "connection closed by the server") }
             buffer += chunk[0..<n]
@@ -147,6 +164,14 @@ public final class LedgerClient {
     }
 
     private func readResponse() throws(LedgerClientError) -> LedgerResponse {
+        // Drop what earlier responses consumed, so the buffer holds only unread bytes.
+        if readOffset == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            readOffset = 0
+        } else if readOffset > 65536 {
+            buffer.removeFirst(readOffset)
+            readOffset = 0
+        }
         // Head.
         var headEnd: Int?
         var searchFrom = readOffset
