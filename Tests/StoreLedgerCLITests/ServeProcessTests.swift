@@ -1,0 +1,178 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import LedgerClient
+import Testing
+
+// MARK: - The built executable
+
+/// `storeledger` next to the test bundle (SwiftPM builds it for this target), else in the package's .build/debug.
+let storeledgerPath: String = {
+    let besideBundle = URL(fileURLWithPath: ProcessInfo.processInfo.arguments[0]).deletingLastPathComponent()
+        .appendingPathComponent("storeledger").path
+    if FileManager.default.isExecutableFile(atPath: besideBundle) { return besideBundle }
+    return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/debug/storeledger").path
+}()
+
+/// One `storeledger serve` process.
+final class ServerProcess {
+    let process = Process()
+    let socketPath: String
+    let stderrPath: String
+
+    init(data: String) throws {
+        socketPath = data + "/ledger.sock"
+        stderrPath = data + ".serve-\(UInt32.random(in: 0...UInt32.max)).log"
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: storeledgerPath)
+        process.arguments = ["serve", "--data", data]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        process.environment = ["STORELEDGER_LOG_LEVEL": "warning"]
+        try process.run()
+    }
+
+    /// Waits until `/v1/health` answers (or the process dies).
+    func waitUntilAnswering() async throws {
+        let deadline = ContinuousClock.now + .seconds(15)
+        while ContinuousClock.now < deadline, process.isRunning {
+            if let client = try? AsyncLedgerClient(socketPath: socketPath, timeoutSeconds: 2),
+                (try? await client.get("/v1/health"))?.status == 200
+            {
+                return
+            }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        let log = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
+        throw LedgerClientError(code: "not_started", message: "storeledger serve did not answer: \(log)")
+    }
+
+    func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
+
+    /// Waits for the process to exit (bounded) and returns its status.
+    func waitForExit(seconds: Double = 15) async throws -> Int32 {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw LedgerClientError(code: "hung", message: "storeledger serve did not exit in \(seconds) s")
+        }
+        return process.terminationStatus
+    }
+}
+
+/// Runs `storeledger ARGS` to completion; returns its status and stderr.
+func runStoreLedger(_ arguments: [String]) throws -> (status: Int32, stderr: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: storeledgerPath)
+    process.arguments = arguments
+    let err = Pipe()
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = err
+    try process.run()
+    let data = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
+
+func makeTemporaryDirectory() throws -> String {
+    var template = Array("/tmp/sl-cli-XXXXXX".utf8CString)
+    guard let p = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
+    return String(cString: p)
+}
+
+/// A decoded V2 transaction envelope with a fixed receipt instant.
+func transactionEnvelope(_ tid: String, user: String) -> String {
+    let purchase: Int64 = 1_700_000_000_000
+    return #"{"type":"transaction","appUserId":"\#(user)","receivedAt":\#(purchase),"payload":{"transactionId":"\#(tid)","originalTransactionId":"\#(tid)","productId":"com.example.premium.monthly","purchaseDate":\#(purchase),"expiresDate":\#(purchase + 2_592_000_000),"type":"Auto-Renewable Subscription","environment":"Production"}}"#
+}
+
+/// Transaction ids the server acknowledged (2xx), from every writer.
+actor Acknowledged {
+    private(set) var ids: [String] = []
+    func add(_ more: [String]) { ids += more }
+}
+
+// MARK: - Tests
+
+@Suite("storeledger serve as a process", .serialized, .timeLimit(.minutes(2)))
+struct ServeProcessTests {
+    @Test func killNineUnderLoadLosesNoAcknowledgedInputAndVerifyPasses() async throws {
+        let data = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let first = try ServerProcess(data: data)
+        try await first.waitUntilAnswering()
+
+        // Six writers: four send single events, two send NDJSON batches of 16, until the server dies (bounded).
+        let acknowledged = Acknowledged()
+        let socketPath = first.socketPath
+        let writers = (0..<6).map { writer in
+            Task {
+                guard let client = try? AsyncLedgerClient(socketPath: socketPath, timeoutSeconds: 5) else { return }
+                var n = 0
+                while n < 5_000 {
+                    let batch = writer < 4 ? 1 : 16
+                    let ids = (0..<batch).map { "k\(writer)-\(n + $0)" }
+                    n += batch
+                    let body = ids.map { transactionEnvelope($0, user: "user\(writer)") }.joined(separator: "\n")
+                    guard
+                        let response = try? await client.post(
+                            "/v1/events", body: Array(body.utf8),
+                            contentType: batch == 1 ? "application/json" : "application/x-ndjson")
+                    else { return }  // the server is gone
+                    if response.status == 200 { await acknowledged.add(ids) }
+                }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(800))
+        first.signal(SIGKILL)
+        _ = try await first.waitForExit()
+        for w in writers { await w.value }
+        let acked = await acknowledged.ids
+        #expect(acked.count > 50, "the load should have been acknowledged before the kill")
+        #expect(FileManager.default.fileExists(atPath: first.socketPath), "kill -9 leaves the socket file behind")
+
+        // Restart over the stale socket; every acknowledged input must be there.
+        let second = try ServerProcess(data: data)
+        try await second.waitUntilAnswering()
+        let reader = try AsyncLedgerClient(socketPath: second.socketPath, timeoutSeconds: 10)
+        var missing: [String] = []
+        for tid in acked where try await reader.get("/v1/transactions/\(tid)").status != 200 {
+            missing.append(tid)
+        }
+        #expect(missing.isEmpty, "acknowledged but lost: \(missing.prefix(10))")
+
+        // SIGTERM: exit 0 and the socket is gone.
+        second.signal(SIGTERM)
+        #expect(try await second.waitForExit() == 0)
+        #expect(!FileManager.default.fileExists(atPath: second.socketPath))
+
+        let verify = try runStoreLedger(["verify", "--data", data])
+        #expect(verify.status == 0, "verify: \(verify.stderr)")
+    }
+
+    @Test func secondServerOnALiveSocketIsRefusedAndSigintDrains() async throws {
+        let data = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let server = try ServerProcess(data: data)
+        try await server.waitUntilAnswering()
+
+        let refused = try runStoreLedger(["serve", "--data", data, "--socket", server.socketPath])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("socket_in_use"))
+
+        // An acknowledged append before SIGINT is there after it.
+        let client = try AsyncLedgerClient(socketPath: server.socketPath, timeoutSeconds: 5)
+        let r = try await client.post("/v1/events", body: Array(transactionEnvelope("s1", user: "u").utf8))
+        #expect(r.status == 200)
+        server.signal(SIGINT)
+        #expect(try await server.waitForExit() == 0)
+        #expect(!FileManager.default.fileExists(atPath: server.socketPath))
+
+        let events = try runStoreLedger(["events", "--data", data, "--transaction", "s1", "--json"])
+        #expect(events.status == 0)
+    }
+}
