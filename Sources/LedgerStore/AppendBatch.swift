@@ -40,23 +40,24 @@ struct AppendBatch {
                 }
                 metadata.rawDigest = sha256(raw)
                 var result = AppendResult(status: .duplicate)
-                var rawStored = false
+                var rawKey: UInt64? = nil
                 for fact in facts {
-                    let encodedFact = fact.encoded()
-                    let digest = sha256(encodedFact)
-                    if try txn.get(layout.idem, key: digest) != nil { continue }
-                    if !rawStored {
-                        try storeRaw(raw, digest: metadata.rawDigest, txn)
-                        rawStored = true
-                    }
+                    let key = fact.eventKey
+                    if try isKnown(fact.encoded(), key: key, txn) { continue }
                     state.seq += 1
                     let seq = state.seq
-                    let key = fact.eventKey
+                    if rawKey == nil {
+                        // The raw input is stored once, under the seq of the first event it produced.
+                        rawKey = seq
+                        try txn.put(layout.raw, key: seq.bigEndianBytes, value: raw, flags: .append)
+                    }
                     let stored = LedgerEvent.encode(fact: fact, metadata: metadata)
                     try txn.put(layout.events, key: StoreLayout.eventKey(key, seq: seq), value: stored)
                     state.chainHead = HashChain.link(previous: state.chainHead, seq: seq, eventKey: key, event: stored)
-                    try txn.put(layout.log, key: seq.bigEndianBytes, value: state.chainHead + Array(key.utf8), flags: .append)
-                    try txn.put(layout.idem, key: digest, value: seq.bigEndianBytes)
+                    try txn.put(
+                        layout.log, key: seq.bigEndianBytes,
+                        value: StoreLayout.LogEntry.encode(link: state.chainHead, rawKey: rawKey!, eventKey: key),
+                        flags: .append)
                     if let otid = fact.originalTransactionId {
                         try txn.put(
                             layout.byOTID, key: StoreLayout.subscriptionKey(fact.environment, otid),
@@ -105,12 +106,17 @@ struct AppendBatch {
         return nil
     }
 
-    private func storeRaw(_ raw: [UInt8], digest: [UInt8], _ txn: Transaction) throws {
-        do {
-            try txn.put(layout.raw, key: digest, value: raw, flags: .noOverwrite)
-        } catch let error as LMDBError where error == .keyExists {
-            // The same bytes arrived before (with other facts); they are kept once.
+    /// Whether a stored revision under `key` states exactly these fact bytes (equal facts share their key).
+    /// - Complexity: O(revisions of the key), usually one or two.
+    func isKnown(_ factBytes: [UInt8], key: String, _ txn: Transaction) throws -> Bool {
+        let prefix = StoreLayout.eventKeyPrefix(key)
+        let cursor = try txn.cursor(layout.events)
+        var entry = try cursor.seek(prefix)
+        while let e = entry, e.key.count == prefix.count + 8, e.key.starts(with: prefix) {
+            if let known = StoreLayout.factBytes(ofStoredEvent: e.value), known.elementsEqual(factBytes) { return true }
+            entry = try cursor.next()
         }
+        return false
     }
 
     private func reject(_ rejection: RejectedInput, _ state: inout Pending, _ txn: Transaction) throws {

@@ -1,11 +1,13 @@
 import LMDB
 import LedgerCore
 
-/// A stored event with the raw input it was decoded from.
+/// A stored event and where it sits in the log.
 public struct StoredEvent: Sendable, Hashable {
     public var event: LedgerEvent
     /// The link of the hash chain after this event.
     public var chainHash: [UInt8]
+    /// The key of its raw input in the raw store (the seq of the first event that input produced).
+    public var rawKey: UInt64
 }
 
 // MARK: - Reading the log
@@ -49,8 +51,10 @@ extension Ledger {
             while let e = entry, e.key.count == prefix.count + 8, e.key.starts(with: prefix) {
                 let seq = UnsafeRawBufferPointer(rebasing: e.key[prefix.count...]).bigEndianUInt64
                 let event = try decodeEvent(seq: seq, e.value)
-                let hash = try txn.get(layout.log, key: seq.bigEndianBytes).map { Array($0.prefix(32)) } ?? []
-                out.append(StoredEvent(event: event, chainHash: hash))
+                guard let logValue = try txn.get(layout.log, key: seq.bigEndianBytes),
+                    let log = StoreLayout.LogEntry(logValue)
+                else { throw LedgerError.corrupted("event \(seq) of \(key) has no log entry") }
+                out.append(StoredEvent(event: event, chainHash: log.link, rawKey: log.rawKey))
                 entry = try cursor.next()
             }
             return out
@@ -64,9 +68,9 @@ extension Ledger {
         try environment.read { txn in try subscriptionEvents(env, otid, upTo: asOf, txn) }
     }
 
-    /// The raw bytes received with digest `digest`.
-    public func raw(digest: [UInt8]) throws -> [UInt8]? {
-        try environment.read { txn in try txn.value(layout.raw, key: digest) }
+    /// The raw bytes an event was decoded from, exactly as received.
+    public func raw(of event: StoredEvent) throws -> [UInt8]? {
+        try environment.read { txn in try txn.value(layout.raw, key: event.rawKey.bigEndianBytes) }
     }
 
     /// Refused inputs with number > `after`, oldest first.
@@ -101,11 +105,11 @@ extension Ledger {
         while let e = entry {
             let seq = e.value.bigEndianUInt64
             if let asOf, seq > asOf { break }
-            guard let logValue = try txn.get(layout.log, key: seq.bigEndianBytes), logValue.count >= 32 else {
+            guard let logValue = try txn.get(layout.log, key: seq.bigEndianBytes), let log = StoreLayout.LogEntry(logValue)
+            else {
                 throw LedgerError.corrupted("by_otid names seq \(seq), which the log lacks")
             }
-            let key = Array(logValue[32...])
-            guard let stored = try txn.get(layout.events, key: key + [0] + seq.bigEndianBytes) else {
+            guard let stored = try txn.get(layout.events, key: log.eventsKey(seq: seq)) else {
                 throw LedgerError.corrupted("log seq \(seq) names an event that is missing")
             }
             out.append(try decodeEvent(seq: seq, stored))
@@ -115,12 +119,13 @@ extension Ledger {
     }
 
     func storedEvent(seq: UInt64, logValue: UnsafeRawBufferPointer, _ txn: Transaction) throws -> StoredEvent {
-        guard logValue.count >= 32 else { throw LedgerError.corrupted("log entry \(seq) is \(logValue.count) bytes") }
-        let key = Array(logValue[32...])
-        guard let stored = try txn.get(layout.events, key: key + [0] + seq.bigEndianBytes) else {
+        guard let log = StoreLayout.LogEntry(logValue) else {
+            throw LedgerError.corrupted("log entry \(seq) is \(logValue.count) bytes")
+        }
+        guard let stored = try txn.get(layout.events, key: log.eventsKey(seq: seq)) else {
             throw LedgerError.corrupted("log seq \(seq) names an event that is missing")
         }
-        return StoredEvent(event: try decodeEvent(seq: seq, stored), chainHash: Array(logValue[0..<32]))
+        return StoredEvent(event: try decodeEvent(seq: seq, stored), chainHash: log.link, rawKey: log.rawKey)
     }
 }
 

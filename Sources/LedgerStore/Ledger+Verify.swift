@@ -29,6 +29,7 @@ extension Ledger {
         var next: UInt64 = 1
         var withOTID = 0
         var bindings = Set<[UInt8]>()
+        var rawInputs = 0
         let chunk: UInt64 = 20_000
 
         // 1. The log: contiguous, every event present and decodable, chained, indexed.
@@ -41,10 +42,10 @@ extension Ledger {
                 while let e = entry, next <= end {
                     let seq = e.key.bigEndianUInt64
                     guard seq == next else { return "log entry \(next) is missing (the log jumps to \(seq))" }
-                    guard e.value.count > 32 else { return "log entry \(seq) is malformed" }
-                    let storedLink = Array(e.value[0..<32])
-                    let key = Array(e.value[32...])
-                    guard let bytes = try txn.get(layout.events, key: key + [0] + seq.bigEndianBytes) else {
+                    guard let log = StoreLayout.LogEntry(e.value) else { return "log entry \(seq) is malformed" }
+                    let storedLink = log.link
+                    let key = log.eventKey
+                    guard let bytes = try txn.get(layout.events, key: log.eventsKey(seq: seq)) else {
                         return "event \(seq) (\(String(decoding: key, as: UTF8.self))) is missing"
                     }
                     let link = HashChain.link(previous: previous, seq: seq, eventKey: key, event: bytes)
@@ -55,9 +56,8 @@ extension Ledger {
                         return "event \(seq) does not decode: \(error)"
                     }
                     guard Array(event.fact.eventKey.utf8) == key else { return "event \(seq) is stored under another key" }
-                    let digest = sha256(event.fact.encoded())
-                    guard let idem = try txn.get(layout.idem, key: digest), idem.bigEndianUInt64 == seq else {
-                        return "idempotency index lacks event \(seq)"
+                    guard !(try earlierRevisionStates(event, before: seq, txn)) else {
+                        return "event \(seq) repeats a fact already stored under \(event.fact.eventKey)"
                     }
                     if let otid = event.fact.originalTransactionId {
                         withOTID += 1
@@ -74,11 +74,11 @@ extension Ledger {
                         }
                         bindings.insert(userKey + [0] + otidKey)
                     }
-                    let digestOfRaw = event.metadata.rawDigest
-                    guard let raw = try txn.get(layout.raw, key: digestOfRaw) else {
+                    guard log.rawKey <= seq, let raw = try txn.get(layout.raw, key: log.rawKey.bigEndianBytes) else {
                         return "raw input of event \(seq) is missing"
                     }
-                    guard sha256(Array(raw)) == digestOfRaw else { return "raw input of event \(seq) was altered" }
+                    if log.rawKey == seq { rawInputs += 1 }
+                    guard sha256(Array(raw)) == event.metadata.rawDigest else { return "raw input of event \(seq) was altered" }
                     report.events = seq
                     next = seq + 1
                     entry = try cursor.next()
@@ -100,7 +100,7 @@ extension Ledger {
                 return "the chain head is missing"
             }
             if try txn.statistics(layout.events).entries != Int(total) { return "events holds entries the log lacks" }
-            if try txn.statistics(layout.idem).entries != Int(total) { return "idempotency index holds extra entries" }
+            if try txn.statistics(layout.raw).entries != rawInputs { return "raw holds inputs no event came from" }
             if try txn.statistics(layout.byOTID).entries != withOTID { return "by_otid holds entries the log lacks" }
             if try txn.statistics(layout.byUser).entries != bindings.count { return "by_user holds entries no claim made" }
             return nil
@@ -112,6 +112,21 @@ extension Ledger {
         report.projections = comparison.compared
         if let difference = comparison.firstDifference { return failing(report, difference) }
         return report
+    }
+
+    /// Whether a revision stored before `seq` under the same key states the same fact (which idempotency forbids).
+    private func earlierRevisionStates(_ event: LedgerEvent, before seq: UInt64, _ txn: Transaction) throws -> Bool {
+        let prefix = StoreLayout.eventKeyPrefix(event.fact.eventKey)
+        let bytes = event.fact.encoded()
+        let cursor = try txn.cursor(layout.events)
+        var entry = try cursor.seek(prefix)
+        while let e = entry, e.key.count == prefix.count + 8, e.key.starts(with: prefix) {
+            let other = UnsafeRawBufferPointer(rebasing: e.key[prefix.count...]).bigEndianUInt64
+            if other >= seq { break }
+            if let known = StoreLayout.factBytes(ofStoredEvent: e.value), known.elementsEqual(bytes) { return true }
+            entry = try cursor.next()
+        }
+        return false
     }
 
     private func failing(_ report: VerificationReport, _ fault: String) -> VerificationReport {

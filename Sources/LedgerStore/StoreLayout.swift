@@ -7,14 +7,18 @@ import LedgerCore
 /// | database    | key                                  | value                                            |
 /// |-------------|--------------------------------------|--------------------------------------------------|
 /// | `meta`      | name (UTF-8)                         | schema version, chain head, counters             |
-/// | `raw`       | SHA-256 of the input (32)            | the exact bytes received                         |
+/// | `raw`       | first seq of the input (BE, 8)       | the exact bytes received                         |
 /// | `events`    | event key ‖ 0x00 ‖ seq (BE, 8)       | the canonical event (LedgerEvent.encode)         |
-/// | `log`       | seq (BE, 8), appended                | chain hash (32) ‖ event key                      |
-/// | `idem`      | SHA-256 of the fact's bytes (32)     | seq (BE, 8) of its first event                   |
+/// | `log`       | seq (BE, 8), appended                | chain link (32) ‖ raw key (8) ‖ event key        |
 /// | `by_otid`   | environment (1) ‖ OTID               | seq (BE, 8), dupsort + dupfixed                  |
 /// | `by_user`   | environment (1) ‖ app user id        | environment (1) ‖ OTID, dupsort                  |
 /// | `timelines` | environment (1) ‖ OTID               | stamp seq (BE, 8) ‖ Timeline.encoded()           |
 /// | `rejected`  | rejection number (BE, 8), appended   | RejectedInput.encoded()                          |
+///
+/// Idempotency needs no index of its own: equal facts have equal event keys, so a fact is known when one of the
+/// stored revisions under its key has the same canonical bytes. Keys that grow with time are appended in order (log,
+/// raw) or cluster by id (events), so a commit dirties few pages; only the per-subscription databases take random
+/// writes.
 struct StoreLayout {
     static let schemaVersion: UInt64 = 1
 
@@ -22,7 +26,6 @@ struct StoreLayout {
     let raw: Database
     let events: Database
     let log: Database
-    let idem: Database
     let byOTID: Database
     let byUser: Database
     let timelines: Database
@@ -33,7 +36,6 @@ struct StoreLayout {
         raw = try environment.openDatabase("raw")
         events = try environment.openDatabase("events")
         log = try environment.openDatabase("log")
-        idem = try environment.openDatabase("idem")
         byOTID = try environment.openDatabase("by_otid", flags: [.dupSort, .dupFixed])
         byUser = try environment.openDatabase("by_user", flags: [.dupSort])
         timelines = try environment.openDatabase("timelines")
@@ -41,7 +43,7 @@ struct StoreLayout {
     }
 
     /// Every database, for statistics and verification.
-    var all: [Database] { [meta, raw, events, log, idem, byOTID, byUser, timelines, rejected] }
+    var all: [Database] { [meta, raw, events, log, byOTID, byUser, timelines, rejected] }
 
     // MARK: - Keys
 
@@ -74,6 +76,44 @@ struct StoreLayout {
     static func decodeSubscriptionKey(_ bytes: UnsafeRawBufferPointer) -> (AppStoreEnvironment, OriginalTransactionID)? {
         guard let first = bytes.first, let env = AppStoreEnvironment(code: first) else { return nil }
         return (env, OriginalTransactionID(String(decoding: bytes.dropFirst(), as: UTF8.self)))
+    }
+
+    // MARK: - Values
+
+    /// One entry of the log: the chain link after the event, where its raw input is, and the event's key.
+    struct LogEntry {
+        var link: [UInt8]
+        var rawKey: UInt64
+        var eventKey: [UInt8]
+
+        static func encode(link: [UInt8], rawKey: UInt64, eventKey: String) -> [UInt8] {
+            var v = link
+            v.reserveCapacity(40 + eventKey.utf8.count)
+            v.append(contentsOf: rawKey.bigEndianBytes)
+            v.append(contentsOf: eventKey.utf8)
+            return v
+        }
+
+        init?(_ bytes: UnsafeRawBufferPointer) {
+            guard bytes.count > 40 else { return nil }
+            link = Array(bytes[0..<32])
+            rawKey = UnsafeRawBufferPointer(rebasing: bytes[32..<40]).bigEndianUInt64
+            eventKey = Array(bytes[40...])
+        }
+
+        /// The key of the event in `events`.
+        func eventsKey(seq: UInt64) -> [UInt8] { eventKey + [0] + seq.bigEndianBytes }
+    }
+
+    /// The canonical fact bytes inside a stored event (see `LedgerEvent.encode`), without decoding the fact.
+    static func factBytes(ofStoredEvent stored: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        var r = BinaryReader(stored)
+        guard (try? r.readVarint()) == UInt64(Fact.formatVersion) else { return nil }
+        while let (tag, wire) = try? r.nextField() {
+            guard wire == .bytes, let bytes = try? r.readBytes() else { return nil }
+            if tag == 1 { return bytes }
+        }
+        return nil
     }
 
     // MARK: - Meta keys

@@ -70,7 +70,7 @@ struct Export: ParsableCommand {
             guard let last = page.last else { break }
             var out = Data()
             for stored in page {
-                out += try encoder.encode(EventDocument(stored, raw: try store.raw(digest: stored.event.metadata.rawDigest)))
+                out += try encoder.encode(EventDocument(stored, raw: try store.raw(of: stored)))
                 out += Data("\n".utf8)
             }
             FileHandle.standardOutput.write(out)

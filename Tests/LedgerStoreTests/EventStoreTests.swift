@@ -56,7 +56,7 @@ func input(_ facts: [Fact], raw: String? = nil, receivedAt: Int64 = 1_605_243_60
         #expect(stored.count == 1)
         #expect(stored[0].event.fact == .transaction(transaction("1000000741475761")))
         #expect(try t.ledger.lastSeq() == 1)
-        #expect(try t.ledger.raw(digest: stored[0].event.metadata.rawDigest) != nil)
+        #expect(try t.ledger.raw(of: stored[0]) == Array("raw-1000000741475761-\(([Fact.transaction(transaction("1000000741475761"))]).hashValue)".utf8))
     }
 
     @Test func theSameFactAgainIsADuplicateAndWritesNothing() throws {
