@@ -42,5 +42,16 @@ let package = Package(
             path: "Benchmarks/Fold",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        .executableTarget(
+            name: "Decode",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "LedgerCore", package: root),
+                .product(name: "LedgerAppStore", package: root),
+                .product(name: "LedgerTestSupport", package: root),
+            ],
+            path: "Benchmarks/Decode",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ]
 )

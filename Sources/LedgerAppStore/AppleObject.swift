@@ -1,4 +1,3 @@
-import Foundation
 import LedgerCore
 
 // MARK: - AppleObject
@@ -8,11 +7,11 @@ import LedgerCore
 /// V2 accessors (`string`, `int64`, `bool`) expect JSON's own types; V1 accessors (`v1…`) expect Apple's V1 habit
 /// of sending numbers and booleans as strings (and tolerate real numbers and booleans). JSON `null` reads as absent.
 struct AppleObject {
-    let fields: [String: Any]
+    let fields: [String: JSON]
     /// Where this object sits in the document (`unified_receipt.latest_receipt_info[2]`), for error messages.
     let path: String
 
-    init(_ fields: [String: Any], path: String = "") {
+    init(_ fields: [String: JSON], path: String = "") {
         self.fields = fields
         self.path = path
     }
@@ -20,8 +19,8 @@ struct AppleObject {
     func name(_ key: String) -> String { path.isEmpty ? key : path + "." + key }
 
     @inline(__always)
-    func value(_ key: String) -> Any? {
-        guard let v = fields[key], !(v is NSNull) else { return nil }
+    func value(_ key: String) -> JSON? {
+        guard let v = fields[key], !v.isNull else { return nil }
         return v
     }
 
@@ -31,7 +30,7 @@ struct AppleObject {
 
     func string(_ key: String) throws(InputError) -> String? {
         guard let v = value(key) else { return nil }
-        guard let s = v as? String else { throw .wrongType(name(key), expected: "a string") }
+        guard case .string(let s) = v else { throw .wrongType(name(key), expected: "a string") }
         return s
     }
 
@@ -43,7 +42,7 @@ struct AppleObject {
     /// An id that should be a string but is tolerated as an integer number.
     func identifier(_ key: String) throws(InputError) -> String? {
         guard let v = value(key) else { return nil }
-        if let s = v as? String {
+        if case .string(let s) = v {
             guard !s.isEmpty else { throw .wrongType(name(key), expected: "a non-empty id") }
             return s
         }
@@ -65,28 +64,26 @@ struct AppleObject {
     /// A JSON boolean, or the integers 0 / 1 (V2 `autoRenewStatus`).
     func bool(_ key: String) throws(InputError) -> Bool? {
         guard let v = value(key) else { return nil }
-        if let n = v as? NSNumber {
-            if JSONValue.isBoolean(n) { return n.boolValue }
-            if let i = JSONValue.int64(n), i == 0 || i == 1 { return i == 1 }
-        }
+        if case .bool(let b) = v { return b }
+        if let i = JSONValue.int64(v), i == 0 || i == 1 { return i == 1 }
         throw .wrongType(name(key), expected: "a boolean")
     }
 
     func object(_ key: String) throws(InputError) -> AppleObject? {
         guard let v = value(key) else { return nil }
-        guard let o = v as? [String: Any] else { throw .wrongType(name(key), expected: "an object") }
+        guard case .object(let o) = v else { throw .wrongType(name(key), expected: "an object") }
         return AppleObject(o, path: name(key))
     }
 
     /// The objects of an array field; a single object is read as a one-element array (iOS 6 receipts).
     func objects(_ key: String) throws(InputError) -> [AppleObject] {
         guard let v = value(key) else { return [] }
-        if let o = v as? [String: Any] { return [AppleObject(o, path: name(key))] }
-        guard let a = v as? [Any] else { throw .wrongType(name(key), expected: "an array of objects") }
+        if case .object(let o) = v { return [AppleObject(o, path: name(key))] }
+        guard case .array(let a) = v else { throw .wrongType(name(key), expected: "an array of objects") }
         var result = [AppleObject]()
         result.reserveCapacity(a.count)
         for (i, element) in a.enumerated() {
-            guard let o = element as? [String: Any] else {
+            guard case .object(let o) = element else {
                 throw .wrongType("\(name(key))[\(i)]", expected: "an object")
             }
             result.append(AppleObject(o, path: "\(name(key))[\(i)]"))
@@ -105,7 +102,7 @@ struct AppleObject {
     /// A V1 integer: a digit string, or a JSON integer.
     func v1Int(_ key: String) throws(InputError) -> Int64? {
         guard let v = value(key) else { return nil }
-        if let s = v as? String, let i = JSONValue.int64(digits: s) { return i }
+        if case .string(let s) = v, let i = JSONValue.int64(digits: s) { return i }
         if let i = JSONValue.int64(v) { return i }
         throw .wrongType(name(key), expected: "a number string")
     }
@@ -113,15 +110,16 @@ struct AppleObject {
     /// A V1 boolean: `"true"`/`"false"`, `"1"`/`"0"`, or a JSON boolean / 0 / 1.
     func v1Bool(_ key: String) throws(InputError) -> Bool? {
         guard let v = value(key) else { return nil }
-        if let s = v as? String {
+        if case .string(let s) = v {
             switch s {
             case "true", "1", "TRUE", "True": return true
             case "false", "0", "FALSE", "False": return false
             default: break
             }
-        } else if let n = v as? NSNumber {
-            if JSONValue.isBoolean(n) { return n.boolValue }
-            if let i = JSONValue.int64(n), i == 0 || i == 1 { return i == 1 }
+        } else if case .bool(let b) = v {
+            return b
+        } else if let i = JSONValue.int64(v), i == 0 || i == 1 {
+            return i == 1
         }
         throw .wrongType(name(key), expected: "\"true\" or \"false\"")
     }
@@ -132,7 +130,7 @@ struct AppleObject {
         if let ms = try v1Int(base + "_ms") { return ms }
         for key in [base, base + "_formatted"] {
             guard let v = value(key) else { continue }
-            if let s = v as? String {
+            if case .string(let s) = v {
                 if let ms = JSONValue.int64(digits: s) { return ms }
                 if let ms = AppleDate.parse(s) { return ms }
             } else if let ms = JSONValue.int64(v) {

@@ -14,28 +14,41 @@ enum Base64 {
 
     /// Nil when a byte is outside both alphabets, or the length cannot be base64.
     static func decode(_ text: some Collection<UInt8>) -> [UInt8]? {
-        var out = [UInt8]()
-        out.reserveCapacity(text.count * 3 / 4)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        var padding = 0
-        for byte in text {
-            if byte == UInt8(ascii: "=") {
-                padding += 1
-                continue
+        if let result = text.withContiguousStorageIfAvailable({ decode(buffer: $0) }) { return result }
+        return Array(text).withUnsafeBufferPointer { decode(buffer: $0) }
+    }
+
+    private static func decode(buffer: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        table.withUnsafeBufferPointer { table in
+            var failed = false
+            let out = [UInt8](unsafeUninitializedCapacity: buffer.count * 3 / 4 + 3) { out, written in
+                var n = 0
+                var accumulator: UInt32 = 0
+                var bits = 0
+                var padding = 0
+                for byte in buffer {
+                    if byte == UInt8(ascii: "=") {
+                        padding += 1
+                        continue
+                    }
+                    let v = table[Int(byte)]
+                    if padding > 0 || v == 0xFF {
+                        failed = true
+                        break
+                    }
+                    accumulator = (accumulator << 6) | UInt32(v)
+                    bits += 6
+                    if bits >= 8 {
+                        bits -= 8
+                        out[n] = UInt8(truncatingIfNeeded: accumulator >> UInt32(bits))
+                        n += 1
+                    }
+                }
+                if bits >= 6 || padding > 2 { failed = true }
+                written = n
             }
-            if padding > 0 { return nil }
-            let v = table[Int(byte)]
-            if v == 0xFF { return nil }
-            accumulator = (accumulator << 6) | UInt32(v)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-            }
+            return failed ? nil : out
         }
-        if bits >= 6 || padding > 2 { return nil }
-        return out
     }
 
     /// Standard base64 (with padding) of `bytes`, or URL-safe without padding.

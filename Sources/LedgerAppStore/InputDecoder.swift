@@ -50,8 +50,6 @@ public final class InputDecoder: Sendable {
         guard raw.count <= configuration.maxInputBytes else {
             throw .tooLarge(size: raw.count, limit: configuration.maxInputBytes)
         }
-        try JSONStructure.checkDepth(raw, limit: configuration.maxDepth)
-
         var context = Context(receivedAt: receivedAt, appUserId: appUserId, type: forcedType)
         let document = try parse(raw, context: &context)
         var decoded = try decodeDocument(document, context: context)
@@ -96,7 +94,7 @@ public final class InputDecoder: Sendable {
     /// The Apple document inside the input.
     enum Document {
         /// A JSON object, with its exact bytes (the notification id of a V1 body is their digest).
-        case object([String: Any], bytes: ArraySlice<UInt8>)
+        case object([String: JSON], bytes: ArraySlice<UInt8>)
         /// A compact JWS, as UTF-8.
         case jws([UInt8])
     }
@@ -108,18 +106,22 @@ public final class InputDecoder: Sendable {
         let lead = raw[first]
         guard lead == UInt8(ascii: "{") || lead == UInt8(ascii: "[") || lead == UInt8(ascii: "\"") else {
             // Bare JWS text (StoreKit 2 `jwsRepresentation`, a Server API `signedTransactionInfo` value).
+            try JSONStructure.checkDepth(raw, limit: configuration.maxDepth)
             let last = raw.lastIndex(where: { !JSONStructure.isWhitespace($0) }) ?? first
-            return .jws(Array(raw[first...last]))
+            let text = raw[first...last]
+            guard Self.isPlausibleJWS(text) else {
+                throw .invalidJSON("the input is neither JSON nor a compact JWS (header.payload.signature in base64url)")
+            }
+            return .jws(Array(text))
         }
-        let value: Any
-        do {
-            value = try JSONSerialization.jsonObject(with: Data(raw), options: [.fragmentsAllowed])
-        } catch {
+        guard let value = try JSONValue.parse(raw, depthLimit: configuration.maxDepth) else {
             throw .invalidJSON("the input is not valid JSON")
         }
-        if let jws = value as? String { return .jws(Array(jws.utf8)) }
-        guard let object = value as? [String: Any] else {
-            throw .unknownInputType("a JSON array or scalar is not an input; expected an object or a JWS")
+        let object: [String: JSON]
+        switch value {
+        case .string(let jws): return .jws(Array(jws.utf8))
+        case .object(let o): object = o
+        default: throw .unknownInputType("a JSON array or scalar is not an input; expected an object or a JWS")
         }
         guard object["payload"] != nil else { return .object(object, bytes: raw[...]) }
 
@@ -134,9 +136,9 @@ public final class InputDecoder: Sendable {
         if let user = try envelope.string("appUserId") { context.appUserId = AppUserID(user) }
         if let at = try envelope.int64("receivedAt") { context.receivedAt = at }
         switch object["payload"] {
-        case let jws as String:
+        case .string(let jws):
             return .jws(Array(jws.utf8))
-        case let payload as [String: Any]:
+        case .object(let payload):
             let range = JSONStructure.topLevelValueRange(of: "payload", in: raw) ?? raw.indices
             return .object(payload, bytes: raw[range])
         default:
@@ -144,7 +146,17 @@ public final class InputDecoder: Sendable {
         }
     }
 
-    private static func detect(_ o: [String: Any]) throws(InputError) -> InputType {
+    /// Bare text is taken for a compact JWS only when every byte could belong to one: base64 / base64url characters,
+    /// padding and the two dots. Anything else (spaces, braces, quotes) is simply not JSON.
+    static func isPlausibleJWS(_ text: ArraySlice<UInt8>) -> Bool {
+        text.allSatisfy { b in
+            (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z")) || (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z"))
+                || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: "-") || b == UInt8(ascii: "_")
+                || b == UInt8(ascii: "+") || b == UInt8(ascii: "/") || b == UInt8(ascii: "=") || b == UInt8(ascii: ".")
+        }
+    }
+
+    private static func detect(_ o: [String: JSON]) throws(InputError) -> InputType {
         func has(_ key: String) -> Bool { o[key] != nil }
         if has("signedPayload") || has("notification_type") || has("notificationType") { return .notification }
         if has("status") || has("receipt") || has("latest_receipt_info") { return .receipt }

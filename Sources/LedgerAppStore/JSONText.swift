@@ -1,30 +1,34 @@
-import Foundation
-
 // MARK: - JSONText
 
 /// Compact, deterministic JSON text for values kept in a fact's `extra` bag: object keys sorted, no whitespace,
 /// `/` not escaped, so the same Apple value always yields the same text (and the same fact).
 enum JSONText {
-    static func compact(_ value: Any) -> String {
+    static func compact(_ value: JSON) -> String {
         var out = ""
         append(value, to: &out)
         return out
     }
 
-    private static func append(_ value: Any, to out: inout String) {
+    static func compact(_ object: [String: JSON]) -> String { compact(.object(object)) }
+
+    private static func append(_ value: JSON, to out: inout String) {
         switch value {
-        case let s as String:
+        case .string(let s):
             appendString(s, to: &out)
-        case let n as NSNumber:
-            out += JSONValue.numberText(n)
-        case let a as [Any]:
+        case .bool(let b):
+            out += b ? "true" : "false"
+        case .int(let i):
+            out += String(i)
+        case .double(let d):
+            out += JSONValue.numberText(d)
+        case .array(let a):
             out += "["
             for (i, element) in a.enumerated() {
                 if i > 0 { out += "," }
                 append(element, to: &out)
             }
             out += "]"
-        case let d as [String: Any]:
+        case .object(let d):
             out += "{"
             for (i, key) in d.keys.sorted().enumerated() {
                 if i > 0 { out += "," }
@@ -33,7 +37,7 @@ enum JSONText {
                 append(d[key]!, to: &out)
             }
             out += "}"
-        default:
+        case .null:
             out += "null"
         }
     }

@@ -23,7 +23,7 @@ final class JWSVerifier: Sendable {
 
     /// A decoded JWS: its payload object and what is known of its signature.
     struct Opened {
-        var payload: [String: Any]
+        var payload: [String: JSON]
         var signature: SignatureStatus
     }
 
@@ -38,13 +38,21 @@ final class JWSVerifier: Sendable {
         var windows: [Window]
     }
 
+    /// Verified chains by the SHA-256 of their x5c entries, and by the SHA-256 of the whole base64url header segment
+    /// that carried them (an accepted header: `alg` ES256, x5c validated). Apple signs every JWS of a chain with the
+    /// same header, so a header hit skips base64-decoding and parsing the ~2.7 KB header and hashing the x5c.
+    struct Caches {
+        var byX5C: [SHA256.Digest: VerifiedChain] = [:]
+        var byHeader: [SHA256.Digest: VerifiedChain] = [:]
+    }
+
     let roots: [Certificate]
     /// True when roots were configured but none could be parsed: every signed input then fails as untrusted.
     let rootsConfigured: Bool
     let requireSignatures: Bool
     let maxDepth: Int
     let cacheCapacity: Int
-    private let cache: Mutex<[SHA256.Digest: VerifiedChain]>
+    private let cache: Mutex<Caches>
 
     /// Roots that are not DER certificates are skipped here (`checkRoots` reports them); with roots configured but
     /// none usable, every signed input is refused as untrusted rather than silently accepted unverified.
@@ -54,7 +62,7 @@ final class JWSVerifier: Sendable {
         self.requireSignatures = configuration.requireSignatures
         self.maxDepth = configuration.maxDepth
         self.cacheCapacity = max(1, configuration.chainCacheCapacity)
-        self.cache = Mutex([:])
+        self.cache = Mutex(Caches())
     }
 
     /// Throws `invalid_trusted_root` naming the first root that is not a DER certificate.
@@ -69,49 +77,77 @@ final class JWSVerifier: Sendable {
     }
 
     /// Number of chains currently cached (for tests and metrics).
-    var cachedChainCount: Int { cache.withLock { $0.count } }
+    var cachedChainCount: Int { cache.withLock { $0.byX5C.count } }
 
     // MARK: - Opening
 
     /// Decodes `token` (UTF-8 of a compact JWS) and verifies it when roots are configured. `field` names the token in
     /// errors; `fallbackDate` stands in for a missing `signedDate` when checking certificate validity.
+    ///
+    /// Refusals are checked in this order: header, payload, `alg`, signatures required, x5c and chain, validity at
+    /// `signedDate`, signature. A header already accepted (cached by its digest) passes the first, third, fourth and
+    /// fifth steps as it did the first time.
     func open(_ token: [UInt8], field: String, fallbackDate: UnixMillis) throws(InputError) -> Opened {
-        var dots = [Int]()
-        for (i, byte) in token.enumerated() where byte == UInt8(ascii: ".") {
-            dots.append(i)
-            if dots.count > 2 { break }
+        var firstDot = -1
+        var secondDot = -1
+        var dotCount = 0
+        token.withUnsafeBufferPointer { buffer in
+            for i in 0..<buffer.count where buffer[i] == UInt8(ascii: ".") {
+                dotCount += 1
+                if dotCount == 1 { firstDot = i } else if dotCount == 2 { secondDot = i } else { break }
+            }
         }
-        guard dots.count == 2 else {
+        guard dotCount == 2 else {
             throw .invalidJWS("\(field) is not a compact JWS (header.payload.signature)")
         }
-        guard let headerBytes = Base64.decode(token[0..<dots[0]]),
-            let header = try parseObject(headerBytes, what: "\(field) JWS header")
-        else { throw .invalidJWS("\(field) has an undecodable JWS header") }
-        guard let payloadBytes = Base64.decode(token[(dots[0] + 1)..<dots[1]]) else {
+        let headerSegment = token[0..<firstDot]
+        let headerKey: SHA256.Digest? = rootsConfigured ? SHA256.hash(data: headerSegment) : nil
+        let cachedChain: VerifiedChain? = headerKey.flatMap { key in cache.withLock { $0.byHeader[key] } }
+
+        var header = [String: JSON]()
+        if cachedChain == nil {
+            guard let headerBytes = Base64.decode(headerSegment),
+                let parsed = try parseObject(headerBytes, what: "\(field) JWS header")
+            else { throw .invalidJWS("\(field) has an undecodable JWS header") }
+            header = parsed
+        }
+        guard let payloadBytes = Base64.decode(token[(firstDot + 1)..<secondDot]) else {
             throw .invalidJWS("\(field) has an undecodable JWS payload")
         }
         guard let payload = try parseObject(payloadBytes, what: "\(field) JWS payload") else {
             throw .invalidJSON("the JWS payload of \(field) is not a JSON object")
         }
 
-        let alg = header["alg"] as? String
-        guard alg == "ES256" else { throw .unsupportedAlg(alg ?? "(missing)") }
+        let chain: VerifiedChain
+        if let cachedChain {
+            chain = cachedChain
+        } else {
+            var alg: String?
+            if case .string(let s)? = header["alg"] { alg = s }
+            guard alg == "ES256" else { throw .unsupportedAlg(alg ?? "(missing)") }
 
-        guard rootsConfigured else {
-            if requireSignatures { throw .signatureRequired }
-            return Opened(payload: payload, signature: .unverified)
+            guard rootsConfigured, let headerKey else {
+                if requireSignatures { throw .signatureRequired }
+                return Opened(payload: payload, signature: .unverified)
+            }
+
+            guard case .array(let x5c)? = header["x5c"], !x5c.isEmpty else { throw .missingX5C }
+            var x5cStrings = [String]()
+            x5cStrings.reserveCapacity(x5c.count)
+            for entry in x5c {
+                guard case .string(let s) = entry else {
+                    throw .untrustedChain("\(field) x5c entries must be base64 strings")
+                }
+                x5cStrings.append(s)
+            }
+            chain = try verifiedChain(x5cStrings, field: field)
+            cache.withLock { cache in
+                if cache.byHeader.count >= cacheCapacity { cache.byHeader.removeAll(keepingCapacity: true) }
+                cache.byHeader[headerKey] = chain
+            }
         }
 
-        guard let x5c = header["x5c"] as? [Any], !x5c.isEmpty else { throw .missingX5C }
-        var x5cStrings = [String]()
-        x5cStrings.reserveCapacity(x5c.count)
-        for entry in x5c {
-            guard let s = entry as? String else { throw .untrustedChain("\(field) x5c entries must be base64 strings") }
-            x5cStrings.append(s)
-        }
-        let chain = try verifiedChain(x5cStrings, field: field)
-
-        let signedDate = JSONValue.int64(payload["signedDate"] as Any) ?? fallbackDate
+        let signedDate = payload["signedDate"].flatMap(JSONValue.int64) ?? fallbackDate
         for window in chain.windows {
             if signedDate > window.notAfter {
                 throw .certificateExpired(
@@ -123,17 +159,18 @@ final class JWSVerifier: Sendable {
             }
         }
 
-        guard let rawSignature = Base64.decode(token[(dots[1] + 1)...]),
+        guard let rawSignature = Base64.decode(token[(secondDot + 1)...]),
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: rawSignature)
         else { throw .signatureInvalid }
-        let digest = SHA256.hash(data: token[0..<dots[1]])
+        let digest = SHA256.hash(data: token[0..<secondDot])
         guard chain.leafKey.isValidSignature(signature, for: digest) else { throw .signatureInvalid }
         return Opened(payload: payload, signature: .verified)
     }
 
-    private func parseObject(_ bytes: [UInt8], what: String) throws(InputError) -> [String: Any]? {
-        try JSONStructure.checkDepth(bytes, limit: maxDepth)
-        return (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
+    /// The JSON object in `bytes`; nil when they are not JSON or not an object. Throws `too_deep`.
+    private func parseObject(_ bytes: [UInt8], what: String) throws(InputError) -> [String: JSON]? {
+        guard case .object(let object)? = try JSONValue.parse(bytes, depthLimit: maxDepth) else { return nil }
+        return object
     }
 
     // MARK: - Chains
@@ -145,11 +182,11 @@ final class JWSVerifier: Sendable {
             hasher.update(data: [0x2C])
         }
         let key = hasher.finalize()
-        if let cached = cache.withLock({ $0[key] }) { return cached }
+        if let cached = cache.withLock({ $0.byX5C[key] }) { return cached }
         let chain = try validate(x5c, field: field)
         cache.withLock { cache in
-            if cache.count >= cacheCapacity { cache.removeAll(keepingCapacity: true) }
-            cache[key] = chain
+            if cache.byX5C.count >= cacheCapacity { cache.byX5C.removeAll(keepingCapacity: true) }
+            cache.byX5C[key] = chain
         }
         return chain
     }

@@ -126,6 +126,21 @@ struct InputDecoderTests {
         #expect(refused11?.code == "invalid_jws")
     }
 
+    @Test("Bare text that cannot be a compact JWS is invalid_json; JWS-shaped text that fails to decode is invalid_jws")
+    func bareTextRefusals() {
+        for text in ["this is not json {", "hello world", "  <xml/>  ", "abc.def.gh!", "a.b.c d", "{not json"] {
+            let refused = refusal(Array(text.utf8))
+            #expect(refused?.code == "invalid_json", "\(text): \(String(describing: refused))")
+        }
+        for text in ["not.a.jws", "abc", "a.b", "a.b.c.d", "  x.y.z\n"] {
+            let refused = refusal(Array(text.utf8))
+            #expect(refused?.code == "invalid_jws", "\(text): \(String(describing: refused))")
+        }
+        // A JSON string is JSON: its content is read as a JWS whatever it holds.
+        let quoted = refusal(Array(#""this is not json {""#.utf8))
+        #expect(quoted?.code == "invalid_jws")
+    }
+
     @Test("Default size limit is 16 MiB")
     func defaultLimit() {
         #expect(AppStoreConfiguration().maxInputBytes == 16 << 20)
