@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "LedgerStore", targets: ["LedgerStore"]),
         .library(name: "LedgerServer", targets: ["LedgerServer"]),
         .library(name: "LedgerClient", targets: ["LedgerClient"]),
+        .library(name: "LedgerTestSupport", targets: ["LedgerTestSupport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
