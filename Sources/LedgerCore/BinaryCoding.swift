@@ -58,6 +58,11 @@ public struct BinaryWriter: Sendable {
     public init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
 
     public mutating func writeVarint(_ value: UInt64) {
+        // Most varints are keys and small lengths: one byte, no loop.
+        if value < 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: value))
+            return
+        }
         var v = value
         while v >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
@@ -88,16 +93,67 @@ public struct BinaryWriter: Sendable {
     }
 
     public mutating func write(_ tag: UInt32, _ value: String?) {
-        if let value { write(tag, bytes: value.utf8) }
+        if let value { write(tag, value) }
+    }
+
+    /// A string field. Native strings are copied from their contiguous UTF-8 in one go.
+    public mutating func write(_ tag: UInt32, _ value: String) {
+        key(tag, .bytes)
+        let done: Void? = value.utf8.withContiguousStorageIfAvailable { u in
+            writeVarint(UInt64(u.count))
+            bytes.append(contentsOf: u)
+        }
+        if done == nil {
+            writeVarint(UInt64(value.utf8.count))
+            bytes.append(contentsOf: value.utf8)
+        }
+    }
+
+    /// A nested message written in place: the key, a one-byte length placeholder, the body, then the real length.
+    /// Avoids a writer (an allocation) per nested message; a body of 128 bytes or more (rare) shifts right to make
+    /// room for its longer length. Same bytes as `write(tag, bytes:)` of the body written separately.
+    /// - Complexity: O(body), plus O(body) once more when the body is 128 bytes or longer.
+    @inline(__always)
+    mutating func writeNested(_ tag: UInt32, _ body: (inout BinaryWriter) -> Void) {
+        let at = beginNested(tag)
+        body(&self)
+        endNested(at)
+    }
+
+    /// `writeNested` in two halves, for callers that write the body without a closure: returns where the length
+    /// goes, to pass to `endNested` once the body is written.
+    @inline(__always)
+    mutating func beginNested(_ tag: UInt32) -> Int {
+        key(tag, .bytes)
+        bytes.append(0)
+        return bytes.count - 1
+    }
+
+    /// Completes a nested message begun at `at` by `beginNested`.
+    mutating func endNested(_ at: Int) {
+        let n = bytes.count - at - 1
+        if n < 0x80 {
+            bytes[at] = UInt8(truncatingIfNeeded: n)
+            return
+        }
+        var length: [UInt8] = []
+        var v = UInt64(n)
+        while v >= 0x80 {
+            length.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        length.append(UInt8(v))
+        bytes.replaceSubrange(at..<(at + 1), with: length)
     }
 
     /// A map of strings, as repeated (key, value) pairs in key order so that equal maps encode equally.
     public mutating func write(_ tag: UInt32, _ map: [String: String]) {
-        for k in map.keys.sorted() {
-            var pair = BinaryWriter(capacity: k.utf8.count + map[k]!.utf8.count + 4)
-            pair.write(1, k)
-            pair.write(2, map[k]!)
-            write(tag, bytes: pair.bytes)
+        if map.isEmpty { return }
+        for (k, v) in map.sorted(by: { $0.key < $1.key }) {
+            writeNested(tag) { pair in
+                pair.write(1, k)
+                pair.write(2, v)
+            }
         }
     }
 
@@ -132,6 +188,11 @@ public struct BinaryReader {
     }
 
     public mutating func readVarint() throws(FactDecodingError) -> UInt64 {
+        // One-byte varints (keys, small lengths, flags) are the common case.
+        if offset < buffer.count, buffer[offset] < 0x80 {
+            defer { offset += 1 }
+            return UInt64(buffer[offset])
+        }
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -162,7 +223,17 @@ public struct BinaryReader {
     }
 
     public mutating func readString() throws(FactDecodingError) -> String {
-        String(decoding: try readBytes(), as: UTF8.self)
+        // As typed bytes, so String's contiguous UTF-8 fast path applies (validation, then one copy).
+        String(decoding: try readBytes().assumingMemoryBound(to: UInt8.self), as: UTF8.self)
+    }
+
+    /// Reads a string, returning `previous` itself when the bytes are the same: strings that repeat across the items
+    /// of a message (a product id on every period) then cost no allocation. Updates `previous` otherwise.
+    mutating func readString(reusing previous: inout String) throws(FactDecodingError) -> String {
+        let b = try readBytes().assumingMemoryBound(to: UInt8.self)
+        let same = previous.utf8.withContiguousStorageIfAvailable { u in bytesEqual(u, b) } ?? false
+        if !same { previous = String(decoding: b, as: UTF8.self) }
+        return previous
     }
 
     public mutating func readInt64() throws(FactDecodingError) -> Int64 {
@@ -202,4 +273,24 @@ public struct BinaryReader {
     public func expect(_ wire: WireType, _ expected: WireType, _ name: StaticString) throws(FactDecodingError) {
         guard wire == expected else { throw FactDecodingError("field \(name) has the wrong wire type") }
     }
+}
+
+/// Byte-wise equality of two buffers, eight bytes at a time.
+@inline(__always)
+func bytesEqual(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+    guard a.count == b.count else { return false }
+    guard let pa = a.baseAddress, let pb = b.baseAddress else { return a.count == 0 }
+    let ra = UnsafeRawPointer(pa), rb = UnsafeRawPointer(pb)
+    var i = 0
+    while i + 8 <= a.count {
+        if ra.loadUnaligned(fromByteOffset: i, as: UInt64.self) != rb.loadUnaligned(fromByteOffset: i, as: UInt64.self) {
+            return false
+        }
+        i += 8
+    }
+    while i < a.count {
+        if pa[i] != pb[i] { return false }
+        i += 1
+    }
+    return true
 }

@@ -53,6 +53,30 @@ public struct Period: Hashable, Sendable {
         self.revokingTransactions = []
     }
 
+    /// Every field, fold state included, for the decoder: one initialisation, no copy of a half-built period.
+    init(
+        transactionId: TransactionID, webOrderLineItemId: String?, productId: String, start: UnixMillis,
+        expiresDate: UnixMillis?, end: UnixMillis?, originalPurchaseDate: UnixMillis?, type: ProductType,
+        quantity: Int64, offer: Offer?, upgraded: Bool, observedAs: [TransactionID], revocations: [Revocation],
+        seq: UInt64, revokingTransactions: [TransactionID]
+    ) {
+        self.transactionId = transactionId
+        self.webOrderLineItemId = webOrderLineItemId
+        self.productId = productId
+        self.start = start
+        self.expiresDate = expiresDate
+        self.end = end
+        self.originalPurchaseDate = originalPurchaseDate
+        self.type = type
+        self.quantity = quantity
+        self.offer = offer
+        self.upgraded = upgraded
+        self.observedAs = observedAs
+        self.revocations = revocations
+        self.seq = seq
+        self.revokingTransactions = revokingTransactions
+    }
+
     /// True when `transactionId` is this period's transaction or one of its restored copies.
     public func contains(_ id: TransactionID) -> Bool { transactionId == id || observedAs.contains(id) }
 

@@ -9,22 +9,32 @@ extension Timeline {
     /// The timeline's compact binary form. Equal timelines give identical bytes.
     /// - Complexity: O(size of the timeline).
     public func encoded() -> [UInt8] {
-        var w = BinaryWriter(capacity: 64 + periods.count * 72 + statedChanges.count * 16 + owners.count * 24)
+        var w = BinaryWriter(capacity: 64 + periods.count * 112 + statedChanges.count * 24 + owners.count * 32)
         w.writeVarint(UInt64(Timeline.formatVersion))
         w.write(1, originalTransactionId.rawValue)
         w.write(2, UInt64(environment.code))
-        for p in periods { w.write(3, bytes: p.encoded()) }
-        for c in statedChanges { w.write(4, bytes: c.encoded()) }
-        if let renewal { w.write(5, bytes: renewal.encoded()) }
-        for o in owners { w.write(6, bytes: o.encoded()) }
-        for r in refusedClaims { w.write(7, bytes: r.encoded()) }
+        // Nested messages go into the same buffer (see `writeNested`): no writer, no allocation, per item.
+        // Through a pointer, so each period is borrowed, not copied (Array's subscript returns a copy here, which
+        // retains and releases each of the period's references).
+        periods.withUnsafeBufferPointer { ps in
+            guard let base = ps.baseAddress else { return }
+            for i in 0..<ps.count {
+                let at = w.beginNested(3)
+                (base + i).pointee.encode(into: &w)
+                w.endNested(at)
+            }
+        }
+        for c in statedChanges { w.writeNested(4) { c.encode(into: &$0) } }
+        if let renewal { w.writeNested(5) { renewal.encode(into: &$0) } }
+        for o in owners { w.writeNested(6) { o.encode(into: &$0) } }
+        for r in refusedClaims { w.writeNested(7) { r.encode(into: &$0) } }
         w.write(8, lastSeq)
         if let frontier {
-            var f = BinaryWriter(capacity: 16 + frontier.id.utf8.count)
-            f.write(1, frontier.instant)
-            f.write(2, UInt64(frontier.kind))
-            f.write(3, frontier.id)
-            w.write(9, bytes: f.bytes)
+            w.writeNested(9) { f in
+                f.write(1, frontier.instant)
+                f.write(2, UInt64(frontier.kind))
+                f.write(3, frontier.id)
+            }
         }
         return w.bytes
     }
@@ -38,8 +48,20 @@ extension Timeline {
         }
         var otid: String?
         var env = AppStoreEnvironment.production
+        // Count the repeated fields first (a skim over keys and lengths) so the arrays are allocated once.
+        var periodCount = 0, changeCount = 0
+        do {
+            var skim = r
+            while let (tag, wire) = try skim.nextField() {
+                if tag == 3 { periodCount += 1 } else if tag == 4 { changeCount += 1 }
+                try skim.skip(wire)
+            }
+        }
         var periods: [Period] = []
+        periods.reserveCapacity(periodCount)
         var changes: [TimelineChange] = []
+        changes.reserveCapacity(changeCount)
+        var product = ""
         var renewal: RenewalState?
         var owners: [OwnerInterval] = []
         var refused: [RefusedClaim] = []
@@ -50,7 +72,7 @@ extension Timeline {
             switch tag {
             case 1 where s: otid = try r.readString()
             case 2 where n: env = try decodeEnvironment(try r.readVarint())
-            case 3 where s: periods.append(try Period(decoding: try r.readBytes()))
+            case 3 where s: periods.append(try Period(decoding: try r.readBytes(), product: &product))
             case 4 where s: changes.append(try TimelineChange(decoding: try r.readBytes()))
             case 5 where s: renewal = try RenewalState(decoding: try r.readBytes())
             case 6 where s: owners.append(try OwnerInterval(decoding: try r.readBytes()))
@@ -91,8 +113,10 @@ extension Timeline {
 }
 
 extension Period {
-    func encoded() -> [UInt8] {
-        var w = BinaryWriter(capacity: 96)
+    // Inlined into `Timeline.encoded()` so the period is read in place: called out of line through a pointer, the
+    // period was first copied (retaining and releasing each of its references) for fear `w` aliased it.
+    @inline(__always)
+    func encode(into w: inout BinaryWriter) {
         w.write(1, transactionId.rawValue)
         w.write(2, webOrderLineItemId)
         w.write(3, productId)
@@ -103,64 +127,70 @@ extension Period {
         w.write(8, UInt64(type.code))
         if quantity != 1 { w.write(9, quantity) }
         if let offer {
-            var o = BinaryWriter(capacity: 32)
-            o.write(1, offer.type)
-            o.write(2, offer.identifier)
-            o.write(3, offer.discountType)
-            if offer.isTrial { o.write(4, true) }
-            w.write(10, bytes: o.bytes)
+            w.writeNested(10) { o in
+                o.write(1, offer.type)
+                o.write(2, offer.identifier)
+                o.write(3, offer.discountType)
+                if offer.isTrial { o.write(4, true) }
+            }
         }
         if upgraded { w.write(11, true) }
         for id in observedAs { w.write(12, id.rawValue) }
         for r in revocations {
-            var v = BinaryWriter(capacity: 32)
-            v.write(1, r.date)
-            v.write(2, r.reason)
-            v.write(3, r.type)
-            v.write(4, r.percentage)
-            v.write(5, r.reversedAt)
-            v.write(6, r.seq)
-            if let s = r.reversedSeq { v.write(7, s) }
-            w.write(13, bytes: v.bytes)
+            w.writeNested(13) { v in
+                v.write(1, r.date)
+                v.write(2, r.reason)
+                v.write(3, r.type)
+                v.write(4, r.percentage)
+                v.write(5, r.reversedAt)
+                v.write(6, r.seq)
+                if let s = r.reversedSeq { v.write(7, s) }
+            }
         }
         w.write(14, seq)
         for id in revokingTransactions { w.write(15, id.rawValue) }
-        return w.bytes
     }
 
-    init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
+    /// Decodes a period; `previousProduct` is shared across a timeline's periods so a repeated product id is not
+    /// allocated again.
+    init(decoding bytes: UnsafeRawBufferPointer, product previousProduct: inout String) throws(FactDecodingError) {
         var r = BinaryReader(bytes)
         var tid: String?, product: String?, start: Int64?
-        var p = Period(transactionId: "", productId: "", start: 0)
+        // Fields in locals, the period built once at the end: a Period holds several references, and building it
+        // in a local `var` then assigning `self` copied it (retaining and releasing each of them).
+        var webOrderLineItemId: String?, expiresDate: Int64?, end: Int64?, originalPurchaseDate: Int64?
+        var type = ProductType.autoRenewable, quantity: Int64 = 1, offer: Offer?, upgraded = false
+        var observedAs: [TransactionID] = [], revocations: [Revocation] = [], seq: UInt64 = 0
+        var revokingTransactions: [TransactionID] = []
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
             case 1 where s: tid = try r.readString()
-            case 2 where s: p.webOrderLineItemId = try r.readString()
-            case 3 where s: product = try r.readString()
+            case 2 where s: webOrderLineItemId = try r.readString()
+            case 3 where s: product = try r.readString(reusing: &previousProduct)
             case 4 where n: start = try r.readInt64()
-            case 5 where n: p.expiresDate = try r.readInt64()
-            case 6 where n: p.end = try r.readInt64()
-            case 7 where n: p.originalPurchaseDate = try r.readInt64()
+            case 5 where n: expiresDate = try r.readInt64()
+            case 6 where n: end = try r.readInt64()
+            case 7 where n: originalPurchaseDate = try r.readInt64()
             case 8 where n:
                 guard let t = ProductType(code: try r.readVarint()) else { throw FactDecodingError("bad product type") }
-                p.type = t
-            case 9 where n: p.quantity = try r.readInt64()
+                type = t
+            case 9 where n: quantity = try r.readInt64()
             case 10 where s:
                 var o = BinaryReader(try r.readBytes())
-                var offer = Offer()
+                var o2 = Offer()
                 while let (t, _) = try o.nextField() {
                     switch t {
-                    case 1: offer.type = try o.readInt64()
-                    case 2: offer.identifier = try o.readString()
-                    case 3: offer.discountType = try o.readString()
-                    case 4: offer.isTrial = try o.readBool()
+                    case 1: o2.type = try o.readInt64()
+                    case 2: o2.identifier = try o.readString()
+                    case 3: o2.discountType = try o.readString()
+                    case 4: o2.isTrial = try o.readBool()
                     default: throw FactDecodingError("bad offer field \(t)")
                     }
                 }
-                p.offer = offer
-            case 11 where n: p.upgraded = try r.readBool()
-            case 12 where s: p.observedAs.append(TransactionID(try r.readString()))
+                offer = o2
+            case 11 where n: upgraded = try r.readBool()
+            case 12 where s: observedAs.append(TransactionID(try r.readString()))
             case 13 where s:
                 var v = BinaryReader(try r.readBytes())
                 var rev = Revocation(date: 0)
@@ -176,30 +206,29 @@ extension Period {
                     default: throw FactDecodingError("bad revocation field \(t)")
                     }
                 }
-                p.revocations.append(rev)
-            case 14 where n: p.seq = try r.readVarint()
-            case 15 where s: p.revokingTransactions.append(TransactionID(try r.readString()))
+                revocations.append(rev)
+            case 14 where n: seq = try r.readVarint()
+            case 15 where s: revokingTransactions.append(TransactionID(try r.readString()))
             case 1...15: throw FactDecodingError("period field \(tag) has the wrong wire type")
             default: try r.skip(wire)
             }
         }
         guard let tid, let product, let start else { throw FactDecodingError("period lacks id, product or start") }
-        p.transactionId = TransactionID(tid)
-        p.productId = product
-        p.start = start
-        self = p
+        self.init(
+            transactionId: TransactionID(tid), webOrderLineItemId: webOrderLineItemId, productId: product, start: start,
+            expiresDate: expiresDate, end: end, originalPurchaseDate: originalPurchaseDate, type: type,
+            quantity: quantity, offer: offer, upgraded: upgraded, observedAs: observedAs, revocations: revocations,
+            seq: seq, revokingTransactions: revokingTransactions)
     }
 }
 
 extension TimelineChange {
-    func encoded() -> [UInt8] {
-        var w = BinaryWriter(capacity: 24)
+    func encode(into w: inout BinaryWriter) {
         w.write(1, at)
         w.write(2, UInt64(kind.code))
         w.write(3, seq)
         w.write(4, detail)
         w.write(5, until)
-        return w.bytes
     }
 
     init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
@@ -224,8 +253,7 @@ extension TimelineChange {
 }
 
 extension RenewalState {
-    func encoded() -> [UInt8] {
-        var w = BinaryWriter(capacity: 48)
+    func encode(into w: inout BinaryWriter) {
         w.write(1, at)
         w.write(2, productId)
         w.write(3, autoRenewProductId)
@@ -236,7 +264,6 @@ extension RenewalState {
         w.write(8, priceIncreaseStatus)
         w.write(9, renewalDate)
         w.write(10, seq)
-        return w.bytes
     }
 
     init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
@@ -262,14 +289,12 @@ extension RenewalState {
 }
 
 extension OwnerInterval {
-    func encoded() -> [UInt8] {
-        var w = BinaryWriter(capacity: 32)
+    func encode(into w: inout BinaryWriter) {
         w.write(1, appUserId.rawValue)
         w.write(2, from)
         w.write(3, to)
         w.write(4, seq)
         w.write(5, UInt64(cause.code))
-        return w.bytes
     }
 
     init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
@@ -294,13 +319,11 @@ extension OwnerInterval {
 }
 
 extension RefusedClaim {
-    func encoded() -> [UInt8] {
-        var w = BinaryWriter(capacity: 32)
+    func encode(into w: inout BinaryWriter) {
         w.write(1, appUserId.rawValue)
         w.write(2, at)
         w.write(3, seq)
         w.write(4, cause.rawValue)
-        return w.bytes
     }
 
     init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {

@@ -89,3 +89,24 @@ import Testing
         #expect(catalog.credits(for: "gems") == ["gems": 60])
     }
 }
+
+/// Nested messages are written in place with a one-byte length placeholder; bodies of 128 bytes or more must grow
+/// their length prefix without changing the bytes' meaning.
+@Suite struct TimelineNestedLengthTests {
+    @Test func longNestedMessagesRoundTrip() throws {
+        var s = Scenario()
+        let t0 = Scenario.utc(2024, 5, 1)
+        let longProduct = String(repeating: "p", count: 300)
+        s.purchase("1", product: longProduct, at: t0, expires: t0 + 30 * Scenario.day) {
+            $0.offerType = 2
+            $0.offerIdentifier = String(repeating: "o", count: 200)
+        }
+        s.purchase("2", product: "basic", at: t0 + 30 * Scenario.day, expires: t0 + 60 * Scenario.day)
+        let t = s.timeline()
+        let bytes = t.encoded()
+        let decoded = try Timeline(decoding: bytes)
+        #expect(decoded == t)
+        #expect(decoded.periods[0].productId == longProduct && decoded.periods[1].productId == "basic")
+        #expect(decoded.encoded() == bytes)
+    }
+}
