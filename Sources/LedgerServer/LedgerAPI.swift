@@ -212,7 +212,8 @@ struct RequestMetricsMiddleware: RouterMiddleware {
         let route = context.endpointPath ?? "unmatched"
         metrics.recordRequest(
             method: request.method.rawValue, route: route, status: response.status.code, nanoseconds: elapsed)
-        if response.status.code >= 500 {
+        // 503 is back-pressure (a full writer queue, shutting down), not a fault: it is counted, not logged as one.
+        if response.status.code >= 500 && response.status != .serviceUnavailable {
             logger.error(
                 "request failed",
                 metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)"])

@@ -99,9 +99,8 @@ enum SocketFile {
             throw SocketPathError(
                 code: "socket_path_too_long", message: "\(path) is longer than \(capacity - 1) bytes (use --socket)")
         }
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return }  // nothing there
-        guard (info.st_mode & S_IFMT) == S_IFSOCK else {
+        guard let info = FileIdentity(path) else { return }  // nothing there
+        guard info.isSocket else {
             throw SocketPathError(code: "socket_path_taken", message: "\(path) exists and is not a socket")
         }
         if isLive(path) {
@@ -143,17 +142,16 @@ final class BoundSocket: @unchecked Sendable {
     var inode: UInt64? { lock.withLock { _inode } }
 
     func remember(_ path: String) {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return }
-        lock.withLock { _inode = UInt64(info.st_ino) }
+        guard let info = FileIdentity(path) else { return }
+        lock.withLock { _inode = info.inode }
     }
 
     func removeSocketFile(at path: String) {
         guard let inode = lock.withLock({ _inode }) else { return }
-        var info = stat()
-        if lstat(path, &info) == 0, UInt64(info.st_ino) == inode, (info.st_mode & S_IFMT) == S_IFSOCK {
+        if let info = FileIdentity(path), info.inode == inode, info.isSocket {
             unlink(path)
         }
         lock.withLock { _inode = nil }
     }
 }
+

@@ -24,6 +24,7 @@ public final class ServerMetrics: Sendable {
     private let events: CoreMetrics.Gauge
     private let rejectedStored: CoreMetrics.Gauge
     private let followers: CoreMetrics.Gauge
+    private let requestTimers = LockedDictionary<RequestKey, CoreMetrics.Timer>()
 
     public init() {
         registry = PrometheusCollectorRegistry()
@@ -77,10 +78,25 @@ public final class ServerMetrics: Sendable {
 
     /// One answered request.
     func recordRequest(method: String, route: String, status: Int, nanoseconds: UInt64) {
-        CoreMetrics.Timer(
+        requestTimer(method: method, route: route, status: status).recordNanoseconds(Int64(clamping: nanoseconds))
+    }
+
+    /// The latency histogram of one (method, route, status), made once: the registry's lookup (name sanitising,
+    /// label matching under its lock) costs more than the recording itself.
+    private func requestTimer(method: String, route: String, status: Int) -> CoreMetrics.Timer {
+        let key = RequestKey(method: method, route: route, status: status)
+        if let timer = requestTimers.withLock({ $0[key] }) { return timer }
+        let timer = CoreMetrics.Timer(
             label: "storeledger_request_duration_seconds",
-            dimensions: [("method", method), ("route", route), ("status", String(status))], factory: factory
-        ).recordNanoseconds(Int64(clamping: nanoseconds))
+            dimensions: [("method", method), ("route", route), ("status", String(status))], factory: factory)
+        requestTimers.withLock { $0[key] = timer }
+        return timer
+    }
+
+    private struct RequestKey: Hashable {
+        var method: String
+        var route: String
+        var status: Int
     }
 
     func setFollowers(_ n: Int) { followers.record(n) }
@@ -95,5 +111,17 @@ public final class ServerMetrics: Sendable {
             rejectedStored.record(s.rejected)
         }
         return registry.emitToBuffer()
+    }
+}
+
+/// A dictionary behind a lock.
+final class LockedDictionary<Key: Hashable, Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: [Key: Value] = [:]
+
+    func withLock<T>(_ body: (inout [Key: Value]) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&storage)
     }
 }

@@ -196,6 +196,36 @@ struct SocketEndToEndTests {
         }
     }
 
+    @Test func aFullWriterQueueIs503WithRetryAfter() async throws {
+        try await withServer(configuration: #"{"limits":{"maxQueuedInputs":1}}"#) { server in
+            let path = server.socketPath
+            let answers = try await withThrowingTaskGroup(of: [LedgerResponse].self) { group in
+                for t in 0..<16 {
+                    group.addTask {
+                        let client = try AsyncLedgerClient(socketPath: path, timeoutSeconds: 10)
+                        var out: [LedgerResponse] = []
+                        for i in 0..<10 {
+                            let batch = (0..<10).map { Sample.transaction("q\(t)-\(i)-\($0)") }.joined(separator: "\n")
+                            out.append(try await client.post("/v1/events", batch, contentType: "application/x-ndjson"))
+                        }
+                        return out
+                    }
+                }
+                var all: [LedgerResponse] = []
+                for try await part in group { all += part }
+                return all
+            }
+            let refused = answers.filter { $0.status == 503 }
+            #expect(answers.count == 160)
+            #expect(answers.allSatisfy { $0.status == 200 || $0.status == 503 })
+            #expect(!refused.isEmpty, "16 concurrent writers against a queue of 1 input must overflow it")
+            #expect(refused.allSatisfy { $0.errorCode == "overloaded" && $0.headers["retry-after"] != nil })
+            // What was acknowledged is there; what was refused was not written.
+            let written = try server.ledger.statistics().events
+            #expect(written >= (answers.count - refused.count) * 10)
+        }
+    }
+
     // MARK: - Concurrency
 
     @Test func concurrentClientsAreAllAcknowledgedAndDurable() async throws {
