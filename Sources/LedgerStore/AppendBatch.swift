@@ -10,7 +10,7 @@ struct AppendBatch {
     let layout: StoreLayout
     let projections: ProjectionEngine
 
-    /// A fact digest known within this batch (LMDB shows us our own writes, but the digest is cheaper to keep).
+    /// The head of the log as this transaction advances it.
     private struct Pending {
         var seq: UInt64
         var chainHead: [UInt8]
@@ -20,7 +20,6 @@ struct AppendBatch {
     func run(_ inputs: [LedgerInput], in txn: Transaction) throws -> [AppendResult] {
         var state = try Pending(
             seq: lastSeq(txn), chainHead: chainHead(txn), rejectedCount: rejectedCount(txn))
-        let firstSeq = state.seq + 1
         var results: [AppendResult] = []
         results.reserveCapacity(inputs.count)
         var written: [LedgerEvent] = []
@@ -79,7 +78,7 @@ struct AppendBatch {
         }
 
         if !written.isEmpty {
-            try projections.apply(written, firstSeq: firstSeq, in: txn)
+            try projections.apply(written, in: txn)
             try txn.put(layout.meta, key: StoreLayout.metaChainHead, value: state.seq.bigEndianBytes + state.chainHead)
         }
         return results

@@ -11,19 +11,8 @@ struct ProjectionEngine {
     let layout: StoreLayout
     let rules: FoldRules
 
-    /// Counters of how projections were updated (benchmarks and metrics read them).
-    struct Counters {
-        var resumed = 0
-        var refolded = 0
-        var created = 0
-    }
-
-    func apply(_ events: [LedgerEvent], firstSeq: UInt64, in txn: Transaction) throws {
-        var counters = Counters()
-        try apply(events, in: txn, counters: &counters)
-    }
-
-    func apply(_ events: [LedgerEvent], in txn: Transaction, counters: inout Counters) throws {
+    /// Brings the timelines of every subscription `events` touch up to date; `events` are in log order.
+    func apply(_ events: [LedgerEvent], in txn: Transaction) throws {
         // Group by subscription, keeping log order inside each group.
         var order: [[UInt8]] = []
         var groups: [[UInt8]: [LedgerEvent]] = [:]
@@ -39,22 +28,14 @@ struct ProjectionEngine {
             var timeline: Timeline
             if let stored = try txn.get(layout.timelines, key: key) {
                 timeline = try decodeTimeline(stored, key)
-                var resumed = true
-                for event in group where !timeline.apply(event, rules: rules) {
-                    resumed = false
-                    break
-                }
-                if resumed {
-                    counters.resumed += 1
-                } else {
+                // `apply` leaves the timeline untouched when it declines, so a refold starts from the facts alone.
+                if !group.allSatisfy({ timeline.apply($0, rules: rules) }) {
                     let all = try Ledger.subscriptionEvents(
                         layout, first.fact.environment, first.fact.originalTransactionId!, upTo: nil, txn)
                     timeline = Timeline.fold(all, rules: rules)
-                    counters.refolded += 1
                 }
             } else {
                 timeline = Timeline.fold(group, rules: rules)
-                counters.created += 1
             }
             try txn.put(layout.timelines, key: key, value: Self.stamped(timeline))
         }
