@@ -190,3 +190,25 @@ func content(_ view: some Encodable) throws -> NSDictionary {
         #expect(try t.ledger.replay(until: 3, check: false).projectionsDigest == early.projectionsDigest)
     }
 }
+
+@Suite struct ReplayChunkingTests {
+    /// More subscriptions than one replay chunk: the parallel reading replay and the sequential rewriting one visit
+    /// every subscription once and agree on the digest.
+    @Test func replaysAcrossManyChunksAgree() throws {
+        let t = try TemporaryLedger()
+        let inputs: [LedgerInput] = (0..<4_500).map { i in
+            input([.transaction(transaction("\(80_000 + i)", otid: "\(60_000 + i)"))])
+        }
+        _ = try t.ledger.appendAndWait(inputs)
+        let check = try t.ledger.replay(check: true)
+        #expect(check.subscriptions == 4_500)
+        #expect(check.events == 4_500)
+        #expect(check.differences.isEmpty)
+        let rewrite = try t.ledger.replay(check: false)
+        #expect(rewrite.rewrote)
+        #expect(rewrite.subscriptions == 4_500)
+        #expect(rewrite.projectionsDigest == check.projectionsDigest)
+        #expect(try t.ledger.replay(until: 4_400, check: false).subscriptions == 4_500)
+        #expect(try t.ledger.replay(until: 4_400, check: false).events == 4_400)
+    }
+}

@@ -1,0 +1,228 @@
+import Crypto
+import Foundation
+import LMDB
+import LedgerCore
+
+// MARK: - Replay: every projection rebuilt from the events alone
+
+extension Ledger {
+    /// What a replay found or did.
+    public struct ReplayReport: Sendable, Hashable, Codable {
+        /// Subscriptions folded.
+        public var subscriptions: Int
+        /// Events folded.
+        public var events: Int
+        /// Subscriptions whose stored projection differs from the replay (only with `check`).
+        public var differences: [String]
+        /// The seq the replay stopped at.
+        public var untilSeq: UInt64
+        /// Whether the stored projections were replaced.
+        public var rewrote: Bool
+        /// SHA-256 (hex) over every rebuilt projection in key order (in chunks of `Ledger.replayChunkSize`
+        /// subscriptions): two replays of the same log to the same seq give the same digest on any machine.
+        public var projectionsDigest: String
+    }
+
+    /// Subscriptions per read or write transaction of a replay (also the unit of the projections digest).
+    static let replayChunkSize = 2_000
+
+    /// Rebuilds every timeline from the events alone, with facts up to `until` (default: all).
+    ///
+    /// With `check: true` nothing is written: each rebuilt projection is compared byte for byte with the stored one.
+    /// A replay of the whole log without `check` replaces the stored projections, in batches of write transactions,
+    /// so a running server keeps appending meanwhile. A replay to an earlier `until` only reports (the stored
+    /// projections reflect the whole log and stay). Reading replays use every core: chunks of subscriptions are
+    /// folded by several threads, each in its own short read transactions.
+    public func replay(until: UInt64? = nil, check: Bool, progress: ProgressHandler? = nil) throws -> ReplayReport {
+        let last = try lastSeq()
+        let limit = min(until ?? last, last)
+        let mode: ReplayMode = check ? .check : (limit == last ? .rewrite : .report)
+        let total = try environment.read { txn in UInt64(try txn.statistics(layout.timelines).entries) }
+        let workers = mode == .rewrite ? 1 : max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
+        let results = ReplayResults(progress: progress, total: total)
+
+        // Worker w folds chunks w, w + workers, w + 2·workers, … and skips the others' keys.
+        let body: @Sendable (Int) -> Void = { w in
+            do {
+                var resume: [UInt8]? = nil
+                var index = w
+                if w > 0 {
+                    let skipped = try self.environment.read { try self.skipKeys(after: nil, count: w * Self.replayChunkSize, $0) }
+                    guard let start = skipped else { return }
+                    resume = start
+                }
+                while true {
+                    let work = { (txn: Transaction) in try self.replayChunk(after: resume, limit: limit, mode: mode, txn) }
+                    let chunk = mode == .rewrite ? try self.environment.write(work) : try self.environment.read(work)
+                    results.add(chunk, at: index)
+                    guard chunk.more, let lastKey = chunk.lastKey else { return }
+                    if workers > 1 {
+                        let skipped = try self.environment.read {
+                            try self.skipKeys(after: lastKey, count: (workers - 1) * Self.replayChunkSize, $0)
+                        }
+                        guard let next = skipped else { return }
+                        resume = next
+                    } else {
+                        resume = lastKey
+                    }
+                    index += workers
+                }
+            } catch {
+                results.fail(error)
+            }
+        }
+        if workers == 1 {
+            body(0)
+        } else {
+            DispatchQueue.concurrentPerform(iterations: workers, execute: body)
+        }
+        var report = try results.report(untilSeq: limit, rewrote: mode == .rewrite)
+        if check {
+            // A stored projection the log knows nothing of is a difference too.
+            let stored = try environment.read { txn in try txn.statistics(layout.timelines).entries }
+            if stored != report.subscriptions {
+                report.differences.append("\(stored - report.subscriptions) stored timelines have no events")
+            }
+        }
+        return report
+    }
+
+    func compareProjectionsWithReplay(progress: ProgressHandler?) throws -> (compared: Int, firstDifference: String?) {
+        let report = try replay(check: true, progress: progress)
+        return (report.subscriptions, report.differences.first.map { "projection of \($0) differs from a replay" })
+    }
+
+    // MARK: - Chunks
+
+    /// Folds up to `replayChunkSize` subscriptions after the key `resume` (from the first when nil).
+    private func replayChunk(after resume: [UInt8]?, limit: UInt64, mode: ReplayMode, _ txn: Transaction) throws
+        -> ReplayChunk
+    {
+        let cursor = try txn.cursor(layout.byOTID)
+        var entry = try position(cursor, after: resume)
+        var chunk = ReplayChunk()
+        var digest = SHA256()
+        while let e = entry, chunk.keys < Self.replayChunkSize {
+            let key = Array(e.key)
+            guard let (env, otid) = StoreLayout.decodeSubscriptionKey(e.key) else {
+                throw LedgerError.corrupted("by_otid key is malformed")
+            }
+            let events = try subscriptionEvents(env, otid, upTo: limit, txn)
+            chunk.events += events.count
+            chunk.keys += 1
+            chunk.lastKey = key
+            if !events.isEmpty {
+                let rebuilt = ProjectionEngine.stamped(Timeline.fold(events, rules: rules))
+                digest.update(data: UInt64(key.count).bigEndianBytes)
+                digest.update(data: key)
+                digest.update(data: UInt64(rebuilt.count).bigEndianBytes)
+                digest.update(data: rebuilt)
+                switch mode {
+                case .check:
+                    let stored = try txn.get(layout.timelines, key: key)
+                    if stored.map({ !$0.elementsEqual(rebuilt) }) ?? true {
+                        chunk.differences.append("\(env.rawValue)/\(otid)")
+                    }
+                case .rewrite:
+                    try txn.put(layout.timelines, key: key, value: rebuilt)
+                case .report:
+                    break
+                }
+            }
+            entry = try cursor.nextKey()
+        }
+        chunk.more = entry != nil
+        chunk.digest = Array(digest.finalize())
+        return chunk
+    }
+
+    /// The last of the next `count` keys after `resume`, or nil when fewer remain.
+    private func skipKeys(after resume: [UInt8]?, count: Int, _ txn: Transaction) throws -> [UInt8]? {
+        let cursor = try txn.cursor(layout.byOTID)
+        var entry = try position(cursor, after: resume)
+        var skipped = 0
+        while let e = entry {
+            skipped += 1
+            if skipped == count {
+                // Only a resume point if something follows it.
+                return try cursor.nextKey() != nil ? Array(e.key) : nil
+            }
+            entry = try cursor.nextKey()
+        }
+        return nil
+    }
+
+    private func position(_ cursor: Cursor, after resume: [UInt8]?) throws -> Entry? {
+        guard let resume else { return try cursor.first() }
+        var entry = try cursor.seek(resume)
+        if let e = entry, e.key.elementsEqual(resume) { entry = try cursor.nextKey() }
+        return entry
+    }
+}
+
+enum ReplayMode: Sendable {
+    /// Compare with the stored projections.
+    case check
+    /// Replace the stored projections.
+    case rewrite
+    /// Only compute (and digest) them.
+    case report
+}
+
+/// What one chunk of a replay found.
+struct ReplayChunk: Sendable {
+    var keys = 0
+    var events = 0
+    var differences: [String] = []
+    var digest: [UInt8] = []
+    var lastKey: [UInt8]?
+    var more = false
+}
+
+/// Chunks from every worker, put back in key order.
+final class ReplayResults: @unchecked Sendable {
+    private let lock = NSLock()
+    private var chunks: [Int: ReplayChunk] = [:]
+    private var error: (any Error)?
+    private var done: UInt64 = 0
+    private let progress: ProgressHandler?
+    private let total: UInt64
+
+    init(progress: ProgressHandler?, total: UInt64) {
+        self.progress = progress
+        self.total = total
+    }
+
+    func add(_ chunk: ReplayChunk, at index: Int) {
+        lock.lock()
+        chunks[index] = chunk
+        done += UInt64(chunk.keys)
+        let (d, t) = (done, max(total, done))
+        lock.unlock()
+        progress?(d, t)
+    }
+
+    func fail(_ e: any Error) {
+        lock.lock()
+        if error == nil { error = e }
+        lock.unlock()
+    }
+
+    func report(untilSeq: UInt64, rewrote: Bool) throws -> Ledger.ReplayReport {
+        lock.lock()
+        defer { lock.unlock() }
+        if let error { throw error }
+        var report = Ledger.ReplayReport(
+            subscriptions: 0, events: 0, differences: [], untilSeq: untilSeq, rewrote: rewrote, projectionsDigest: "")
+        var digest = SHA256()
+        for index in chunks.keys.sorted() {
+            let c = chunks[index]!
+            report.subscriptions += c.keys
+            report.events += c.events
+            report.differences += c.differences
+            digest.update(data: c.digest)
+        }
+        report.projectionsDigest = hex(digest.finalize())
+        return report
+    }
+}
