@@ -115,6 +115,8 @@ final class Worker: @unchecked Sendable {
     var statuses: [Int: Int] = [:]
     var transportErrors: [String: Int] = [:]
     var scheduled = 0
+    /// Open loop: requests the schedule called for before the deadline, sent or not (the offered load).
+    var due = 0
     var inputsAccepted = 0
     var finished: UInt64 = 0
 
@@ -126,7 +128,8 @@ final class Worker: @unchecked Sendable {
     func run(start: UInt64) {
         defer { finished = Clock.now() }
         var traffic = Traffic(seed: plan.seed, connection: index, users: plan.users)
-        let readUsers = plan.mode == .read ? traffic.initialPurchases(plan.users).indices.map { "lg\(index)-u\($0)" } : []
+        // Read mode asks for the users `Plan.fill` bought subscriptions for.
+        let readUsers = plan.mode == .read ? (0..<plan.users).map { "lg\(index)-u\($0)" } : []
         guard var client = try? LedgerClient(socketPath: plan.socket, timeoutSeconds: 30) else {
             transportErrors["connect", default: 0] += 1
             return
@@ -136,6 +139,10 @@ final class Worker: @unchecked Sendable {
         // Open loop: this connection's share of the rate, phase-shifted so connections do not fire together.
         let interval = plan.rate.map { Double(plan.connections) / $0 * 1e9 }
         let phase = interval.map { $0 * Double(index) / Double(plan.connections) } ?? 0
+        if let interval {
+            let slots = Int(((Double(deadline - start) - phase) / interval).rounded(.up))
+            due = min(max(0, slots), quota ?? Int.max)
+        }
         Clock.sleep(until: start)
         latencies.reserveCapacity(min(quota ?? 100_000, 2_000_000))
         var sent = 0
@@ -181,7 +188,9 @@ final class Worker: @unchecked Sendable {
 struct Report {
     let plan: Plan
     let elapsed: Double
+    /// Offered: requests sent (closed loop) or due by the schedule (open loop).
     let scheduled: Int
+    let sent: Int
     let statuses: [Int: Int]
     let transportErrors: [String: Int]
     let inputsAccepted: Int
@@ -190,7 +199,8 @@ struct Report {
     init(plan: Plan, workers: [Worker], elapsed: Double) {
         self.plan = plan
         self.elapsed = max(elapsed, 1e-9)
-        scheduled = workers.reduce(0) { $0 + $1.scheduled }
+        scheduled = workers.reduce(0) { $0 + (plan.rate == nil ? $1.scheduled : $1.due) }
+        sent = workers.reduce(0) { $0 + $1.scheduled }
         statuses = workers.reduce(into: [:]) { all, w in all.merge(w.statuses, uniquingKeysWith: +) }
         transportErrors = workers.reduce(into: [:]) { all, w in all.merge(w.transportErrors, uniquingKeysWith: +) }
         inputsAccepted = workers.reduce(0) { $0 + $1.inputsAccepted }
@@ -215,7 +225,7 @@ struct Report {
 
     func printSummary() {
         print("mode \(plan.mode.rawValue), \(plan.connections) connections, \(loop), batch \(plan.batchSize), \(String(format: "%.2f", elapsed)) s")
-        print("offered   \(scheduled) requests (\(Self.rate(Double(scheduled) / elapsed))/s)")
+        print("offered   \(scheduled) requests (\(Self.rate(Double(scheduled) / elapsed))/s), sent \(sent)")
         print("accepted  \(accepted) requests (\(Self.rate(Double(accepted) / elapsed))/s), \(inputsAccepted) inputs (\(Self.rate(Double(inputsAccepted) / elapsed))/s)")
         print("latency per request\(plan.batchSize > 1 ? " (one batch)" : ""): p50 \(Self.format(percentile(0.5))), p99 \(Self.format(percentile(0.99))), p99.9 \(Self.format(percentile(0.999))), max \(Self.format(sorted.last ?? 0))")
         if plan.batchSize > 1 {

@@ -39,6 +39,8 @@ struct Traffic {
     private let userCount: Int
     /// Recent documents, re-sent as duplicates or late (out of order).
     private var recent: [String] = []
+    /// Inputs that must follow the last one (the app's claim after a V1 purchase, which names no user).
+    private var pending: [String] = []
     private var nextTransaction: UInt64 = 0
 
     init(seed: UInt64, connection: Int, users: Int) {
@@ -47,16 +49,18 @@ struct Traffic {
         userCount = max(1, users)
     }
 
-    /// The user ids this connection writes for (read mode asks for them).
-    var users: [String] { subscriptions.map(\.user) }
-
-    /// `n` first purchases (read mode fills the ledger with them before measuring).
+    /// `n` first purchases, each claimed by its user (read mode fills the ledger with them before measuring).
     mutating func initialPurchases(_ n: Int) -> [String] {
-        (0..<n).map { _ in purchase() }
+        (0..<n).flatMap { _ in
+            let doc = purchase()
+            defer { pending.removeAll() }
+            return [doc] + pending
+        }
     }
 
     /// The next input, as one JSON line.
     mutating func next() -> String {
+        if !pending.isEmpty { return remember(pending.removeFirst()) }
         let roll = Int.random(in: 0..<100, using: &random)
         if roll < 5, let old = recent.randomElement(using: &random) { return old }  // duplicate or late delivery
         if subscriptions.count < userCount && (subscriptions.isEmpty || roll < 30) { return remember(purchase()) }
@@ -94,9 +98,13 @@ struct Traffic {
         let sub = Subscription(
             user: "lg\(connection)-u\(n)", otid: transactionId(), product: Int.random(in: 0..<2, using: &random))
         subscriptions.append(sub)
-        return Bool.random(using: &random)
-            ? v1("INITIAL_BUY", sub, transactionId: sub.otid, period: 0)
-            : v2Transaction(sub, transactionId: sub.otid, period: 0, user: sub.user)
+        guard Bool.random(using: &random) else {
+            return v2Transaction(sub, transactionId: sub.otid, period: 0, user: sub.user)
+        }
+        // Apple's V1 notification names no user: the app's backend claims the purchase right after.
+        pending.append(
+            #"{"type":"binding","payload":{"appUserId":"\#(sub.user)","originalTransactionId":"\#(sub.otid)"}}"#)
+        return v1("INITIAL_BUY", sub, transactionId: sub.otid, period: 0)
     }
 
     private mutating func renewal(_ i: Int) -> String {
