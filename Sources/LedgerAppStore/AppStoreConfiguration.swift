@@ -22,6 +22,10 @@ public struct AppStoreConfiguration: Sendable {
     public var maxDepth: Int
     /// How many verified certificate chains are remembered (by the SHA-256 of their x5c) to skip re-validation.
     public var chainCacheCapacity: Int
+    /// How many verified JWS are remembered (by the SHA-256 of their exact bytes) so that a JWS seen again — Apple
+    /// retrying a notification, a client re-sending its transactions — skips its ECDSA verification. Validity at
+    /// `signedDate` and everything after the signature is still checked every time. 0 turns it off.
+    public var verifiedJWSCacheCapacity: Int
 
     public static let defaultMaxInputBytes = 16 << 20
     public static let defaultMaxDepth = 64
@@ -29,7 +33,8 @@ public struct AppStoreConfiguration: Sendable {
     public init(
         bundleId: String? = nil, trustedRootsDER: [[UInt8]] = [], requireSignatures: Bool = false,
         acceptedEnvironments: Set<AppStoreEnvironment>? = nil, maxInputBytes: Int = Self.defaultMaxInputBytes,
-        maxDepth: Int = Self.defaultMaxDepth, chainCacheCapacity: Int = 64
+        maxDepth: Int = Self.defaultMaxDepth, chainCacheCapacity: Int = 64,
+        verifiedJWSCacheCapacity: Int = 4096
     ) {
         self.bundleId = bundleId
         self.trustedRootsDER = trustedRootsDER
@@ -38,6 +43,7 @@ public struct AppStoreConfiguration: Sendable {
         self.maxInputBytes = maxInputBytes
         self.maxDepth = maxDepth
         self.chainCacheCapacity = chainCacheCapacity
+        self.verifiedJWSCacheCapacity = verifiedJWSCacheCapacity
     }
 
     /// Reads the keys this module cares about from a storeledger config file (`bundleId`, `trustedRoots` — paths to

@@ -12,6 +12,19 @@ enum Base64 {
         return t
     }()
 
+    /// True when every byte could belong to a compact JWS as this decoder reads it: either base64 alphabet, `=`
+    /// padding, and `.` between segments. Bare text failing this (spaces, braces, quotes) is not taken for a JWS.
+    static func isPlausibleJWS(_ text: ArraySlice<UInt8>) -> Bool {
+        table.withUnsafeBufferPointer { table in
+            text.withUnsafeBufferPointer { bytes in
+                for b in bytes where table[Int(b)] == 0xFF && b != UInt8(ascii: "=") && b != UInt8(ascii: ".") {
+                    return false
+                }
+                return true
+            }
+        }
+    }
+
     /// Nil when a byte is outside both alphabets, or the length cannot be base64.
     static func decode(_ text: some Collection<UInt8>) -> [UInt8]? {
         if let result = text.withContiguousStorageIfAvailable({ decode(buffer: $0) }) { return result }

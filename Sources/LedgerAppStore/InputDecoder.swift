@@ -50,7 +50,8 @@ public final class InputDecoder: Sendable {
         guard raw.count <= configuration.maxInputBytes else {
             throw .tooLarge(size: raw.count, limit: configuration.maxInputBytes)
         }
-        var context = Context(receivedAt: receivedAt, appUserId: appUserId, type: forcedType)
+        let rawDigest = SHA256.hash(data: raw)
+        var context = Context(receivedAt: receivedAt, appUserId: appUserId, type: forcedType, raw: raw, rawDigest: rawDigest)
         let document = try parse(raw, context: &context)
         var decoded = try decodeDocument(document, context: context)
         try check(decoded.facts)
@@ -58,7 +59,7 @@ public final class InputDecoder: Sendable {
 
         let metadata = FactMetadata(
             source: decoded.source, signature: decoded.signature, receivedAt: context.receivedAt,
-            observedAt: decoded.observedAt ?? context.receivedAt, rawDigest: Array(SHA256.hash(data: raw)),
+            observedAt: decoded.observedAt ?? context.receivedAt, rawDigest: Array(rawDigest),
             appUserId: context.appUserId)
         return DecodedInput(facts: decoded.facts, metadata: metadata, type: decoded.type, raw: raw)
     }
@@ -89,6 +90,9 @@ public final class InputDecoder: Sendable {
         var receivedAt: UnixMillis
         var appUserId: AppUserID?
         var type: InputType?
+        /// The whole input and its SHA-256 (a bare V1 notification's id is that same digest).
+        var raw: [UInt8]
+        var rawDigest: SHA256.Digest
     }
 
     /// The Apple document inside the input.
@@ -106,10 +110,11 @@ public final class InputDecoder: Sendable {
         let lead = raw[first]
         guard lead == UInt8(ascii: "{") || lead == UInt8(ascii: "[") || lead == UInt8(ascii: "\"") else {
             // Bare JWS text (StoreKit 2 `jwsRepresentation`, a Server API `signedTransactionInfo` value).
-            try JSONStructure.checkDepth(raw, limit: configuration.maxDepth)
             let last = raw.lastIndex(where: { !JSONStructure.isWhitespace($0) }) ?? first
             let text = raw[first...last]
-            guard Self.isPlausibleJWS(text) else {
+            guard Base64.isPlausibleJWS(text) else {
+                // Brackets nested too deep are reported as such, whatever surrounds them.
+                try JSONStructure.checkDepth(raw, limit: configuration.maxDepth)
                 throw .invalidJSON("the input is neither JSON nor a compact JWS (header.payload.signature in base64url)")
             }
             return .jws(Array(text))
@@ -143,16 +148,6 @@ public final class InputDecoder: Sendable {
             return .object(payload, bytes: raw[range])
         default:
             throw .wrongType("payload", expected: "an Apple JSON object or a JWS string")
-        }
-    }
-
-    /// Bare text is taken for a compact JWS only when every byte could belong to one: base64 / base64url characters,
-    /// padding and the two dots. Anything else (spaces, braces, quotes) is simply not JSON.
-    static func isPlausibleJWS(_ text: ArraySlice<UInt8>) -> Bool {
-        text.allSatisfy { b in
-            (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z")) || (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z"))
-                || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: "-") || b == UInt8(ascii: "_")
-                || b == UInt8(ascii: "+") || b == UInt8(ascii: "/") || b == UInt8(ascii: "=") || b == UInt8(ascii: ".")
         }
     }
 
@@ -197,7 +192,9 @@ public final class InputDecoder: Sendable {
                         Array(jws.utf8), field: "signedPayload", type: .notification, context: context)
                 }
                 if root.has("notification_type") {
-                    let facts = try NotificationV1Decoder.decode(root, body: bytes)
+                    let whole = bytes.startIndex == 0 && bytes.endIndex == context.raw.count
+                    let facts = try NotificationV1Decoder.decode(
+                        root, body: bytes, bodyDigest: whole ? context.rawDigest : nil)
                     return Decoded(
                         facts: facts, type: .notification, source: .notificationV1, signature: .unsigned, observedAt: nil)
                 }

@@ -44,6 +44,8 @@ final class JWSVerifier: Sendable {
     struct Caches {
         var byX5C: [SHA256.Digest: VerifiedChain] = [:]
         var byHeader: [SHA256.Digest: VerifiedChain] = [:]
+        /// Digests of JWS whose signature verified (see `verifiedJWSCacheCapacity`).
+        var verifiedJWS: Set<SHA256.Digest> = []
     }
 
     let roots: [Certificate]
@@ -52,6 +54,7 @@ final class JWSVerifier: Sendable {
     let requireSignatures: Bool
     let maxDepth: Int
     let cacheCapacity: Int
+    let verifiedJWSCapacity: Int
     private let cache: Mutex<Caches>
 
     /// Roots that are not DER certificates are skipped here (`checkRoots` reports them); with roots configured but
@@ -62,6 +65,7 @@ final class JWSVerifier: Sendable {
         self.requireSignatures = configuration.requireSignatures
         self.maxDepth = configuration.maxDepth
         self.cacheCapacity = max(1, configuration.chainCacheCapacity)
+        self.verifiedJWSCapacity = max(0, configuration.verifiedJWSCacheCapacity)
         self.cache = Mutex(Caches())
     }
 
@@ -163,7 +167,21 @@ final class JWSVerifier: Sendable {
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: rawSignature)
         else { throw .signatureInvalid }
         let digest = SHA256.hash(data: token[0..<secondDot])
+        guard verifiedJWSCapacity > 0 else {
+            guard chain.leafKey.isValidSignature(signature, for: digest) else { throw .signatureInvalid }
+            return Opened(payload: payload, signature: .verified)
+        }
+        // The exact bytes: the signing input's digest and the signature (the header fixes the leaf key).
+        var hasher = SHA256()
+        digest.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+        hasher.update(data: rawSignature)
+        let seen = hasher.finalize()
+        if cache.withLock({ $0.verifiedJWS.contains(seen) }) { return Opened(payload: payload, signature: .verified) }
         guard chain.leafKey.isValidSignature(signature, for: digest) else { throw .signatureInvalid }
+        cache.withLock { cache in
+            if cache.verifiedJWS.count >= verifiedJWSCapacity { cache.verifiedJWS.removeAll(keepingCapacity: true) }
+            cache.verifiedJWS.insert(seen)
+        }
         return Opened(payload: payload, signature: .verified)
     }
 

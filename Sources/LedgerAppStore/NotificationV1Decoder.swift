@@ -16,7 +16,10 @@ enum NotificationV1Decoder {
     ]
 
     /// `body` is the notification's exact bytes: V1 has no id, so its hex SHA-256 is the `notificationUUID`.
-    static func decode(_ root: AppleObject, body: ArraySlice<UInt8>) throws(InputError) -> [Fact] {
+    /// `bodyDigest` is the SHA-256 of `body` when the caller already has it.
+    static func decode(
+        _ root: AppleObject, body: ArraySlice<UInt8>, bodyDigest: SHA256.Digest? = nil
+    ) throws(InputError) -> [Fact] {
         let type = try root.requiredString("notification_type")
         let unified = try root.object("unified_receipt")
         var environment: AppStoreEnvironment = .production
@@ -46,7 +49,7 @@ enum NotificationV1Decoder {
         let latest = transactions.max { a, b in
             a.purchaseDate != b.purchaseDate ? a.purchaseDate < b.purchaseDate : a.transactionId < b.transactionId
         }
-        let digest = SHA256.hash(data: body)
+        let digest = bodyDigest ?? SHA256.hash(data: body)
         var notification = NotificationFact(
             notificationUUID: Hex.lowercase(digest), notificationType: type,
             environment: environment)

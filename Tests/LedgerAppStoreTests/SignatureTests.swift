@@ -153,6 +153,35 @@ struct SignatureTests {
         #expect(decoder.cachedChainCount == 1)
     }
 
+    @Test("A JWS verified once is remembered; forgeries of it are still refused; with capacity 0 nothing is")
+    func verifiedJWSCache() throws {
+        for capacity in [0, 2, 4096] {
+            let decoder = InputDecoder(
+                configuration: AppStoreConfiguration(
+                    bundleId: F.bundleId, trustedRootsDER: [TestPKI.shared.rootDER], verifiedJWSCacheCapacity: capacity))
+            let payload = F.json(F.v2Transaction())
+            let jws = Array(TestPKI.shared.sign(payload).utf8)
+            for _ in 0..<3 {
+                let input = try decode(jws, with: decoder)
+                #expect(input.metadata.signature == .verified)
+            }
+            for forgery in [TestPKI.Forgery.badSignature, .tamperedPayload] {
+                let refused = refusal(Array(TestPKI.shared.forge(payload, forgery).utf8), with: decoder)
+                #expect(refused?.code == "signature_invalid", "capacity \(capacity) \(forgery)")
+            }
+            // Validity at signedDate is still judged for a remembered JWS.
+            let short = try TestPKI(
+                name: "Short", leafValidity: Date(timeIntervalSince1970: 946_684_800)...Date(timeIntervalSince1970: 1_500_000_000))
+            let expiring = InputDecoder(
+                configuration: AppStoreConfiguration(trustedRootsDER: [short.rootDER], verifiedJWSCacheCapacity: capacity))
+            let old = Array(short.sign(F.json(F.v2Transaction(signedDate: 1_400_000_000_000))).utf8)
+            #expect(try decode(old, with: expiring).metadata.signature == .verified)
+            let late = Array(short.sign(F.json(F.v2Transaction(signedDate: 1_600_000_000_000))).utf8)
+            let refusedLate = refusal(late, with: expiring)
+            #expect(refusedLate?.code == "certificate_expired")
+        }
+    }
+
     @Test("A root that is not a certificate is reported by init(validating:)")
     func invalidRoot() {
         #expect(throws: InputError(code: "invalid_trusted_root", message: "")) {
