@@ -150,4 +150,29 @@ let benchmarks: @Sendable () -> Void = {
         _ = try bigLedger.appendAndWait(one)
         benchmark.stopMeasurement()
     }
+
+    // The same, durable and in group commit (1000 renewals of distinct OTIDs per write transaction): the cost of one
+    // incremental update as the writer pays it under load. Figures per event.
+    Benchmark(
+        "Incremental updates, 1M OTIDs, durable, 1000 per commit (figures per event)",
+        configuration: .init(
+            metrics: [.wallClock, .cpuTotal, .throughput], scalingFactor: .kilo, maxDuration: .seconds(5),
+            setup: {
+                let fast = try temporaryLedger("incremental-batch", noSync: true)
+                var stream = RenewalStream(subscriptions: 1_000_000)
+                for _ in 0..<250 { _ = try fast.appendAndWait(stream.inputs(4_000)) }
+                let dir = fast.directory
+                fast.close()
+                var options = Ledger.Options()
+                options.initialMapSize = 8 << 30
+                bigLedger = try Ledger(directory: dir, options: options, logger: Logger(label: "bench"))
+                bigStream = stream
+            },
+            teardown: { remove(bigLedger) })
+    ) { benchmark in
+        let batch = bigStream.inputs(benchmark.scaledIterations.count)
+        benchmark.startMeasurement()
+        _ = try bigLedger.appendAndWait(batch)
+        benchmark.stopMeasurement()
+    }
 }
