@@ -74,13 +74,11 @@ public struct APIError: Error, HTTPResponseError, Hashable, CustomStringConverti
 
 // MARK: - JSON bodies
 
-/// Encodes answers; one encoder configuration for every route, so documents look alike.
+/// Encodes answers; one encoder for every route, so documents look alike (keys in declaration order).
 enum JSONBody {
     static func encode(_ value: some Encodable) -> ByteBuffer {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do {
-            return ByteBuffer(bytes: try encoder.encode(value))
+            return ByteBuffer(bytes: try StreamingJSONEncoder.encode(value))
         } catch {
             // Our own documents always encode; this is a programming error, but it must not take the server down.
             return ByteBuffer(string: #"{"error":{"code":"internal","message":"the answer could not be encoded"}}"#)
