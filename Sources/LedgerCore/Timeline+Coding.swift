@@ -62,6 +62,7 @@ extension Timeline {
         var changes: [TimelineChange] = []
         changes.reserveCapacity(changeCount)
         var product = ""
+        var index = PeriodIndexBuilder()
         var renewal: RenewalState?
         var owners: [OwnerInterval] = []
         var refused: [RefusedClaim] = []
@@ -72,7 +73,7 @@ extension Timeline {
             switch tag {
             case 1 where s: otid = try r.readString()
             case 2 where n: env = try decodeEnvironment(try r.readVarint())
-            case 3 where s: periods.append(try Period(decoding: try r.readBytes(), product: &product))
+            case 3 where s: periods.append(try Period(decoding: try r.readBytes(), product: &product, index: &index))
             case 4 where s: changes.append(try TimelineChange(decoding: try r.readBytes()))
             case 5 where s: renewal = try RenewalState(decoding: try r.readBytes())
             case 6 where s: owners.append(try OwnerInterval(decoding: try r.readBytes()))
@@ -103,6 +104,7 @@ extension Timeline {
         self.refusedClaims = refused
         self.lastSeq = lastSeq
         self.frontier = frontier
+        self.index = index.index
     }
 
     /// Decodes what `encoded()` wrote.
@@ -153,7 +155,10 @@ extension Period {
 
     /// Decodes a period; `previousProduct` is shared across a timeline's periods so a repeated product id is not
     /// allocated again.
-    init(decoding bytes: UnsafeRawBufferPointer, product previousProduct: inout String) throws(FactDecodingError) {
+    init(
+        decoding bytes: UnsafeRawBufferPointer, product previousProduct: inout String,
+        index: inout PeriodIndexBuilder
+    ) throws(FactDecodingError) {
         var r = BinaryReader(bytes)
         var tid: String?, product: String?, start: Int64?
         // Fields in locals, the period built once at the end: a Period holds several references, and building it
@@ -165,8 +170,8 @@ extension Period {
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
-            case 1 where s: tid = try r.readString()
-            case 2 where s: webOrderLineItemId = try r.readString()
+            case 1 where s: tid = try r.readString(noting: &index.ids)
+            case 2 where s: webOrderLineItemId = try r.readString(noting: &index.lineItems)
             case 3 where s: product = try r.readString(reusing: &previousProduct)
             case 4 where n: start = try r.readInt64()
             case 5 where n: expiresDate = try r.readInt64()
@@ -190,7 +195,7 @@ extension Period {
                 }
                 offer = o2
             case 11 where n: upgraded = try r.readBool()
-            case 12 where s: observedAs.append(TransactionID(try r.readString()))
+            case 12 where s: observedAs.append(TransactionID(try r.readString(noting: &index.ids)))
             case 13 where s:
                 var v = BinaryReader(try r.readBytes())
                 var rev = Revocation(date: 0)
@@ -381,5 +386,53 @@ extension BinaryReader {
         case .varint: _ = try readVarint()
         case .bytes: _ = try readBytes()
         }
+    }
+}
+
+/// Builds a decoded timeline's `PeriodIndex` from the bytes as they are read: a byte comparison per id, instead of
+/// a pass over the decoded strings afterwards.
+struct PeriodIndexBuilder {
+    struct Bound {
+        var decimal = true
+        /// The largest so far, as bytes in the buffer being decoded (valid while it is) and as the decoded string.
+        var maxBytes: UnsafeBufferPointer<UInt8>?
+        var max: String?
+
+        mutating func note(_ b: UnsafeBufferPointer<UInt8>, _ string: String) {
+            guard decimal else { return }
+            guard !b.isEmpty, b.allSatisfy({ $0 &- 48 < 10 }) else {
+                decimal = false
+                max = nil
+                return
+            }
+            if let m = maxBytes, m.count > b.count || (m.count == b.count && !m.lexicographicallyPrecedes(b)) {
+                return
+            }
+            maxBytes = b
+            max = string
+        }
+    }
+
+    var ids = Bound()
+    var lineItems = Bound()
+
+    var index: PeriodIndex {
+        var i = PeriodIndex()
+        i.built = true
+        i.idsDecimal = ids.decimal
+        i.maxId = ids.max
+        i.lineItemsDecimal = lineItems.decimal
+        i.maxLineItem = lineItems.max
+        return i
+    }
+}
+
+extension BinaryReader {
+    /// Reads a string and notes it in `bound`.
+    mutating func readString(noting bound: inout PeriodIndexBuilder.Bound) throws(FactDecodingError) -> String {
+        let b = try readBytes().assumingMemoryBound(to: UInt8.self)
+        let string = String(decoding: b, as: UTF8.self)
+        bound.note(b, string)
+        return string
     }
 }

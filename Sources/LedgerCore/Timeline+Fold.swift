@@ -14,6 +14,17 @@ struct FoldPosition: Hashable, Sendable, Comparable {
         self.id = id
     }
 
+    /// The position's instant and kind, without its id.
+    @inline(__always)
+    static func instantAndKind(_ event: LedgerEvent) -> (UnixMillis, UInt8) {
+        switch event.fact {
+        case .transaction: (event.effectiveDate, 1)
+        case .renewal: (event.effectiveDate, 2)
+        case .notification: (event.effectiveDate, 3)
+        case .binding(let b): (b.claimedAt, 4)
+        }
+    }
+
     init(_ event: LedgerEvent) {
         switch event.fact {
         case .transaction(let t): self.init(instant: event.effectiveDate, kind: 1, id: t.transactionId.rawValue)
@@ -37,29 +48,67 @@ let sameChangeWindow: UnixMillis = 60_000
 extension Timeline {
     /// Folds one subscription's events, in any order and with duplicates, into its timeline. Events of another OTID
     /// or environment are ignored.
-    /// - Complexity: O(n log n) for n events (sorting), each step O(periods) at worst, O(1) for tail events.
+    /// - Complexity: O(n log n) for n events (one sort of small keys; O(n) when they come in fold order, as from the
+    ///   log), each step O(1) for a new period or a later renewal info, notification or claim, O(periods) at worst.
     public static func fold(
         _ events: some Sequence<LedgerEvent>, originalTransactionId: OriginalTransactionID,
         environment: AppStoreEnvironment, rules: FoldRules
     ) -> Timeline {
-        var timeline = Timeline(originalTransactionId: originalTransactionId, environment: environment)
-        var relevant: [(position: FoldPosition, event: LedgerEvent)] = []
-        for e in events where timeline.concerns(e) { relevant.append((FoldPosition(e), e)) }
-        relevant.sort { a, b in
-            if a.position != b.position { return a.position < b.position }
-            if a.event.fact == b.event.fact { return a.event.seq < b.event.seq }
-            return a.event.fact.encoded().lexicographicallyPrecedes(b.event.fact.encoded())
+        // Events are large (a fact is hundreds of bytes with a dozen references): they are read in place, never
+        // copied into a work array.
+        if let folded = events.withContiguousStorageIfAvailable({ buffer in
+            fold(buffer, originalTransactionId: originalTransactionId, environment: environment, rules: rules)
+        }) {
+            return folded
         }
-        var previous: (position: FoldPosition, fact: Fact)?
-        for (position, event) in relevant {
+        return Array(events).withUnsafeBufferPointer { buffer in
+            fold(buffer, originalTransactionId: originalTransactionId, environment: environment, rules: rules)
+        }
+    }
+
+    /// What the sort moves: the first two parts of the event's `FoldPosition` and where the event is.
+    private struct FoldKey {
+        var instant: UnixMillis
+        var kind: UInt8
+        var index: Int
+    }
+
+    private static func fold(
+        _ events: UnsafeBufferPointer<LedgerEvent>, originalTransactionId: OriginalTransactionID,
+        environment: AppStoreEnvironment, rules: FoldRules
+    ) -> Timeline {
+        var timeline = Timeline(originalTransactionId: originalTransactionId, environment: environment)
+        var keys: [FoldKey] = []
+        keys.reserveCapacity(events.count)
+        for i in events.indices where timeline.concerns(events[i]) {
+            let (instant, kind) = FoldPosition.instantAndKind(events[i])
+            keys.append(FoldKey(instant: instant, kind: kind, index: i))
+        }
+        // The fold order: position (instant, kind, id), then identical facts by seq, other facts by their bytes.
+        // Instants and kinds decide almost always; ids and bytes are looked at only on a tie.
+        keys.sort { a, b in
+            if a.instant != b.instant { return a.instant < b.instant }
+            if a.kind != b.kind { return a.kind < b.kind }
+            let x = events[a.index], y = events[b.index]
+            let px = FoldPosition(x), py = FoldPosition(y)
+            if px != py { return px < py }
+            if x.fact == y.fact { return x.seq < y.seq }
+            return x.fact.encoded().lexicographicallyPrecedes(y.fact.encoded())
+        }
+        var previous: FoldKey?
+        for key in keys {
+            let event = events[key.index]
             timeline.lastSeq = max(timeline.lastSeq, event.seq)
             // An identical fact at the same instant is the same revision delivered again: its first (smallest seq)
             // copy was folded.
-            if let previous, previous.position == position, previous.fact == event.fact { continue }
-            timeline.step(event, at: position.instant, rules: rules)
-            previous = (position, event.fact)
+            if let p = previous, p.instant == key.instant, p.kind == key.kind {
+                let before = events[p.index]
+                if FoldPosition(before) == FoldPosition(event) && before.fact == event.fact { continue }
+            }
+            timeline.step(event, at: key.instant, rules: rules)
+            previous = key
         }
-        timeline.frontier = relevant.last?.position
+        timeline.frontier = keys.last.map { FoldPosition(events[$0.index]) }
         return timeline
     }
 
@@ -72,6 +121,8 @@ extension Timeline {
         for e in all {
             guard let otid = e.fact.originalTransactionId else { continue }
             let env = e.fact.environment
+            // Equality first: almost every event names the same OTID, and `==` is cheaper than the numeric order.
+            if let k = key, k.0 == env && k.1 == otid { continue }
             if let k = key, k.0.code < env.code || (k.0 == env && !(otid < k.1)) { continue }
             key = (env, otid)
         }
@@ -112,16 +163,28 @@ extension Timeline {
 
     /// One revision of one transaction: creates or updates its period, joins restored copies to the period they copy,
     /// opens or reverses a revocation, and claims the subscription for the user its `appAccountToken` names.
+    /// - Complexity: O(1) for a transaction after every known one (a renewal: id, line item and start above all the
+    ///   periods'), O(periods) otherwise (a revision, a restored copy, a refund).
     mutating func stepTransaction(_ t: TransactionFact, at instant: UnixMillis, seq: UInt64, rules: FoldRules) {
         let id = t.transactionId
-        if let i = periods.lastIndex(where: { $0.contains(id) }) {
+        if !index.built { index = PeriodIndex(periods: periods) }
+        defer {
+            // Every id and line item a period takes is noted, so the bounds stay above all of them.
+            index.noteId(id.rawValue)
+            if let w = t.webOrderLineItemId { index.noteLineItem(w) }
+        }
+        let surelyNew =
+            index.surelyUnknownId(id.rawValue)
+            && (periods.last.map { $0.start < t.purchaseDate } ?? true)
+            && (t.webOrderLineItemId.map { index.surelyUnknownLineItem($0) } ?? true)
+        if !surelyNew, let i = periods.lastIndex(where: { $0.contains(id) }) {
             var p = periods[i]
             if p.transactionId == id { p.take(t, rules: rules) }
             p.walkRevocation(t, at: instant, seq: seq)
             place(p, from: i)
             return
         }
-        if let i = periods.lastIndex(where: { $0.isCopied(by: t) }) {
+        if !surelyNew, let i = periods.lastIndex(where: { $0.isCopied(by: t) }) {
             var p = periods[i]
             if id < p.transactionId {
                 // The smaller id is the original: it becomes the period's transaction and states its fields.
@@ -134,6 +197,8 @@ extension Timeline {
             p.walkRevocation(t, at: instant, seq: seq)
             place(p, from: i)
         } else {
+            // When `surelyNew`, neither one of the periods' transactions nor a copy of one (no period has its id or
+            // line item, none starts when it does): the scans above would find nothing.
             var p = Period(transactionId: id, productId: t.productId, start: t.purchaseDate, seq: seq)
             p.take(t, rules: rules)
             p.walkRevocation(t, at: instant, seq: seq)

@@ -29,6 +29,8 @@ public struct Timeline: Hashable, Sendable {
     public internal(set) var lastSeq: UInt64
     /// Fold state: the position of the last event stepped; `apply` steps only events after it.
     var frontier: FoldPosition?
+    /// Derived lookup state (never encoded, never compared): lets a new transaction skip the scans of every period.
+    var index = PeriodIndex()
 
     /// An empty timeline, to `apply` events to.
     public init(originalTransactionId: OriginalTransactionID, environment: AppStoreEnvironment) {
@@ -41,6 +43,7 @@ public struct Timeline: Hashable, Sendable {
         refusedClaims = []
         lastSeq = 0
         frontier = nil
+        index.built = true  // No periods: nothing to index.
     }
 
     /// The product type of the latest period.
@@ -208,4 +211,89 @@ public struct Grant: Hashable, Sendable {
     public var period: Period
     /// Until when (nil: no end).
     public var expiresAt: UnixMillis?
+}
+
+/// What lets `stepTransaction` tell in O(1) that a transaction is new (neither a known id nor a restored copy of a
+/// known period), the common case of a renewal: Apple's ids and web order line item ids are decimal and grow, so a
+/// transaction whose id and line item are above every known one (and that starts after every period) is new.
+///
+/// It only ever answers "surely new" or "maybe known" (then the exact scans run), so a stale bound costs a scan,
+/// never a wrong result: bounds only grow, over every id and line item a period has ever had. Derived state: it is
+/// excluded from `==`, hashing and the encoding (a decoded timeline rebuilds it on first use, in O(periods)).
+struct PeriodIndex: Hashable, Sendable {
+    /// False until built from the periods (a decoded timeline); an empty timeline's index is built.
+    var built = false
+    /// The largest transaction id (decimal order) among periods' ids and restored copies; nil when there is none or
+    /// when some id is not decimal (`idsDecimal` false).
+    var maxId: String?
+    var idsDecimal = true
+    /// The largest web order line item id (decimal order) periods have had; as `maxId`.
+    var maxLineItem: String?
+    var lineItemsDecimal = true
+
+    static func == (a: PeriodIndex, b: PeriodIndex) -> Bool { true }
+    func hash(into hasher: inout Hasher) {}
+
+    /// Built for the given periods. O(periods).
+    init(periods: [Period]) {
+        built = true
+        for p in periods {
+            noteId(p.transactionId.rawValue)
+            for id in p.observedAs { noteId(id.rawValue) }
+            if let w = p.webOrderLineItemId { noteLineItem(w) }
+        }
+    }
+
+    init() {}
+
+    mutating func noteId(_ id: String) {
+        guard idsDecimal else { return }
+        guard isDecimal(id) else {
+            idsDecimal = false
+            maxId = nil
+            return
+        }
+        if maxId.map({ decimalLess($0, id) }) ?? true { maxId = id }
+    }
+
+    mutating func noteLineItem(_ w: String) {
+        guard lineItemsDecimal else { return }
+        guard isDecimal(w) else {
+            lineItemsDecimal = false
+            maxLineItem = nil
+            return
+        }
+        if maxLineItem.map({ decimalLess($0, w) }) ?? true { maxLineItem = w }
+    }
+
+    /// True when no period has (or had) `id` as its id or a restored copy's.
+    func surelyUnknownId(_ id: String) -> Bool {
+        built && idsDecimal && isDecimal(id) && (maxId.map { decimalLess($0, id) } ?? true)
+    }
+
+    /// True when no period has (or had) `w` as its line item.
+    func surelyUnknownLineItem(_ w: String) -> Bool {
+        built && lineItemsDecimal && isDecimal(w) && (maxLineItem.map { decimalLess($0, w) } ?? true)
+    }
+}
+
+/// True for a non-empty string of ASCII digits.
+@inline(__always)
+func isDecimal(_ s: String) -> Bool {
+    // Native strings expose their UTF-8 in place (no copy, unlike `withUTF8` on a copy); others take the slow path.
+    s.utf8.withContiguousStorageIfAvailable { u in !u.isEmpty && u.allSatisfy { $0 &- 48 < 10 } }
+        ?? (!s.isEmpty && s.utf8.allSatisfy { $0 &- 48 < 10 })
+}
+
+/// The numeric order of decimal strings without leading zeros (shorter first, then by bytes): a total order on
+/// decimal strings, so "above the maximum" means "none of them".
+@inline(__always)
+func decimalLess(_ a: String, _ b: String) -> Bool {
+    let ca = a.utf8.count, cb = b.utf8.count
+    if ca != cb { return ca < cb }
+    let fast: Bool?? = a.utf8.withContiguousStorageIfAvailable { ua in
+        b.utf8.withContiguousStorageIfAvailable { ub in ua.lexicographicallyPrecedes(ub) }
+    }
+    if let f = fast, let f { return f }
+    return a.utf8.lexicographicallyPrecedes(b.utf8)
 }
