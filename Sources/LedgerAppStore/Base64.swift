@@ -36,10 +36,27 @@ enum Base64 {
             var failed = false
             let out = [UInt8](unsafeUninitializedCapacity: buffer.count * 3 / 4 + 3) { out, written in
                 var n = 0
+                // Fast path: whole 4-character groups of alphabet characters (3 bytes each). It stops at the first
+                // group holding padding or a foreign byte, on a group boundary, where the general loop resumes with
+                // exactly the state it would have had (no pending bits).
+                var start = 0
+                while start + 4 <= buffer.count {
+                    let a = table[Int(buffer[start])]
+                    let b = table[Int(buffer[start + 1])]
+                    let c = table[Int(buffer[start + 2])]
+                    let d = table[Int(buffer[start + 3])]
+                    if (a | b | c | d) & 0x80 != 0 { break }
+                    let v = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
+                    out[n] = UInt8(truncatingIfNeeded: v >> 16)
+                    out[n + 1] = UInt8(truncatingIfNeeded: v >> 8)
+                    out[n + 2] = UInt8(truncatingIfNeeded: v)
+                    n += 3
+                    start += 4
+                }
                 var accumulator: UInt32 = 0
                 var bits = 0
                 var padding = 0
-                for byte in buffer {
+                for byte in UnsafeBufferPointer(rebasing: buffer[start...]) {
                     if byte == UInt8(ascii: "=") {
                         padding += 1
                         continue

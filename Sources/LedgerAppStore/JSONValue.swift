@@ -229,7 +229,21 @@ struct JSONParser {
     private mutating func parseString() throws(Failure) -> String {
         i += 1
         let start = i
-        // Fast path: no escapes.
+        // Fast path: no escapes. Eight bytes at a time while none is a quote, a backslash or a control character.
+        if let base = bytes.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            while i + 8 <= bytes.count {
+                let x = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                let ones: UInt64 = 0x0101_0101_0101_0101
+                let high: UInt64 = 0x8080_8080_8080_8080
+                let quote = x ^ (ones &* 0x22)
+                let backslash = x ^ (ones &* 0x5C)
+                let special =
+                    ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((x &- ones &* 0x20) & ~x)
+                if special & high != 0 { break }
+                i += 8
+            }
+        }
         while i < bytes.count {
             let b = bytes[i]
             if b == UInt8(ascii: "\"") {

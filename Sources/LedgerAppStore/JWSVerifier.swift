@@ -1,4 +1,7 @@
 import Crypto
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import LedgerCore
 import SwiftASN1
@@ -46,6 +49,10 @@ final class JWSVerifier: Sendable {
         var byHeader: [SHA256.Digest: VerifiedChain] = [:]
         /// Digests of JWS whose signature verified (see `verifiedJWSCacheCapacity`).
         var verifiedJWS: Set<SHA256.Digest> = []
+        /// The header segment seen last and its chain: Apple signs with one chain for months, so comparing the bytes
+        /// (a memcmp) usually answers before any hashing.
+        var lastHeader: [UInt8] = []
+        var lastChain: VerifiedChain?
     }
 
     let roots: [Certificate]
@@ -92,21 +99,42 @@ final class JWSVerifier: Sendable {
     /// `signedDate`, signature. A header already accepted (cached by its digest) passes the first, third, fourth and
     /// fifth steps as it did the first time.
     func open(_ token: [UInt8], field: String, fallbackDate: UnixMillis) throws(InputError) -> Opened {
-        var firstDot = -1
-        var secondDot = -1
-        var dotCount = 0
-        token.withUnsafeBufferPointer { buffer in
-            for i in 0..<buffer.count where buffer[i] == UInt8(ascii: ".") {
-                dotCount += 1
-                if dotCount == 1 { firstDot = i } else if dotCount == 2 { secondDot = i } else { break }
+        let dots: (Int, Int)? = token.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return nil }
+            func dot(after start: Int) -> Int? {
+                guard start < buffer.count, let p = memchr(base + start, 0x2E, buffer.count - start) else { return nil }
+                return UnsafeRawPointer(p) - UnsafeRawPointer(base)
             }
+            guard let first = dot(after: 0), let second = dot(after: first + 1), dot(after: second + 1) == nil else {
+                return nil
+            }
+            return (first, second)
         }
-        guard dotCount == 2 else {
+        guard let (firstDot, secondDot) = dots else {
             throw .invalidJWS("\(field) is not a compact JWS (header.payload.signature)")
         }
         let headerSegment = token[0..<firstDot]
-        let headerKey: SHA256.Digest? = rootsConfigured ? SHA256.hash(data: headerSegment) : nil
-        let cachedChain: VerifiedChain? = headerKey.flatMap { key in cache.withLock { $0.byHeader[key] } }
+        var headerKey: SHA256.Digest?
+        var cachedChain: VerifiedChain?
+        if rootsConfigured {
+            cachedChain = cache.withLock { cache in
+                guard let chain = cache.lastChain, cache.lastHeader.count == firstDot else { return nil }
+                let same = cache.lastHeader.withUnsafeBytes { last in
+                    token.withUnsafeBytes { memcmp(last.baseAddress!, $0.baseAddress!, firstDot) == 0 }
+                }
+                return same ? chain : nil
+            }
+            if cachedChain == nil {
+                let key = SHA256.hash(data: headerSegment)
+                headerKey = key
+                cachedChain = cache.withLock { cache in
+                    guard let chain = cache.byHeader[key] else { return nil }
+                    cache.lastHeader = Array(headerSegment)
+                    cache.lastChain = chain
+                    return chain
+                }
+            }
+        }
 
         var header = [String: JSON]()
         if cachedChain == nil {
@@ -148,6 +176,8 @@ final class JWSVerifier: Sendable {
             cache.withLock { cache in
                 if cache.byHeader.count >= cacheCapacity { cache.byHeader.removeAll(keepingCapacity: true) }
                 cache.byHeader[headerKey] = chain
+                cache.lastHeader = Array(headerSegment)
+                cache.lastChain = chain
             }
         }
 

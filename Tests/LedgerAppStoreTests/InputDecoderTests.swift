@@ -31,6 +31,36 @@ struct InputDecoderTests {
         }
     }
 
+    @Test("JSON text as Apple may write it: escapes, surrogate pairs, 1.0 and exponents, whitespace; malformed refused")
+    func jsonEdges() throws {
+        let text = #"""
+             { "originalTransactionId" : "2000000000000001", "productId": "com.example.premium.monthly",
+              "autoRenewStatus": 1.0, "expirationIntent": 1e0, "renewalDate": 1.6052435700E12,
+              "note": "caf\u00e9 \ud83d\ude00 \"q\" \\ \/ \t tab, long enough to take the slow path",
+              "nested": {"a": [1, -2, 3.5, true, false, null, ""]}, "signedDate": 1605243570000 }
+            """#
+        let input = try decode(Array(text.utf8))
+        let r = try #require(input.renewals.first)
+        #expect(r.autoRenewStatus == true)
+        #expect(r.expirationIntent == 1)
+        #expect(r.renewalDate == 1_605_243_570_000)
+        #expect(r.extra["note"] == #""café 😀 \"q\" \\ / \t tab, long enough to take the slow path""#)
+        #expect(r.extra["nested"] == #"{"a":[1,-2,3.5,true,false,null,""]}"#)
+        for bad in [
+            #"{"originalTransactionId": 01}"#, #"{"a": "\x"}"#,
+            "{\"a\": \"tab\there\"}", #"{"a": tru}"#, #"{"a": 1} x"#, #"{"a": -}"#, #"{"a": 1.}"#,
+        ] {
+            let refused = refusal(Array(bad.utf8))
+            #expect(refused?.code == "invalid_json", "\(bad): \(String(describing: refused))")
+        }
+        // JSONSerialization always let a trailing comma through; the strict parser defers to it, so it still does.
+        let trailingComma = refusal(Array(#"{"originalTransactionId": "1",}"#.utf8))
+        #expect(trailingComma == nil)
+        let invalidUTF8 = Array(#"{"originalTransactionId": ""#.utf8) + [0xC3, 0x28] + Array(#""}"#.utf8)
+        let refusedUTF8 = refusal(invalidUTF8)
+        #expect(refusedUTF8?.code == "invalid_json")
+    }
+
     @Test("Decoded renewal JSON keeps Apple's values and unknown fields")
     func decodedRenewal() throws {
         let input = try decode(
