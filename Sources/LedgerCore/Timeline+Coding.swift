@@ -394,23 +394,25 @@ extension BinaryReader {
 struct PeriodIndexBuilder {
     struct Bound {
         var decimal = true
-        /// The largest so far, as bytes in the buffer being decoded (valid while it is) and as the decoded string.
+        /// The largest so far, as bytes in the buffer being decoded (valid while it is). Only bytes: keeping the
+        /// string too retained and released one per id, as ids grow and each is the new largest.
         var maxBytes: UnsafeBufferPointer<UInt8>?
-        var max: String?
 
-        mutating func note(_ b: UnsafeBufferPointer<UInt8>, _ string: String) {
+        mutating func note(_ b: UnsafeBufferPointer<UInt8>) {
             guard decimal else { return }
             guard !b.isEmpty, b.allSatisfy({ $0 &- 48 < 10 }) else {
                 decimal = false
-                max = nil
+                maxBytes = nil
                 return
             }
             if let m = maxBytes, m.count > b.count || (m.count == b.count && !m.lexicographicallyPrecedes(b)) {
                 return
             }
             maxBytes = b
-            max = string
         }
+
+        /// The largest as a string; call while the decoded buffer is valid.
+        var max: String? { maxBytes.map { String(decoding: $0, as: UTF8.self) } }
     }
 
     var ids = Bound()
@@ -431,8 +433,7 @@ extension BinaryReader {
     /// Reads a string and notes it in `bound`.
     mutating func readString(noting bound: inout PeriodIndexBuilder.Bound) throws(FactDecodingError) -> String {
         let b = try readBytes().assumingMemoryBound(to: UInt8.self)
-        let string = String(decoding: b, as: UTF8.self)
-        bound.note(b, string)
-        return string
+        bound.note(b)
+        return String(decoding: b, as: UTF8.self)
     }
 }
