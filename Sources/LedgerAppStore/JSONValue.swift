@@ -170,13 +170,16 @@ struct JSONParser {
     private mutating func parseObject() throws(Failure) -> JSON {
         try enter()
         i += 1
-        var object = [String: JSON]()
         skipWhitespace()
         if i < bytes.count, bytes[i] == UInt8(ascii: "}") {
             i += 1
             depth -= 1
-            return .object(object)
+            return .object([:])
         }
+        // Members are gathered first so the dictionary is sized once (no rehash while growing); later duplicates
+        // replace earlier ones, as JSONSerialization did.
+        var members = [(String, JSON)]()
+        members.reserveCapacity(16)
         while true {
             skipWhitespace()
             guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw .syntax }
@@ -185,7 +188,7 @@ struct JSONParser {
             guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw .syntax }
             i += 1
             skipWhitespace()
-            object[key] = try parseValue()
+            members.append((key, try parseValue()))
             skipWhitespace()
             guard i < bytes.count else { throw .syntax }
             if bytes[i] == UInt8(ascii: ",") {
@@ -195,6 +198,8 @@ struct JSONParser {
             guard bytes[i] == UInt8(ascii: "}") else { throw .syntax }
             i += 1
             depth -= 1
+            var object = [String: JSON](minimumCapacity: members.count)
+            for (key, value) in members { object[key] = value }
             return .object(object)
         }
     }
