@@ -5,7 +5,8 @@ import LedgerCore
 // MARK: - InputDecoder
 
 /// Turns one input — an API.md envelope or a bare Apple document — into canonical facts, or refuses it with an
-/// `InputError`. Never crashes on hostile bytes: size and nesting depth are checked before any parser runs.
+/// `InputError`. Never crashes on hostile bytes: size is checked first, and the JSON parser stops at the nesting
+/// limit (refused text is re-checked with `JSONStructure.checkDepth` before the `JSONSerialization` fallback sees it).
 ///
 /// Thread-safe and meant to be shared: the only mutable state is the verified-chain cache, behind a mutex.
 public final class InputDecoder: Sendable {

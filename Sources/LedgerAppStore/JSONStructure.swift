@@ -1,7 +1,8 @@
 // MARK: - JSONStructure
 
-/// Byte-level looks at JSON text that need no parse: a nesting-depth check that runs *before* a recursive parser
-/// sees the bytes (so `[[[[…` 100 000 deep cannot overflow the stack), and the exact byte span of one top-level
+/// Byte-level looks at JSON text that need no parse: a nesting-depth check that runs before `JSONSerialization` ever
+/// sees refused text and decides `too_deep` for malformed input (so `[[[[…` 100 000 deep cannot overflow a stack; the
+/// module's own parser has the same limit built in), and the exact byte span of one top-level
 /// value (so an envelope's payload keeps the bytes its sender wrote).
 enum JSONStructure {
     /// Throws `too_deep` when arrays/objects nest deeper than `limit`. Brackets inside strings do not count.

@@ -90,7 +90,14 @@ enum V1Mapping {
 
     /// Appends `fact` unless an identical one is already there (the same transaction in `in_app` and
     /// `latest_receipt_info`), keeping first-seen order.
+    /// Short lists are searched (an `==` that differs at `transactionId` is cheaper than hashing a whole fact); from
+    /// 16 entries on, `seen` takes over.
     static func appendDeduplicated(_ t: TransactionFact, to list: inout [TransactionFact], seen: inout Set<TransactionFact>) {
+        if list.count < 16 {
+            if !list.contains(t) { list.append(t) }
+            return
+        }
+        if seen.isEmpty { seen = Set(list) }
         if seen.insert(t).inserted { list.append(t) }
     }
 }
