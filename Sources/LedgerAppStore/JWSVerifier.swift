@@ -139,14 +139,14 @@ final class JWSVerifier: Sendable {
         var header = [String: JSON]()
         if cachedChain == nil {
             guard let headerBytes = Base64.decode(headerSegment),
-                let parsed = try parseObject(headerBytes, what: "\(field) JWS header")
+                let parsed = try parseObject(headerBytes)
             else { throw .invalidJWS("\(field) has an undecodable JWS header") }
             header = parsed
         }
         guard let payloadBytes = Base64.decode(token[(firstDot + 1)..<secondDot]) else {
             throw .invalidJWS("\(field) has an undecodable JWS payload")
         }
-        guard let payload = try parseObject(payloadBytes, what: "\(field) JWS payload") else {
+        guard let payload = try parseObject(payloadBytes) else {
             throw .invalidJSON("the JWS payload of \(field) is not a JSON object")
         }
 
@@ -216,7 +216,7 @@ final class JWSVerifier: Sendable {
     }
 
     /// The JSON object in `bytes`; nil when they are not JSON or not an object. Throws `too_deep`.
-    private func parseObject(_ bytes: [UInt8], what: String) throws(InputError) -> [String: JSON]? {
+    private func parseObject(_ bytes: [UInt8]) throws(InputError) -> [String: JSON]? {
         guard case .object(let object)? = try JSONValue.parse(bytes, depthLimit: maxDepth) else { return nil }
         return object
     }
