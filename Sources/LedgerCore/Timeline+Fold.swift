@@ -145,6 +145,25 @@ extension Timeline {
         return true
     }
 
+    /// The incremental path for the new events of one write transaction, in any order (one input states its
+    /// notification, transactions, renewal info and claims in document order, not fold order). When every event
+    /// falls after everything already folded and no two share a fold position, folds them in fold order and returns
+    /// true; otherwise returns false and leaves the timeline unchanged, and the caller refolds.
+    /// - Complexity: O(k log k) for k events, plus their steps.
+    public mutating func apply(contentsOf events: [LedgerEvent], rules: FoldRules) -> Bool {
+        var mine = events.filter { concerns($0) }.map { (position: FoldPosition($0), event: $0) }
+        guard !mine.isEmpty else { return true }
+        mine.sort { $0.position < $1.position }
+        if let frontier, !(frontier < mine[0].position) { return false }
+        // Equal positions are ordered by the facts' bytes in the fold; leave those rare cases to a refold.
+        for i in mine.indices.dropFirst() where !(mine[i - 1].position < mine[i].position) { return false }
+        for (_, event) in mine {
+            let applied = apply(event, rules: rules)
+            assert(applied, "checked above: every event is after the frontier")
+        }
+        return true
+    }
+
     /// True when the event belongs to this timeline.
     func concerns(_ event: LedgerEvent) -> Bool {
         event.fact.environment == environment && event.fact.originalTransactionId == originalTransactionId

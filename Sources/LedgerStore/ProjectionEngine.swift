@@ -29,7 +29,7 @@ struct ProjectionEngine {
             if let stored = try txn.get(layout.timelines, key: key) {
                 timeline = try decodeTimeline(stored, key)
                 // `apply` leaves the timeline untouched when it declines, so a refold starts from the facts alone.
-                if !group.allSatisfy({ timeline.apply($0, rules: rules) }) {
+                if !timeline.apply(contentsOf: group, rules: rules) {
                     let all = try Ledger.subscriptionEvents(
                         layout, first.fact.environment, first.fact.originalTransactionId!, upTo: nil, txn)
                     timeline = Timeline.fold(all, rules: rules)
