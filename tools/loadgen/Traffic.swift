@@ -1,3 +1,5 @@
+import Foundation
+
 // MARK: - Synthetic App Store traffic
 
 /// A deterministic generator of realistic App Store inputs for one load connection: many users, each with a
@@ -161,10 +163,12 @@ struct Traffic {
         return #"{"notification_type":"\#(type)","environment":"PROD","bid":"com.example.app","auto_renew_status":"\#(autoRenew)","auto_renew_product_id":"\#(product)","unified_receipt":{"environment":"Production","status":0,"latest_receipt_info":[\#(info)],"pending_renewal_info":[{"original_transaction_id":"\#(sub.otid)","product_id":"\#(product)","auto_renew_status":"\#(autoRenew ? 1 : 0)","auto_renew_product_id":"\#(product)"}]}}"#
     }
 
-    /// A decoded V2 transaction in an API envelope.
+    /// A decoded V2 transaction in an API envelope, signed now (as Apple signs what it sends when it sends it; a
+    /// fact speaks from its `signedDate`, so late deliveries above stay the only out-of-order ones).
     private func v2Transaction(_ sub: Subscription, transactionId: String, period: Int, user: String?) -> String {
         let start = Self.epoch + Int64(period) * Self.month
         let userField = user.map { #""appUserId":"\#($0)","# } ?? ""
-        return #"{"type":"transaction",\#(userField)"receivedAt":\#(start + 1000),"payload":{"transactionId":"\#(transactionId)","originalTransactionId":"\#(sub.otid)","webOrderLineItemId":"\#(sub.otid)\#(period)","productId":"\#(Self.products[sub.product])","subscriptionGroupIdentifier":"g1","purchaseDate":\#(start),"originalPurchaseDate":\#(Self.epoch),"expiresDate":\#(start + Self.month),"quantity":1,"type":"Auto-Renewable Subscription","inAppOwnershipType":"PURCHASED","environment":"Production","bundleId":"com.example.app"}}"#
+        let signed = Int64(Date().timeIntervalSince1970 * 1000)
+        return #"{"type":"transaction",\#(userField)"payload":{"transactionId":"\#(transactionId)","signedDate":\#(signed),"originalTransactionId":"\#(sub.otid)","webOrderLineItemId":"\#(sub.otid)\#(period)","productId":"\#(Self.products[sub.product])","subscriptionGroupIdentifier":"g1","purchaseDate":\#(start),"originalPurchaseDate":\#(Self.epoch),"expiresDate":\#(start + Self.month),"quantity":1,"type":"Auto-Renewable Subscription","inAppOwnershipType":"PURCHASED","environment":"Production","bundleId":"com.example.app"}}"#
     }
 }
