@@ -306,8 +306,11 @@ public final class InputDecoder: Sendable {
         }
     }
 
-    /// The caller's `appUserId` claims each distinct OTID of the input at `observedAt`; each transaction's
-    /// `appAccountToken` claims its OTID for the user it names at its `purchaseDate`.
+    /// The caller's `appUserId` claims each distinct OTID of the input at the latest instant Apple stated about it
+    /// in this input (its facts' `signedDate`), else at `observedAt` (a receipt's request date), else when it was
+    /// received. Apple's instants make the claim a stable fact: posting the same document again states the same
+    /// claim, which is then a duplicate instead of a new event. Each transaction's `appAccountToken` claims its OTID
+    /// for the user it names at its `purchaseDate`.
     private func bindingClaims(for decoded: Decoded, context: Context) -> [Fact] {
         var claims = [Fact]()
         var seen = Set<BindingClaim>()
@@ -320,10 +323,13 @@ public final class InputDecoder: Sendable {
                 guard let otid = fact.originalTransactionId,
                     otids.insert(otid.rawValue + "|" + fact.environment.rawValue).inserted
                 else { continue }
+                let stated = decoded.facts.lazy
+                    .filter { $0.originalTransactionId == otid && $0.environment == fact.environment }
+                    .compactMap(\.signedDate).max()
                 add(
                     BindingClaim(
                         appUserId: user, originalTransactionId: otid,
-                        claimedAt: decoded.observedAt ?? context.receivedAt, cause: .claim,
+                        claimedAt: stated ?? decoded.observedAt ?? context.receivedAt, cause: .claim,
                         environment: fact.environment))
             }
         }

@@ -124,8 +124,14 @@ struct InputDecoderTests {
         let jws = F.signedTransaction(F.v2Transaction(appAccountToken: "AAAAAAAA-0000-0000-0000-000000000001"))
         let input = try decode(Array(jws.utf8), appUserId: "u9")
         #expect(input.bindings.count == 2)
+        // The claim speaks from the instant Apple signed the transaction, so re-posting it states the same claim.
+        let signed = try #require(input.facts.compactMap { fact -> Int64? in
+            if case .transaction(let t) = fact { return t.signedDate }
+            return nil
+        }.first)
+        #expect(signed != receivedAt)
         #expect(input.bindings[0] == BindingClaim(
-            appUserId: "u9", originalTransactionId: "2000000000000001", claimedAt: receivedAt, cause: .claim))
+            appUserId: "u9", originalTransactionId: "2000000000000001", claimedAt: signed, cause: .claim))
         #expect(input.bindings[1].appUserId == "aaaaaaaa-0000-0000-0000-000000000001")
         #expect(input.bindings[1].cause == .appAccountToken)
     }

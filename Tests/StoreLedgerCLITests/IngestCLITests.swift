@@ -140,3 +140,23 @@ func stats(_ dir: String) throws -> [String: Any] {
         #expect(resume.stdout.contains("\(count - last) appended, \(last) duplicate"), "\(resume.stdout.suffix(200))")
     }
 }
+
+@Suite struct ClaimIdempotencyCLITests {
+    /// A backend re-posting the same signed transaction for the same user (no receivedAt, so "now" differs) states
+    /// the same claim: the second ingest is all duplicates and the log does not grow.
+    @Test func rePostingTheSameTransactionForTheSameUserIsADuplicate() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let ledger = dir.file("ledger")
+        let file = dir.file("one.json")
+        try #"{"type":"transaction","payload":{"transactionId":"777","originalTransactionId":"777","productId":"p","purchaseDate":1700000000000,"expiresDate":1702592000000,"signedDate":1700000001000,"environment":"Production"}}"#
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let first = try runProcess(storeledgerExecutable(), ["ingest", "--data", ledger, "--app-user-id", "alice", "--json", file])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains("\"appended\""))
+        Thread.sleep(forTimeInterval: 0.01)
+        let second = try runProcess(storeledgerExecutable(), ["ingest", "--data", ledger, "--app-user-id", "alice", "--json", file])
+        #expect(second.stdout.contains("\"duplicate\""), "\(second.stdout)")
+        #expect(try stats(ledger)["lastSeq"] as? Int == 2, "the transaction and alice's claim, once")
+    }
+}
