@@ -1,57 +1,46 @@
 /// Milliseconds since 1970-01-01T00:00:00Z: how Apple states every instant, and how the ledger stores them.
 public typealias UnixMillis = Int64
 
-/// The id of one transaction: a purchase, a renewal, or a restore (V1 restores mint new ids).
-public struct TransactionID: RawRepresentable, Hashable, Comparable, Codable, Sendable, ExpressibleByStringLiteral,
-    CustomStringConvertible
+/// An id that is a string on the wire and in JSON (Apple's ids, the app's user ids), with a type of its own so that
+/// one kind of id is never passed where another is meant.
+public protocol StringIdentifier: RawRepresentable, Hashable, Codable, Sendable, ExpressibleByStringLiteral,
+    CustomStringConvertible where RawValue == String
 {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public init(_ rawValue: String) { self.rawValue = rawValue }
-    public init(stringLiteral value: String) { self.rawValue = value }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    init(rawValue: String)
+}
+
+extension StringIdentifier {
+    public init(_ rawValue: String) { self.init(rawValue: rawValue) }
+    public init(stringLiteral value: String) { self.init(rawValue: value) }
+    public init(from decoder: any Decoder) throws { self.init(rawValue: try decoder.singleValueContainer().decode(String.self)) }
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.singleValueContainer()
         try c.encode(rawValue)
     }
     public var description: String { rawValue }
+}
+
+/// The id of one transaction: a purchase, a renewal, or a restore (V1 restores mint new ids).
+public struct TransactionID: StringIdentifier, Comparable {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
     /// Numeric ids order numerically (Apple's are decimal), anything else by bytes.
     public static func < (a: TransactionID, b: TransactionID) -> Bool { numericLess(a.rawValue, b.rawValue) }
 }
 
 /// The id of a subscription (or one-time purchase) for life: the first transaction's id. Every timeline is keyed by it.
-public struct OriginalTransactionID: RawRepresentable, Hashable, Comparable, Codable, Sendable,
-    ExpressibleByStringLiteral, CustomStringConvertible
-{
+public struct OriginalTransactionID: StringIdentifier, Comparable {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public init(_ rawValue: String) { self.rawValue = rawValue }
-    public init(stringLiteral value: String) { self.rawValue = value }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(rawValue)
-    }
-    public var description: String { rawValue }
     public static func < (a: OriginalTransactionID, b: OriginalTransactionID) -> Bool {
         numericLess(a.rawValue, b.rawValue)
     }
 }
 
 /// The app's own user id (from the app's backend, or an `appAccountToken`).
-public struct AppUserID: RawRepresentable, Hashable, Comparable, Codable, Sendable, ExpressibleByStringLiteral,
-    CustomStringConvertible
-{
+public struct AppUserID: StringIdentifier, Comparable {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public init(_ rawValue: String) { self.rawValue = rawValue }
-    public init(stringLiteral value: String) { self.rawValue = value }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(rawValue)
-    }
-    public var description: String { rawValue }
     public static func < (a: AppUserID, b: AppUserID) -> Bool { a.rawValue < b.rawValue }
 }
 
