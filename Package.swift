@@ -134,7 +134,7 @@ let package = Package(
         .testTarget(
             name: "LedgerServerTests",
             dependencies: [
-                "LedgerServer", "LedgerStore", "LedgerCore", "LedgerClient", "LedgerTestSupport",
+                "LedgerServer", "LedgerStore", "LedgerCore", "LedgerAppStore", "LedgerClient", "LedgerTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -160,3 +160,31 @@ func stats(_ dir: String) throws -> [String: Any] {
         #expect(try stats(ledger)["lastSeq"] as? Int == 2, "the transaction and alice's claim, once")
     }
 }
+
+@Suite struct TamperCLITests {
+    /// Alter stored bytes in a copy of a ledger (a product id inside a stored value): `storeledger verify` exits 1 and
+    /// names the fault; the original still verifies.
+    @Test func verifyExitsOneOnAnAlteredCopy() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let ledger = dir.file("ledger")
+        let file = dir.file("batch.ndjson")
+        try (0..<20).map { transactionLine($0, otids: 5) }.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(try runProcess(storeledgerExecutable(), ["ingest", "--data", ledger, file]).status == 0)
+        #expect(try runProcess(storeledgerExecutable(), ["verify", "--data", ledger]).status == 0)
+
+        let copy = dir.file("copy")
+        try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: ledger + "/data.mdb")))
+        let marker = Array("com.example.premium.monthly".utf8)
+        let at = try #require(
+            (0...(bytes.count - marker.count)).first { bytes[$0] == marker[0] && Array(bytes[$0..<($0 + marker.count)]) == marker })
+        bytes[at + marker.count - 1] = UInt8(ascii: "X")
+        try Data(bytes).write(to: URL(fileURLWithPath: copy + "/data.mdb"))
+
+        let verify = try runProcess(storeledgerExecutable(), ["verify", "--data", copy])
+        #expect(verify.status == 1, "\(verify.stdout) \(verify.stderr)")
+        #expect(verify.stderr.hasPrefix("error: verification_failed:"), "\(verify.stderr)")
+        #expect(try runProcess(storeledgerExecutable(), ["verify", "--data", ledger]).status == 0)
+    }
+}
