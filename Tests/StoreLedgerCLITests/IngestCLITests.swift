@@ -188,3 +188,22 @@ func stats(_ dir: String) throws -> [String: Any] {
         #expect(try runProcess(storeledgerExecutable(), ["verify", "--data", ledger]).status == 0)
     }
 }
+
+@Suite struct RejectedCLITests {
+    @Test func refusedInputsAreListedWithTheirCodesAndBytes() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let ledger = dir.file("ledger")
+        let body = Data(#"{"type":"transaction","payload":{"productId":"p","purchaseDate":1}}"#.utf8)
+        #expect(try runProcess(storeledgerExecutable(), ["ingest", "--data", ledger, "-"], input: body).status == 1)
+        let out = try runProcess(storeledgerExecutable(), ["rejected", "--data", ledger, "--json"])
+        #expect(out.status == 0, "\(out.stderr)")
+        let doc = try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any]
+        let rows = try #require(doc?["rejected"] as? [[String: Any]])
+        #expect(rows.count == 1)
+        #expect(rows.first?["code"] as? String == "missing_field")
+        #expect((rows.first?["raw"] as? String).flatMap { Data(base64Encoded: $0) } == body)
+        let table = try runProcess(storeledgerExecutable(), ["rejected", "--data", ledger])
+        #expect(table.stdout.contains("missing_field"))
+    }
+}
