@@ -32,86 +32,110 @@ extension Ledger {
         var rawInputs = 0
         let chunk: UInt64 = 20_000
 
-        // 1. The log: contiguous, every event present and decodable, chained, indexed.
-        while next <= total {
-            let fault: String? = try environment.read { txn in
-                let cursor = try txn.cursor(layout.log)
-                var entry = try cursor.find(next.bigEndianBytes)
-                if entry == nil { return "log entry \(next) is missing" }
-                let end = min(total, next + chunk - 1)
-                while let e = entry, next <= end {
-                    let seq = e.key.bigEndianUInt64
-                    guard seq == next else { return "log entry \(next) is missing (the log jumps to \(seq))" }
-                    guard let log = StoreLayout.LogEntry(e.value) else { return "log entry \(seq) is malformed" }
-                    let storedLink = log.link
-                    let key = log.eventKey
-                    guard let bytes = try txn.get(layout.events, key: log.eventsKey(seq: seq)) else {
-                        return "event \(seq) (\(String(decoding: key, as: UTF8.self))) is missing"
-                    }
-                    let link = HashChain.link(previous: previous, seq: seq, eventKey: key, event: bytes)
-                    guard link == storedLink else { return "hash chain broken at seq \(seq): the event was altered" }
-                    previous = link
-                    let event: LedgerEvent
-                    do { event = try LedgerEvent(seq: seq, decoding: bytes) } catch {
-                        return "event \(seq) does not decode: \(error)"
-                    }
-                    guard Array(event.fact.eventKey.utf8) == key else { return "event \(seq) is stored under another key" }
-                    guard !(try earlierRevisionStates(event, before: seq, txn)) else {
-                        return "event \(seq) repeats a fact already stored under \(event.fact.eventKey)"
-                    }
-                    if let otid = event.fact.originalTransactionId {
-                        withOTID += 1
-                        let c = try txn.cursor(layout.byOTID)
-                        if try c.find(StoreLayout.subscriptionKey(event.fact.environment, otid), value: seq.bigEndianBytes) == nil {
-                            return "by_otid index lacks event \(seq) of \(otid)"
+        // 1. The log: contiguous, every event present and decodable, chained, indexed; in chunks of short read
+        // transactions. 2. Once a transaction sees the end of the log, the counts in that same snapshot: nothing is
+        // stored beside the log (an extra event or index entry is a fault too). A server may append meanwhile: the
+        // end is wherever the last snapshot finds it.
+        enum Step { case fault(String), more, done }
+        while true {
+            let step: Step = try environment.read { txn in
+                let last = try batch.lastSeq(txn)
+                if next <= last {
+                    let cursor = try txn.cursor(layout.log)
+                    var entry = try cursor.find(next.bigEndianBytes)
+                    if entry == nil { return .fault("log entry \(next) is missing") }
+                    let end = min(last, next + chunk - 1)
+                    while let e = entry, next <= end {
+                        let seq = e.key.bigEndianUInt64
+                        guard seq == next else { return .fault("log entry \(next) is missing (the log jumps to \(seq))") }
+                        guard let log = StoreLayout.LogEntry(e.value) else { return .fault("log entry \(seq) is malformed") }
+                        let event: LedgerEvent
+                        switch try checkEntry(seq: seq, log: log, previous: &previous, txn) {
+                        case .failure(let fault): return .fault(fault.description)
+                        case .success(let checked): event = checked
                         }
-                    }
-                    if case .binding(let claim) = event.fact {
-                        let userKey = StoreLayout.userKey(claim.environment, claim.appUserId)
-                        let otidKey = StoreLayout.subscriptionKey(claim.environment, claim.originalTransactionId)
-                        if try txn.cursor(layout.byUser).find(userKey, value: otidKey) == nil {
-                            return "by_user index lacks \(claim.appUserId) → \(claim.originalTransactionId)"
+                        if event.fact.originalTransactionId != nil { withOTID += 1 }
+                        if case .binding(let claim) = event.fact {
+                            bindings.insert(
+                                StoreLayout.userKey(claim.environment, claim.appUserId) + [0]
+                                    + StoreLayout.subscriptionKey(claim.environment, claim.originalTransactionId))
                         }
-                        bindings.insert(userKey + [0] + otidKey)
+                        if log.rawKey == seq { rawInputs += 1 }
+                        report.events = seq
+                        next = seq + 1
+                        entry = try cursor.next()
                     }
-                    guard log.rawKey <= seq, let raw = try txn.get(layout.raw, key: log.rawKey.bigEndianBytes) else {
-                        return "raw input of event \(seq) is missing"
-                    }
-                    if log.rawKey == seq { rawInputs += 1 }
-                    guard sha256(Array(raw)) == event.metadata.rawDigest else { return "raw input of event \(seq) was altered" }
-                    report.events = seq
-                    next = seq + 1
-                    entry = try cursor.next()
+                    return .more
                 }
-                return nil
+                if let head = try txn.get(layout.meta, key: StoreLayout.metaChainHead), head.count == 40 {
+                    guard head.bigEndianUInt64 == last, Array(head[8..<40]) == previous else {
+                        return .fault("stored chain head differs from the log's")
+                    }
+                } else if last > 0 {
+                    return .fault("the chain head is missing")
+                }
+                if try txn.statistics(layout.events).entries != Int(last) { return .fault("events holds entries the log lacks") }
+                if try txn.statistics(layout.raw).entries != rawInputs { return .fault("raw holds inputs no event came from") }
+                if try txn.statistics(layout.byOTID).entries != withOTID { return .fault("by_otid holds entries the log lacks") }
+                if try txn.statistics(layout.byUser).entries != bindings.count {
+                    return .fault("by_user holds entries no claim made")
+                }
+                return .done
             }
-            if let fault { return failing(report, fault) }
-            progress?(next - 1, total)
+            switch step {
+            case .fault(let fault): return failing(report, fault)
+            case .more: progress?(next - 1, max(total, next - 1))
+            case .done: break
+            }
+            if case .done = step { break }
         }
         report.chainHead = hex(previous)
-
-        // 2. Counts: nothing stored beside the log (an extra event or index entry is a fault too).
-        let fault: String? = try environment.read { txn in
-            if let head = try txn.get(layout.meta, key: StoreLayout.metaChainHead), head.count == 40 {
-                guard head.bigEndianUInt64 == total, Array(head[8..<40]) == previous else {
-                    return "stored chain head differs from the log's"
-                }
-            } else if total > 0 {
-                return "the chain head is missing"
-            }
-            if try txn.statistics(layout.events).entries != Int(total) { return "events holds entries the log lacks" }
-            if try txn.statistics(layout.raw).entries != rawInputs { return "raw holds inputs no event came from" }
-            if try txn.statistics(layout.byOTID).entries != withOTID { return "by_otid holds entries the log lacks" }
-            if try txn.statistics(layout.byUser).entries != bindings.count { return "by_user holds entries no claim made" }
-            return nil
-        }
-        if let fault { return failing(report, fault) }
 
         // 3. Projections against a replay.
         let comparison = try compareProjectionsWithReplay(progress: nil)
         report.projections = comparison.compared
         if let difference = comparison.firstDifference { return failing(report, difference) }
         return report
+    }
+
+    /// Checks one log entry: its event is present, chained, decodes, sits under its own key, is no repeat, and its raw
+    /// input is present and unaltered. Returns the event, or the fault.
+    private func checkEntry(seq: UInt64, log: StoreLayout.LogEntry, previous: inout [UInt8], _ txn: Transaction) throws
+        -> Result<LedgerEvent, Fault>
+    {
+        let key = log.eventKey
+        guard let bytes = try txn.get(layout.events, key: log.eventsKey(seq: seq)) else {
+            return .failure(Fault("event \(seq) (\(String(decoding: key, as: UTF8.self))) is missing"))
+        }
+        let link = HashChain.link(previous: previous, seq: seq, eventKey: key, event: bytes)
+        guard link == log.link else { return .failure(Fault("hash chain broken at seq \(seq): the event was altered")) }
+        previous = link
+        let event: LedgerEvent
+        do { event = try LedgerEvent(seq: seq, decoding: bytes) } catch {
+            return .failure(Fault("event \(seq) does not decode: \(error)"))
+        }
+        guard Array(event.fact.eventKey.utf8) == key else { return .failure(Fault("event \(seq) is stored under another key")) }
+        guard !(try earlierRevisionStates(event, before: seq, txn)) else {
+            return .failure(Fault("event \(seq) repeats a fact already stored under \(event.fact.eventKey)"))
+        }
+        if let otid = event.fact.originalTransactionId {
+            let c = try txn.cursor(layout.byOTID)
+            if try c.find(StoreLayout.subscriptionKey(event.fact.environment, otid), value: seq.bigEndianBytes) == nil {
+                return .failure(Fault("by_otid index lacks event \(seq) of \(otid)"))
+            }
+        }
+        if case .binding(let claim) = event.fact {
+            let userKey = StoreLayout.userKey(claim.environment, claim.appUserId)
+            let otidKey = StoreLayout.subscriptionKey(claim.environment, claim.originalTransactionId)
+            if try txn.cursor(layout.byUser).find(userKey, value: otidKey) == nil {
+                return .failure(Fault("by_user index lacks \(claim.appUserId) → \(claim.originalTransactionId)"))
+            }
+        }
+        guard log.rawKey <= seq, let raw = try txn.get(layout.raw, key: log.rawKey.bigEndianBytes) else {
+            return .failure(Fault("raw input of event \(seq) is missing"))
+        }
+        guard sha256(Array(raw)) == event.metadata.rawDigest else { return .failure(Fault("raw input of event \(seq) was altered")) }
+        return .success(event)
     }
 
     /// Whether a revision stored before `seq` under the same key states the same fact (which idempotency forbids).
@@ -127,6 +151,12 @@ extension Ledger {
             entry = try cursor.next()
         }
         return false
+    }
+
+    /// A fault found by `verify`, in words.
+    struct Fault: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
     }
 
     private func failing(_ report: VerificationReport, _ fault: String) -> VerificationReport {

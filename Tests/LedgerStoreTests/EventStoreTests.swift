@@ -199,3 +199,29 @@ final class Box: @unchecked Sendable {
         return v
     }
 }
+
+@Suite struct LiveVerificationTests {
+    /// Auditors run `verify` and `replay --check` against a ledger a server keeps appending to: no false faults.
+    @Test func verifyAndReplayCheckPassWhileAppendsContinue() async throws {
+        let t = try TemporaryLedger()
+        let ledger = t.ledger
+        _ = try ledger.appendAndWait((0..<3_000).map { input([.transaction(transaction("\(1_000_000 + $0)", otid: "\(7_000 + $0 % 500)"))]) })
+        let writer = Task.detached {
+            for round in 0..<40 {
+                let base = 2_000_000 + round * 100
+                _ = try ledger.appendAndWait((0..<100).map {
+                    input([.transaction(transaction("\(base + $0)", otid: "\(9_000 + round * 100 + $0)"))])
+                })
+            }
+        }
+        for _ in 0..<3 {
+            let report = try ledger.verify()
+            #expect(report.ok, "\(report.fault ?? "")")
+            let replay = try ledger.replay(check: true)
+            #expect(replay.differences.isEmpty, "\(replay.differences.prefix(3))")
+        }
+        try await writer.value
+        #expect(try ledger.verify().ok)
+        #expect(try ledger.lastSeq() == 7_000)
+    }
+}
