@@ -60,7 +60,7 @@ struct AppendBatch {
                     if let otid = fact.originalTransactionId {
                         try txn.put(
                             layout.byOTID, key: StoreLayout.subscriptionKey(fact.environment, otid),
-                            value: seq.bigEndianBytes, flags: .appendDuplicate)
+                            value: StoreLayout.eventKey(seq: seq, key), flags: .appendDuplicate)
                     }
                     if case .binding(let claim) = fact {
                         try index(user: claim.appUserId, otid: claim.originalTransactionId, claim.environment, txn)

@@ -103,14 +103,12 @@ extension Ledger {
         var out: [LedgerEvent] = []
         var entry = try cursor.find(StoreLayout.subscriptionKey(env, otid))
         while let e = entry {
-            let seq = e.value.bigEndianUInt64
-            if let asOf, seq > asOf { break }
-            guard let logValue = try txn.get(layout.log, key: seq.bigEndianBytes), let log = StoreLayout.LogEntry(logValue)
-            else {
-                throw LedgerError.corrupted("by_otid names seq \(seq), which the log lacks")
+            guard let (seq, eventsKey) = StoreLayout.eventsKey(byOTIDValue: e.value) else {
+                throw LedgerError.corrupted("a by_otid value of \(otid) is malformed")
             }
-            guard let stored = try txn.get(layout.events, key: log.eventsKey(seq: seq)) else {
-                throw LedgerError.corrupted("log seq \(seq) names an event that is missing")
+            if let asOf, seq > asOf { break }
+            guard let stored = try txn.get(layout.events, key: eventsKey) else {
+                throw LedgerError.corrupted("by_otid names event \(seq) of \(otid), which is missing")
             }
             out.append(try decodeEvent(seq: seq, stored))
             entry = try cursor.nextDuplicate()

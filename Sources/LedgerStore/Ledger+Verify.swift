@@ -120,7 +120,8 @@ extension Ledger {
         }
         if let otid = event.fact.originalTransactionId {
             let c = try txn.cursor(layout.byOTID)
-            if try c.find(StoreLayout.subscriptionKey(event.fact.environment, otid), value: seq.bigEndianBytes) == nil {
+            let value = StoreLayout.eventKey(seq: seq, event.fact.eventKey)
+            if try c.find(StoreLayout.subscriptionKey(event.fact.environment, otid), value: value) == nil {
                 return .failure(Fault("by_otid index lacks event \(seq) of \(otid)"))
             }
         }

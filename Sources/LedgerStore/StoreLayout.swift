@@ -10,7 +10,7 @@ import LedgerCore
 /// | `raw`       | first seq of the input (BE, 8)       | the exact bytes received                         |
 /// | `events`    | event key ‖ 0x00 ‖ seq (BE, 8)       | the canonical event (LedgerEvent.encode)         |
 /// | `log`       | seq (BE, 8), appended                | chain link (32) ‖ raw key (8) ‖ event key        |
-/// | `by_otid`   | environment (1) ‖ OTID               | seq (BE, 8), dupsort + dupfixed                  |
+/// | `by_otid`   | environment (1) ‖ OTID               | seq (BE, 8) ‖ event key, dupsort (seq order)     |
 /// | `by_user`   | environment (1) ‖ app user id        | environment (1) ‖ OTID, dupsort                  |
 /// | `timelines` | environment (1) ‖ OTID               | stamp seq (BE, 8) ‖ Timeline.encoded()           |
 /// | `rejected`  | rejection number (BE, 8), appended   | RejectedInput.encoded()                          |
@@ -36,7 +36,7 @@ struct StoreLayout {
         raw = try environment.openDatabase("raw")
         events = try environment.openDatabase("events")
         log = try environment.openDatabase("log")
-        byOTID = try environment.openDatabase("by_otid", flags: [.dupSort, .dupFixed])
+        byOTID = try environment.openDatabase("by_otid", flags: [.dupSort])
         byUser = try environment.openDatabase("by_user", flags: [.dupSort])
         timelines = try environment.openDatabase("timelines")
         rejected = try environment.openDatabase("rejected")
@@ -52,6 +52,24 @@ struct StoreLayout {
         k.append(0)
         k.append(contentsOf: seq.bigEndianBytes)
         return k
+    }
+
+    /// A `by_otid` value: the seq first (so values sort by seq), then the event key, so that reading a subscription's
+    /// events takes one lookup each (in `events`), not two (`log`, then `events`).
+    static func eventKey(seq: UInt64, _ key: String) -> [UInt8] {
+        var v = seq.bigEndianBytes
+        v.append(contentsOf: key.utf8)
+        return v
+    }
+
+    /// The `events` key named by a `by_otid` value.
+    static func eventsKey(byOTIDValue value: UnsafeRawBufferPointer) -> (seq: UInt64, key: [UInt8])? {
+        guard value.count > 8 else { return nil }
+        let seq = UnsafeRawBufferPointer(rebasing: value[0..<8]).bigEndianUInt64
+        var key = Array(value[8...])
+        key.append(0)
+        key.append(contentsOf: seq.bigEndianBytes)
+        return (seq, key)
     }
 
     /// The prefix every event of one event key starts with.

@@ -51,7 +51,7 @@ import Testing
 
     @Test func aMissingIndexEntryIsFound() throws {
         let report = try verifyAlteredCopy { env in
-            let byOTID = try env.openDatabase("by_otid", flags: [.dupSort, .dupFixed])
+            let byOTID = try env.openDatabase("by_otid", flags: [.dupSort])
             try env.write { txn in
                 let c = try txn.cursor(byOTID)
                 _ = try #require(try c.first())
