@@ -112,7 +112,7 @@ struct AppendBatch {
         let cursor = try txn.cursor(layout.events)
         var entry = try cursor.seek(prefix)
         while let e = entry, e.key.count == prefix.count + 8, e.key.starts(with: prefix) {
-            if let known = StoreLayout.factBytes(ofStoredEvent: e.value), known.elementsEqual(factBytes) { return true }
+            if let known = StoreLayout.factBytes(ofStoredEvent: e.value), known.bytesEqual(factBytes) { return true }
             entry = try cursor.next()
         }
         return false

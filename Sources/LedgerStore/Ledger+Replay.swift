@@ -123,7 +123,7 @@ extension Ledger {
                 switch mode {
                 case .check:
                     let stored = try txn.get(layout.timelines, key: key)
-                    if stored.map({ !$0.elementsEqual(rebuilt) }) ?? true {
+                    if stored.map({ !$0.bytesEqual(rebuilt) }) ?? true {
                         chunk.differences.append("\(env.rawValue)/\(otid)")
                     }
                 case .rewrite:

@@ -148,7 +148,7 @@ extension Ledger {
         while let e = entry, e.key.count == prefix.count + 8, e.key.starts(with: prefix) {
             let other = UnsafeRawBufferPointer(rebasing: e.key[prefix.count...]).bigEndianUInt64
             if other >= seq { break }
-            if let known = StoreLayout.factBytes(ofStoredEvent: e.value), known.elementsEqual(bytes) { return true }
+            if let known = StoreLayout.factBytes(ofStoredEvent: e.value), known.bytesEqual(bytes) { return true }
             entry = try cursor.next()
         }
         return false

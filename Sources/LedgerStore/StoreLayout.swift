@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import LMDB
 import LedgerCore
 
@@ -139,4 +144,13 @@ struct StoreLayout {
     static let metaChainHead = Array("chain_head".utf8)
     static let metaRejectedCount = Array("rejected_count".utf8)
     static let metaRulesDigest = Array("rules_digest".utf8)
+}
+
+extension UnsafeRawBufferPointer {
+    /// Whether these bytes equal `other` (memcmp, not a generic element-by-element loop).
+    func bytesEqual(_ other: [UInt8]) -> Bool {
+        guard count == other.count else { return false }
+        guard count > 0 else { return true }
+        return other.withUnsafeBytes { memcmp(baseAddress!, $0.baseAddress!, count) == 0 }
+    }
 }
