@@ -83,15 +83,7 @@ struct ClockOptions: ParsableArguments {
 }
 
 /// Milliseconds since epoch, or an ISO-8601 instant (with or without fractional seconds).
-func parseInstant(_ text: String) -> UnixMillis? {
-    if let ms = Int64(text) { return ms }
-    let plain = ISO8601DateFormatter()
-    if let d = plain.date(from: text) { return UnixMillis((d.timeIntervalSince1970 * 1000).rounded()) }
-    let fractional = ISO8601DateFormatter()
-    fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    if let d = fractional.date(from: text) { return UnixMillis((d.timeIntervalSince1970 * 1000).rounded()) }
-    return nil
-}
+func parseInstant(_ text: String) -> UnixMillis? { Instant.parse(text) }
 
 /// ISO-8601 text of an instant, for tables.
 func formatInstant(_ ms: UnixMillis?) -> String {
