@@ -77,6 +77,11 @@ public struct APIError: Error, HTTPResponseError, Hashable, CustomStringConverti
 /// Encodes answers; one encoder for every route, so documents look alike (keys in declaration order).
 enum JSONBody {
     static func encode(_ value: some Encodable) -> ByteBuffer {
+        if let direct = value as? any DirectJSON {
+            var json = JSONWriter()
+            direct.write(to: &json)
+            return ByteBuffer(bytes: json.bytes)
+        }
         do {
             return ByteBuffer(bytes: try StreamingJSONEncoder.encode(value))
         } catch {
