@@ -1,4 +1,5 @@
 import LedgerCore
+import LedgerStore
 
 /// Writes JSON straight into bytes, for the answer read most often (`GET /v1/customers/{id}`): no `Encoder`
 /// machinery, no boxing, dictionary keys in sorted order. Its output parses to the same document as the `Codable`
@@ -166,6 +167,41 @@ extension BindingView: DirectJSON {
             o.key("to"); o.number(to)
             o.key("cause"); o.string(cause)
             o.key("seq"); o.number(seq)
+        }
+    }
+}
+
+// MARK: - Append results (API.md "Result")
+
+extension AppendResult: DirectJSON {
+    func write(to json: inout JSONWriter) {
+        json.object { o in
+            o.key("status"); o.string(status.rawValue)
+            if let seq { o.key("seq"); o.number(seq) }
+            o.key("events")
+            o.array(events) { j, e in
+                j.object { o in
+                    o.key("seq"); o.number(e.seq)
+                    o.key("kind"); o.string(e.kind.rawValue)
+                    if let t = e.transactionId { o.key("transactionId"); o.string(t) }
+                    if let t = e.originalTransactionId { o.key("originalTransactionId"); o.string(t) }
+                }
+            }
+            if let error {
+                o.key("error")
+                o.object { o in
+                    o.key("code"); o.string(error.code)
+                    o.key("message"); o.string(error.message)
+                }
+            }
+        }
+    }
+}
+
+extension LedgerAPI.ResultsDocument: DirectJSON {
+    func write(to json: inout JSONWriter) {
+        json.object { o in
+            o.key("results"); o.array(results) { $1.write(to: &$0) }
         }
     }
 }

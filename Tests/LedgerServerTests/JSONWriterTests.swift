@@ -1,7 +1,7 @@
 import Foundation
 import LedgerCore
 @testable import LedgerServer
-import LedgerStore
+@testable import LedgerStore
 import Testing
 
 /// The hand-written customer answer says exactly what its `Codable` encoding says.
@@ -48,5 +48,22 @@ import Testing
             o.key("e\t"); o.bool(false)
         }
         #expect(String(decoding: json.bytes, as: UTF8.self) == #"{"a":[1,2],"b":{},"c":[[],[3]],"d":null,"e\t":false}"#)
+    }
+}
+
+@Suite struct AppendResultJSONTests {
+    @Test func resultsWriteAlike() throws {
+        let results = [
+            AppendResult(
+                status: .appended, seq: 7,
+                events: [
+                    .init(seq: 6, kind: .transaction, transactionId: "1", originalTransactionId: "1"),
+                    .init(seq: 7, kind: .notification, transactionId: nil, originalTransactionId: nil),
+                ]),
+            AppendResult(status: .duplicate),
+            AppendResult.rejected(code: "invalid_json", message: "unexpected \"end\"\n"),
+        ]
+        for r in results { #expect(try JSONWriterTests.sameDocument(r)) }
+        #expect(try JSONWriterTests.sameDocument(LedgerAPI.ResultsDocument(results: results)))
     }
 }
