@@ -13,45 +13,21 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
-        .executableTarget(
-            name: "EventStore",
-            dependencies: [
-                .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "LedgerCore", package: root),
-                .product(name: "LedgerStore", package: root),
-            ],
-            path: "Benchmarks/EventStore",
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        ),
-        .executableTarget(
-            name: "Import",
-            dependencies: [
-                .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "LedgerCore", package: root),
-                .product(name: "LedgerStore", package: root),
-            ],
-            path: "Benchmarks/Import",
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        ),
-        .executableTarget(
-            name: "Fold",
-            dependencies: [
-                .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "LedgerCore", package: root),
-            ],
-            path: "Benchmarks/Fold",
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        ),
-        .executableTarget(
-            name: "Decode",
-            dependencies: [
-                .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "LedgerCore", package: root),
-                .product(name: "LedgerAppStore", package: root),
-                .product(name: "LedgerTestSupport", package: root),
-            ],
-            path: "Benchmarks/Decode",
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        ),
+        benchmark("EventStore", uses: ["LedgerCore", "LedgerStore"]),
+        benchmark("Import", uses: ["LedgerCore", "LedgerStore"]),
+        benchmark("Fold", uses: ["LedgerCore"]),
+        benchmark("Decode", uses: ["LedgerCore", "LedgerAppStore", "LedgerTestSupport"]),
     ]
 )
+
+/// One ordo-one/benchmark target: `Benchmarks/<name>/`, the benchmark library, and the root's `products`. (The plugin
+/// only finds targets whose folder's parent is named exactly `Benchmarks`.)
+func benchmark(_ name: String, uses products: [String]) -> Target {
+    .executableTarget(
+        name: name,
+        dependencies: [.product(name: "Benchmark", package: "benchmark")]
+            + products.map { .product(name: $0, package: root) },
+        path: "Benchmarks/\(name)",
+        plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+    )
+}

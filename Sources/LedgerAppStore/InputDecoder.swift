@@ -65,25 +65,6 @@ public final class InputDecoder: Sendable {
         return DecodedInput(facts: decoded.facts, metadata: metadata, type: decoded.type, raw: raw)
     }
 
-    /// Splits an NDJSON body into its non-blank lines (a trailing `\r` is dropped). No parsing.
-    /// - Complexity: O(n).
-    public static func splitLines(_ body: [UInt8]) -> [ArraySlice<UInt8>] {
-        var lines = [ArraySlice<UInt8>]()
-        var start = 0
-        func flush(_ end: Int) {
-            var upper = end
-            if upper > start, body[upper - 1] == 0x0D { upper -= 1 }
-            let line = body[start..<upper]
-            if line.contains(where: { !JSONStructure.isWhitespace($0) }) { lines.append(line) }
-        }
-        for (i, byte) in body.enumerated() where byte == 0x0A {
-            flush(i)
-            start = i + 1
-        }
-        flush(body.count)
-        return lines
-    }
-
     // MARK: - Envelope and detection
 
     /// What the caller and the envelope said about the input.

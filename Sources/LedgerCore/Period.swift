@@ -36,21 +36,11 @@ public struct Period: Hashable, Sendable {
         type: ProductType = .autoRenewable, quantity: Int64 = 1, offer: Offer? = nil, upgraded: Bool = false,
         observedAs: [TransactionID] = [], revocations: [Revocation] = [], seq: UInt64 = 0
     ) {
-        self.transactionId = transactionId
-        self.webOrderLineItemId = webOrderLineItemId
-        self.productId = productId
-        self.start = start
-        self.expiresDate = expiresDate
-        self.end = end
-        self.originalPurchaseDate = originalPurchaseDate
-        self.type = type
-        self.quantity = quantity
-        self.offer = offer
-        self.upgraded = upgraded
-        self.observedAs = observedAs
-        self.revocations = revocations
-        self.seq = seq
-        self.revokingTransactions = []
+        self.init(
+            transactionId: transactionId, webOrderLineItemId: webOrderLineItemId, productId: productId, start: start,
+            expiresDate: expiresDate, end: end, originalPurchaseDate: originalPurchaseDate, type: type,
+            quantity: quantity, offer: offer, upgraded: upgraded, observedAs: observedAs, revocations: revocations,
+            seq: seq, revokingTransactions: [])
     }
 
     /// Every field, fold state included, for the decoder: one initialisation, no copy of a half-built period.

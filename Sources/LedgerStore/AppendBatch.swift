@@ -42,7 +42,7 @@ struct AppendBatch {
                 var rawKey: UInt64? = nil
                 for fact in facts {
                     let key = fact.eventKey
-                    if try isKnown(fact.encoded(), key: key, txn) { continue }
+                    if try layout.isKnown(fact.encoded(), key: key, txn) { continue }
                     state.seq += 1
                     let seq = state.seq
                     if rawKey == nil {
@@ -103,19 +103,6 @@ struct AppendBatch {
             }
         }
         return nil
-    }
-
-    /// Whether a stored revision under `key` states exactly these fact bytes (equal facts share their key).
-    /// - Complexity: O(revisions of the key), usually one or two.
-    func isKnown(_ factBytes: [UInt8], key: String, _ txn: Transaction) throws -> Bool {
-        let prefix = StoreLayout.eventKeyPrefix(key)
-        let cursor = try txn.cursor(layout.events)
-        var entry = try cursor.seek(prefix)
-        while let e = entry, e.key.count == prefix.count + 8, e.key.starts(with: prefix) {
-            if let known = StoreLayout.factBytes(ofStoredEvent: e.value), known.bytesEqual(factBytes) { return true }
-            entry = try cursor.next()
-        }
-        return false
     }
 
     private func reject(_ rejection: RejectedInput, _ state: inout Pending, _ txn: Transaction) throws {

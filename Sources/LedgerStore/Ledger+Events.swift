@@ -44,18 +44,14 @@ extension Ledger {
     /// first: the revisions of that transaction as they arrived.
     public func events(key: String) throws -> [StoredEvent] {
         try environment.read { txn in
-            let prefix = StoreLayout.eventKeyPrefix(key)
-            let cursor = try txn.cursor(layout.events)
             var out: [StoredEvent] = []
-            var entry = try cursor.seek(prefix)
-            while let e = entry, e.key.count == prefix.count + 8, e.key.starts(with: prefix) {
-                let seq = UnsafeRawBufferPointer(rebasing: e.key[prefix.count...]).bigEndianUInt64
-                let event = try decodeEvent(seq: seq, e.value)
+            try layout.forEachRevision(of: key, txn) { seq, stored in
+                let event = try decodeEvent(seq: seq, stored)
                 guard let logValue = try txn.get(layout.log, key: seq.bigEndianBytes),
                     let log = StoreLayout.LogEntry(logValue)
                 else { throw LedgerError.corrupted("event \(seq) of \(key) has no log entry") }
                 out.append(StoredEvent(event: event, chainHash: log.link, rawKey: log.rawKey))
-                entry = try cursor.next()
+                return true
             }
             return out
         }

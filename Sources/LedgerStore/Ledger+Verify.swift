@@ -115,7 +115,7 @@ extension Ledger {
             return .failure(Fault("event \(seq) does not decode: \(error)"))
         }
         guard Array(event.fact.eventKey.utf8) == key else { return .failure(Fault("event \(seq) is stored under another key")) }
-        guard !(try earlierRevisionStates(event, before: seq, txn)) else {
+        guard !(try layout.isKnown(event.fact.encoded(), key: event.fact.eventKey, before: seq, txn)) else {
             return .failure(Fault("event \(seq) repeats a fact already stored under \(event.fact.eventKey)"))
         }
         if let otid = event.fact.originalTransactionId {
@@ -137,21 +137,6 @@ extension Ledger {
         }
         guard sha256(Array(raw)) == event.metadata.rawDigest else { return .failure(Fault("raw input of event \(seq) was altered")) }
         return .success(event)
-    }
-
-    /// Whether a revision stored before `seq` under the same key states the same fact (which idempotency forbids).
-    private func earlierRevisionStates(_ event: LedgerEvent, before seq: UInt64, _ txn: Transaction) throws -> Bool {
-        let prefix = StoreLayout.eventKeyPrefix(event.fact.eventKey)
-        let bytes = event.fact.encoded()
-        let cursor = try txn.cursor(layout.events)
-        var entry = try cursor.seek(prefix)
-        while let e = entry, e.key.count == prefix.count + 8, e.key.starts(with: prefix) {
-            let other = UnsafeRawBufferPointer(rebasing: e.key[prefix.count...]).bigEndianUInt64
-            if other >= seq { break }
-            if let known = StoreLayout.factBytes(ofStoredEvent: e.value), known.bytesEqual(bytes) { return true }
-            entry = try cursor.next()
-        }
-        return false
     }
 
     /// A fault found by `verify`, in words.

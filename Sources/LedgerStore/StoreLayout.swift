@@ -128,6 +128,33 @@ struct StoreLayout {
         func eventsKey(seq: UInt64) -> [UInt8] { eventKey + [0] + seq.bigEndianBytes }
     }
 
+    /// Visits the revisions stored under one event key, oldest first, while `body` returns true.
+    func forEachRevision(
+        of key: String, _ txn: Transaction, _ body: (_ seq: UInt64, _ stored: UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        let prefix = Self.eventKeyPrefix(key)
+        let cursor = try txn.cursor(events)
+        var entry = try cursor.seek(prefix)
+        while let e = entry, e.key.count == prefix.count + 8, e.key.starts(with: prefix) {
+            let seq = UnsafeRawBufferPointer(rebasing: e.key[prefix.count...]).bigEndianUInt64
+            guard try body(seq, e.value) else { return }
+            entry = try cursor.next()
+        }
+    }
+
+    /// Whether a revision stored under `key` before `seq` states exactly these fact bytes. Equal facts share their
+    /// key, so this is the whole idempotency check.
+    /// - Complexity: O(revisions of the key), usually one or two.
+    func isKnown(_ factBytes: [UInt8], key: String, before seq: UInt64 = .max, _ txn: Transaction) throws -> Bool {
+        var known = false
+        try forEachRevision(of: key, txn) { revision, stored in
+            guard revision < seq else { return false }
+            known = Self.factBytes(ofStoredEvent: stored)?.bytesEqual(factBytes) ?? false
+            return !known
+        }
+        return known
+    }
+
     /// The canonical fact bytes inside a stored event (see `LedgerEvent.encode`), without decoding the fact.
     static func factBytes(ofStoredEvent stored: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
         var r = BinaryReader(stored)

@@ -43,7 +43,7 @@ struct Ingest: AsyncParsableCommand {
         }
         var received: UnixMillis?
         if let receivedAt {
-            guard let ms = parseInstant(receivedAt) else { throw ValidationError("--received-at '\(receivedAt)' is not an instant") }
+            guard let ms = Instant.parse(receivedAt) else { throw ValidationError("--received-at '\(receivedAt)' is not an instant") }
             received = ms
         }
         let options = IngestPipeline.Options(forcedType: forced, appUserId: appUserId.map { AppUserID($0) }, receivedAt: received)

@@ -68,7 +68,7 @@ struct ClockOptions: ParsableArguments {
 
     func instant() throws -> UnixMillis {
         guard let at else { return currentMillis() }
-        guard let ms = parseInstant(at) else {
+        guard let ms = Instant.parse(at) else {
             throw ValidationError("--at '\(at)' is neither ISO-8601 nor milliseconds since epoch")
         }
         return ms
@@ -82,8 +82,6 @@ struct ClockOptions: ParsableArguments {
     }
 }
 
-/// Milliseconds since epoch, or an ISO-8601 instant (with or without fractional seconds).
-func parseInstant(_ text: String) -> UnixMillis? { Instant.parse(text) }
 
 /// ISO-8601 text of an instant, for tables.
 func formatInstant(_ ms: UnixMillis?) -> String {

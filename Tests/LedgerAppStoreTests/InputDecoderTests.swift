@@ -185,14 +185,6 @@ struct InputDecoderTests {
         #expect(refused12?.code == "too_large")
     }
 
-    @Test("NDJSON is split into its non-blank lines")
-    func lines() {
-        let body = Array("{\"a\":1}\n\n  \r\n{\"b\":2}\r\n{\"c\":3}".utf8)
-        let lines = InputDecoder.splitLines(body).map { String(decoding: $0, as: UTF8.self) }
-        #expect(lines == [#"{"a":1}"#, #"{"b":2}"#, #"{"c":3}"#])
-        #expect(InputDecoder.splitLines([]).isEmpty)
-    }
-
     @Test("Configuration file: bundleId, trustedRoots paths, requireSignatures, environments")
     func configurationFile() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-appstore-\(UUID().uuidString)")

@@ -3,18 +3,10 @@ import Glibc
 #endif
 import Foundation
 import LedgerClient
+import LedgerTestSupport
 import Testing
 
 // MARK: - The built executable
-
-/// `storeledger` next to the test bundle (SwiftPM builds it for this target), else in the package's .build/debug.
-let storeledgerPath: String = {
-    let besideBundle = URL(fileURLWithPath: ProcessInfo.processInfo.arguments[0]).deletingLastPathComponent()
-        .appendingPathComponent("storeledger").path
-    if FileManager.default.isExecutableFile(atPath: besideBundle) { return besideBundle }
-    return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent(".build/debug/storeledger").path
-}()
 
 /// One `storeledger serve` process.
 final class ServerProcess {
@@ -26,7 +18,7 @@ final class ServerProcess {
         socketPath = data + "/ledger.sock"
         stderrPath = data + ".serve-\(UInt32.random(in: 0...UInt32.max)).log"
         FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: storeledgerPath)
+        process.executableURL = URL(fileURLWithPath: storeledgerExecutable())
         process.arguments = ["serve", "--data", data]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
@@ -64,26 +56,6 @@ final class ServerProcess {
     }
 }
 
-/// Runs `storeledger ARGS` to completion; returns its status and stderr.
-func runStoreLedger(_ arguments: [String]) throws -> (status: Int32, stderr: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: storeledgerPath)
-    process.arguments = arguments
-    let err = Pipe()
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = err
-    try process.run()
-    let data = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-}
-
-func makeTemporaryDirectory() throws -> String {
-    var template = Array("/tmp/sl-cli-XXXXXX".utf8CString)
-    guard let p = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
-    return String(cString: p)
-}
-
 /// A decoded V2 transaction envelope with a fixed receipt instant.
 func transactionEnvelope(_ tid: String, user: String) -> String {
     let purchase: Int64 = 1_700_000_000_000
@@ -101,8 +73,9 @@ actor Acknowledged {
 @Suite("storeledger serve as a process", .serialized, .timeLimit(.minutes(2)))
 struct ServeProcessTests {
     @Test func killNineUnderLoadLosesNoAcknowledgedInputAndVerifyPasses() async throws {
-        let data = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: data) }
+        let directory = try TemporaryDirectory(prefix: "sl-cli")
+        defer { directory.remove() }
+        let data = directory.path
         let first = try ServerProcess(data: data)
         try await first.waitUntilAnswering()
 
@@ -154,17 +127,18 @@ struct ServeProcessTests {
         #expect(try await second.waitForExit() == 0)
         #expect(!FileManager.default.fileExists(atPath: second.socketPath))
 
-        let verify = try runStoreLedger(["verify", "--data", data])
+        let verify = try runProcess(storeledgerExecutable(), ["verify", "--data", data])
         #expect(verify.status == 0, "verify: \(verify.stderr)")
     }
 
     @Test func secondServerOnALiveSocketIsRefusedAndSigintDrains() async throws {
-        let data = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: data) }
+        let directory = try TemporaryDirectory(prefix: "sl-cli")
+        defer { directory.remove() }
+        let data = directory.path
         let server = try ServerProcess(data: data)
         try await server.waitUntilAnswering()
 
-        let refused = try runStoreLedger(["serve", "--data", data, "--socket", server.socketPath])
+        let refused = try runProcess(storeledgerExecutable(), ["serve", "--data", data, "--socket", server.socketPath])
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("socket_in_use"))
 
@@ -176,7 +150,7 @@ struct ServeProcessTests {
         #expect(try await server.waitForExit() == 0)
         #expect(!FileManager.default.fileExists(atPath: server.socketPath))
 
-        let events = try runStoreLedger(["events", "--data", data, "--transaction", "s1", "--json"])
+        let events = try runProcess(storeledgerExecutable(), ["events", "--data", data, "--transaction", "s1", "--json"])
         #expect(events.status == 0)
     }
 }

@@ -45,8 +45,9 @@ func remove(_ ledger: Ledger) {
     try? FileManager.default.removeItem(atPath: ledger.directory)
 }
 
-/// A ledger holding `events` renewals over `subscriptions` OTIDs (built without fsync, then reopened durable).
-func populatedLedger(events: Int, subscriptions: Int) throws -> (Ledger, RenewalStream) {
+/// A ledger holding `events` renewals over `subscriptions` OTIDs, built without fsync (fast), then reopened durable
+/// unless `durable` is false; and the stream that continues its renewals.
+func populatedLedger(events: Int, subscriptions: Int, durable: Bool = true) throws -> (Ledger, RenewalStream) {
     let fast = try temporaryLedger("populated-\(events)", noSync: true)
     var stream = RenewalStream(subscriptions: subscriptions)
     var left = events
@@ -55,11 +56,18 @@ func populatedLedger(events: Int, subscriptions: Int) throws -> (Ledger, Renewal
         _ = try fast.appendAndWait(stream.inputs(n))
         left -= n
     }
-    let dir = fast.directory
+    guard durable else { return (fast, stream) }
     fast.close()
     var options = Ledger.Options()
     options.initialMapSize = 8 << 30
-    return (try Ledger(directory: dir, options: options, logger: Logger(label: "bench")), stream)
+    return (try Ledger(directory: fast.directory, options: options, logger: Logger(label: "bench")), stream)
+}
+
+/// Measures one `appendAndWait` of `inputs` (one write transaction), nothing else.
+func measureAppend(_ benchmark: Benchmark, _ ledger: Ledger, _ inputs: [LedgerInput]) throws {
+    benchmark.startMeasurement()
+    _ = try ledger.appendAndWait(inputs)
+    benchmark.stopMeasurement()
 }
 
 // MARK: - Benchmarks
@@ -88,30 +96,21 @@ let benchmarks: @Sendable () -> Void = {
         "Durable append, 1 per commit",
         configuration: .init(setup: freshLedger("append1"), teardown: dropLedger)
     ) { benchmark in
-        let batch = stream.inputs(1)
-        benchmark.startMeasurement()
-        _ = try ledgerUnderTest.appendAndWait(batch)
-        benchmark.stopMeasurement()
+        try measureAppend(benchmark, ledgerUnderTest, stream.inputs(1))
     }
 
     Benchmark(
         "Durable append, 100 per commit (figures per commit)",
         configuration: .init(setup: freshLedger("append100"), teardown: dropLedger)
     ) { benchmark in
-        let batch = stream.inputs(100)
-        benchmark.startMeasurement()
-        _ = try ledgerUnderTest.appendAndWait(batch)
-        benchmark.stopMeasurement()
+        try measureAppend(benchmark, ledgerUnderTest, stream.inputs(100))
     }
 
     Benchmark(
         "Durable append, 1000 per commit (figures per fact)",
         configuration: .init(scalingFactor: .kilo, setup: freshLedger("append1000"), teardown: dropLedger)
     ) { benchmark in
-        let batch = stream.inputs(benchmark.scaledIterations.count)
-        benchmark.startMeasurement()
-        _ = try ledgerUnderTest.appendAndWait(batch)
-        benchmark.stopMeasurement()
+        try measureAppend(benchmark, ledgerUnderTest, stream.inputs(benchmark.scaledIterations.count))
     }
 
     // Replay: every projection rebuilt from the log and compared byte for byte (`storeledger replay --check`),
@@ -136,19 +135,10 @@ let benchmarks: @Sendable () -> Void = {
         "One incremental update, 1M OTIDs (no fsync)",
         configuration: .init(
             metrics: [.wallClock, .cpuTotal, .throughput], maxDuration: .seconds(5),
-            setup: {
-                let fast = try temporaryLedger("incremental", noSync: true)
-                var stream = RenewalStream(subscriptions: 1_000_000)
-                for _ in 0..<250 { _ = try fast.appendAndWait(stream.inputs(4_000)) }
-                bigLedger = fast
-                bigStream = stream
-            },
+            setup: { (bigLedger, bigStream) = try populatedLedger(events: 1_000_000, subscriptions: 1_000_000, durable: false) },
             teardown: { remove(bigLedger) })
     ) { benchmark in
-        let one = bigStream.inputs(1)
-        benchmark.startMeasurement()
-        _ = try bigLedger.appendAndWait(one)
-        benchmark.stopMeasurement()
+        try measureAppend(benchmark, bigLedger, bigStream.inputs(1))
     }
 
     // The same, durable and in group commit (1000 renewals of distinct OTIDs per write transaction): the cost of one
@@ -157,22 +147,9 @@ let benchmarks: @Sendable () -> Void = {
         "Incremental updates, 1M OTIDs, durable, 1000 per commit (figures per event)",
         configuration: .init(
             metrics: [.wallClock, .cpuTotal, .throughput], scalingFactor: .kilo, maxDuration: .seconds(5),
-            setup: {
-                let fast = try temporaryLedger("incremental-batch", noSync: true)
-                var stream = RenewalStream(subscriptions: 1_000_000)
-                for _ in 0..<250 { _ = try fast.appendAndWait(stream.inputs(4_000)) }
-                let dir = fast.directory
-                fast.close()
-                var options = Ledger.Options()
-                options.initialMapSize = 8 << 30
-                bigLedger = try Ledger(directory: dir, options: options, logger: Logger(label: "bench"))
-                bigStream = stream
-            },
+            setup: { (bigLedger, bigStream) = try populatedLedger(events: 1_000_000, subscriptions: 1_000_000) },
             teardown: { remove(bigLedger) })
     ) { benchmark in
-        let batch = bigStream.inputs(benchmark.scaledIterations.count)
-        benchmark.startMeasurement()
-        _ = try bigLedger.appendAndWait(batch)
-        benchmark.stopMeasurement()
+        try measureAppend(benchmark, bigLedger, bigStream.inputs(benchmark.scaledIterations.count))
     }
 }
