@@ -103,6 +103,6 @@ extension UnsafeRawBufferPointer {
 extension UInt64 {
     /// The 8 bytes of this value in big-endian order, so that byte order is numeric order (log keys).
     public var bigEndianBytes: [UInt8] {
-        (0..<8).map { UInt8(truncatingIfNeeded: self >> (56 - 8 * $0)) }
+        withUnsafeBytes(of: bigEndian) { Array($0) }
     }
 }

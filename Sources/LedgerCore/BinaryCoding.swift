@@ -71,6 +71,11 @@ public struct BinaryWriter: Sendable {
         bytes.append(UInt8(v))
     }
 
+    /// Eight big-endian bytes, untagged (a header before the tagged fields).
+    public mutating func writeBigEndian(_ value: UInt64) {
+        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+    }
+
     mutating func key(_ tag: UInt32, _ wire: WireType) { writeVarint(UInt64(tag) << 3 | UInt64(wire.rawValue)) }
 
     public mutating func write(_ tag: UInt32, _ value: UInt64) {

@@ -36,57 +36,55 @@ extension TransactionFact {
         w.write(unknownFields)
     }
 
-    init(reading r: inout BinaryReader) throws(FactDecodingError) {
+    init(reading r: inout BinaryReader, strings: inout RepeatedStrings) throws(FactDecodingError) {
         var tid: String?, otid: String?, product: String?, purchase: Int64?
-        var f = TransactionFact(transactionId: "", originalTransactionId: "", productId: "", purchaseDate: 0)
+        // Built in place: a local `var` assigned to `self` at the end was copied (retaining and releasing
+        // each of its references).
+        self = TransactionFact(transactionId: "", originalTransactionId: "", productId: "", purchaseDate: 0)
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
             case 1 where s: tid = try r.readString()
-            case 2 where s: otid = try r.readString()
-            case 3 where s: f.webOrderLineItemId = try r.readString()
-            case 4 where s: f.bundleId = try r.readString()
-            case 5 where s: product = try r.readString()
-            case 6 where s: f.subscriptionGroupIdentifier = try r.readString()
+            case 2 where s: otid = try r.readString(reusing: &strings.otid)
+            case 3 where s: self.webOrderLineItemId = try r.readString()
+            case 4 where s: self.bundleId = try r.readString(reusing: &strings.bundle)
+            case 5 where s: product = try r.readString(reusing: &strings.product)
+            case 6 where s: self.subscriptionGroupIdentifier = try r.readString(reusing: &strings.group)
             case 7 where n: purchase = try r.readInt64()
-            case 8 where n: f.originalPurchaseDate = try r.readInt64()
-            case 9 where n: f.expiresDate = try r.readInt64()
-            case 10 where n: f.quantity = try r.readInt64()
-            case 11 where s:
-                let name = try r.readString()
-                guard let t = ProductType(rawValue: name) else { throw FactDecodingError("unknown product type \(name)") }
-                f.type = t
-            case 12 where s: f.appAccountToken = try r.readString()
-            case 13 where s: f.inAppOwnershipType = try r.readString()
-            case 14 where n: f.signedDate = try r.readInt64()
-            case 15 where n: f.revocationDate = try r.readInt64()
-            case 16 where n: f.revocationReason = try r.readInt64()
-            case 17 where s: f.revocationType = try r.readString()
-            case 18 where n: f.revocationPercentage = try r.readInt64()
-            case 19 where n: f.isUpgraded = try r.readBool()
-            case 20 where n: f.offerType = try r.readInt64()
-            case 21 where s: f.offerIdentifier = try r.readString()
-            case 22 where s: f.offerDiscountType = try r.readString()
-            case 23 where n: f.isTrialPeriod = try r.readBool()
-            case 24 where n: f.isInIntroOfferPeriod = try r.readBool()
-            case 25 where n: f.environment = try readEnvironment(&r)
-            case 26 where s: f.storefront = try r.readString()
-            case 27 where s: f.transactionReason = try r.readString()
-            case 28 where n: f.price = try r.readInt64()
-            case 29 where s: f.currency = try r.readString()
-            case 30 where s: try r.readMapEntry(into: &f.extra)
+            case 8 where n: self.originalPurchaseDate = try r.readInt64()
+            case 9 where n: self.expiresDate = try r.readInt64()
+            case 10 where n: self.quantity = try r.readInt64()
+            case 11 where s: self.type = try ProductType(reading: &r)
+            case 12 where s: self.appAccountToken = try r.readString()
+            case 13 where s: self.inAppOwnershipType = try r.readString()
+            case 14 where n: self.signedDate = try r.readInt64()
+            case 15 where n: self.revocationDate = try r.readInt64()
+            case 16 where n: self.revocationReason = try r.readInt64()
+            case 17 where s: self.revocationType = try r.readString()
+            case 18 where n: self.revocationPercentage = try r.readInt64()
+            case 19 where n: self.isUpgraded = try r.readBool()
+            case 20 where n: self.offerType = try r.readInt64()
+            case 21 where s: self.offerIdentifier = try r.readString()
+            case 22 where s: self.offerDiscountType = try r.readString()
+            case 23 where n: self.isTrialPeriod = try r.readBool()
+            case 24 where n: self.isInIntroOfferPeriod = try r.readBool()
+            case 25 where n: self.environment = try readEnvironment(&r)
+            case 26 where s: self.storefront = try r.readString()
+            case 27 where s: self.transactionReason = try r.readString()
+            case 28 where n: self.price = try r.readInt64()
+            case 29 where s: self.currency = try r.readString()
+            case 30 where s: try r.readMapEntry(into: &self.extra)
             case 1...30: throw FactDecodingError("transaction field \(tag) has the wrong wire type")
-            default: try r.readUnknown(tag: tag, wire: wire, into: &f.unknownFields)
+            default: try r.readUnknown(tag: tag, wire: wire, into: &self.unknownFields)
             }
         }
         guard let tid, let otid, let product, let purchase else {
             throw FactDecodingError("transaction lacks transactionId, originalTransactionId, productId or purchaseDate")
         }
-        f.transactionId = TransactionID(tid)
-        f.originalTransactionId = OriginalTransactionID(otid)
-        f.productId = product
-        f.purchaseDate = purchase
-        self = f
+        self.transactionId = TransactionID(tid)
+        self.originalTransactionId = OriginalTransactionID(otid)
+        self.productId = product
+        self.purchaseDate = purchase
     }
 }
 
@@ -110,34 +108,33 @@ extension RenewalInfoFact {
         w.write(unknownFields)
     }
 
-    init(reading r: inout BinaryReader) throws(FactDecodingError) {
+    init(reading r: inout BinaryReader, strings: inout RepeatedStrings) throws(FactDecodingError) {
         var otid: String?
-        var f = RenewalInfoFact(originalTransactionId: "")
+        self = RenewalInfoFact(originalTransactionId: "")
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
-            case 1 where s: otid = try r.readString()
-            case 2 where s: f.productId = try r.readString()
-            case 3 where s: f.autoRenewProductId = try r.readString()
-            case 4 where n: f.autoRenewStatus = try r.readBool()
-            case 5 where n: f.expirationIntent = try r.readInt64()
-            case 6 where n: f.isInBillingRetryPeriod = try r.readBool()
-            case 7 where n: f.gracePeriodExpiresDate = try r.readInt64()
-            case 8 where n: f.priceIncreaseStatus = try r.readInt64()
-            case 9 where n: f.renewalDate = try r.readInt64()
-            case 10 where n: f.offerType = try r.readInt64()
-            case 11 where s: f.offerIdentifier = try r.readString()
-            case 12 where n: f.signedDate = try r.readInt64()
-            case 13 where n: f.recentSubscriptionStartDate = try r.readInt64()
-            case 14 where n: f.environment = try readEnvironment(&r)
-            case 15 where s: try r.readMapEntry(into: &f.extra)
+            case 1 where s: otid = try r.readString(reusing: &strings.otid)
+            case 2 where s: self.productId = try r.readString(reusing: &strings.product)
+            case 3 where s: self.autoRenewProductId = try r.readString(reusing: &strings.autoRenewProduct)
+            case 4 where n: self.autoRenewStatus = try r.readBool()
+            case 5 where n: self.expirationIntent = try r.readInt64()
+            case 6 where n: self.isInBillingRetryPeriod = try r.readBool()
+            case 7 where n: self.gracePeriodExpiresDate = try r.readInt64()
+            case 8 where n: self.priceIncreaseStatus = try r.readInt64()
+            case 9 where n: self.renewalDate = try r.readInt64()
+            case 10 where n: self.offerType = try r.readInt64()
+            case 11 where s: self.offerIdentifier = try r.readString()
+            case 12 where n: self.signedDate = try r.readInt64()
+            case 13 where n: self.recentSubscriptionStartDate = try r.readInt64()
+            case 14 where n: self.environment = try readEnvironment(&r)
+            case 15 where s: try r.readMapEntry(into: &self.extra)
             case 1...15: throw FactDecodingError("renewal field \(tag) has the wrong wire type")
-            default: try r.readUnknown(tag: tag, wire: wire, into: &f.unknownFields)
+            default: try r.readUnknown(tag: tag, wire: wire, into: &self.unknownFields)
             }
         }
         guard let otid else { throw FactDecodingError("renewal info lacks originalTransactionId") }
-        f.originalTransactionId = OriginalTransactionID(otid)
-        self = f
+        self.originalTransactionId = OriginalTransactionID(otid)
     }
 }
 
@@ -162,32 +159,31 @@ extension NotificationFact {
 
     init(reading r: inout BinaryReader) throws(FactDecodingError) {
         var uuid: String?, type: String?
-        var f = NotificationFact(notificationUUID: "", notificationType: "")
+        self = NotificationFact(notificationUUID: "", notificationType: "")
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
             case 1 where s: uuid = try r.readString()
             case 2 where s: type = try r.readString()
-            case 3 where s: f.subtype = try r.readString()
-            case 4 where n: f.signedDate = try r.readInt64()
-            case 5 where s: f.version = try r.readString()
-            case 6 where n: f.environment = try readEnvironment(&r)
-            case 7 where s: f.bundleId = try r.readString()
-            case 8 where n: f.appAppleId = try r.readInt64()
-            case 9 where s: f.originalTransactionId = OriginalTransactionID(try r.readString())
-            case 10 where s: f.transactionId = TransactionID(try r.readString())
-            case 11 where n: f.status = try r.readInt64()
-            case 12 where n: f.autoRenewStatus = try r.readBool()
-            case 13 where s: f.autoRenewProductId = try r.readString()
-            case 14 where s: try r.readMapEntry(into: &f.extra)
+            case 3 where s: self.subtype = try r.readString()
+            case 4 where n: self.signedDate = try r.readInt64()
+            case 5 where s: self.version = try r.readString()
+            case 6 where n: self.environment = try readEnvironment(&r)
+            case 7 where s: self.bundleId = try r.readString()
+            case 8 where n: self.appAppleId = try r.readInt64()
+            case 9 where s: self.originalTransactionId = OriginalTransactionID(try r.readString())
+            case 10 where s: self.transactionId = TransactionID(try r.readString())
+            case 11 where n: self.status = try r.readInt64()
+            case 12 where n: self.autoRenewStatus = try r.readBool()
+            case 13 where s: self.autoRenewProductId = try r.readString()
+            case 14 where s: try r.readMapEntry(into: &self.extra)
             case 1...14: throw FactDecodingError("notification field \(tag) has the wrong wire type")
-            default: try r.readUnknown(tag: tag, wire: wire, into: &f.unknownFields)
+            default: try r.readUnknown(tag: tag, wire: wire, into: &self.unknownFields)
             }
         }
         guard let uuid, let type else { throw FactDecodingError("notification lacks notificationUUID or type") }
-        f.notificationUUID = uuid
-        f.notificationType = type
-        self = f
+        self.notificationUUID = uuid
+        self.notificationType = type
     }
 }
 
@@ -203,7 +199,7 @@ extension BindingClaim {
 
     init(reading r: inout BinaryReader) throws(FactDecodingError) {
         var user: String?, otid: String?, at: Int64?
-        var f = BindingClaim(appUserId: "", originalTransactionId: "", claimedAt: 0)
+        self = BindingClaim(appUserId: "", originalTransactionId: "", claimedAt: 0)
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
@@ -213,17 +209,16 @@ extension BindingClaim {
             case 4 where s:
                 let name = try r.readString()
                 guard let c = Cause(rawValue: name) else { throw FactDecodingError("unknown binding cause \(name)") }
-                f.cause = c
-            case 5 where n: f.environment = try readEnvironment(&r)
+                self.cause = c
+            case 5 where n: self.environment = try readEnvironment(&r)
             case 1...5: throw FactDecodingError("binding field \(tag) has the wrong wire type")
-            default: try r.readUnknown(tag: tag, wire: wire, into: &f.unknownFields)
+            default: try r.readUnknown(tag: tag, wire: wire, into: &self.unknownFields)
             }
         }
         guard let user, let otid, let at else { throw FactDecodingError("binding lacks appUserId, otid or claimedAt") }
-        f.appUserId = AppUserID(user)
-        f.originalTransactionId = OriginalTransactionID(otid)
-        f.claimedAt = at
-        self = f
+        self.appUserId = AppUserID(user)
+        self.originalTransactionId = OriginalTransactionID(otid)
+        self.claimedAt = at
     }
 }
 
@@ -239,7 +234,7 @@ extension FactMetadata {
     }
 
     init(reading r: inout BinaryReader) throws(FactDecodingError) {
-        var m = FactMetadata(source: .decodedJSON, receivedAt: 0)
+        self = FactMetadata(source: .decodedJSON, receivedAt: 0)
         var source: FactSource?
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
@@ -253,18 +248,17 @@ extension FactMetadata {
                 guard let v = SignatureStatus(code: UInt8(truncatingIfNeeded: try r.readVarint())) else {
                     throw FactDecodingError("unknown signature status")
                 }
-                m.signature = v
-            case 3 where n: m.receivedAt = try r.readInt64()
-            case 4 where n: m.observedAt = try r.readInt64()
-            case 5 where s: m.rawDigest = Array(try r.readBytes())
-            case 6 where s: m.appUserId = AppUserID(try r.readString())
+                self.signature = v
+            case 3 where n: self.receivedAt = try r.readInt64()
+            case 4 where n: self.observedAt = try r.readInt64()
+            case 5 where s: self.rawDigest = Array(try r.readBytes())
+            case 6 where s: self.appUserId = AppUserID(try r.readString())
             case 1...6: throw FactDecodingError("metadata field \(tag) has the wrong wire type")
-            default: try r.readUnknown(tag: tag, wire: wire, into: &m.unknownFields)
+            default: try r.readUnknown(tag: tag, wire: wire, into: &self.unknownFields)
             }
         }
         guard let source else { throw FactDecodingError("metadata lacks its source") }
-        m.source = source
-        self = m
+        self.source = source
     }
 }
 
@@ -303,12 +297,18 @@ extension Fact {
 
     /// Decodes what `encoded()` wrote (by this or an older version).
     public init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
+        var strings = RepeatedStrings()
+        try self.init(decoding: bytes, strings: &strings)
+    }
+
+    /// Decodes what `encoded()` wrote, sharing the strings that repeat across a run of facts (see `RepeatedStrings`).
+    public init(decoding bytes: UnsafeRawBufferPointer, strings: inout RepeatedStrings) throws(FactDecodingError) {
         var r = BinaryReader(bytes)
         let version = try r.readVarint()
         guard version == UInt64(Fact.formatVersion) else { throw FactDecodingError("unsupported version \(version)") }
         let code = try r.readVarint()
         guard code <= 255, let kind = Kind(code: UInt8(code)) else { throw FactDecodingError("unknown kind \(code)") }
-        self = try Fact(kind: kind, reading: &r)
+        self = try Fact(kind: kind, reading: &r, strings: &strings)
     }
 
     public init(decoding bytes: [UInt8]) throws(FactDecodingError) {
@@ -316,10 +316,10 @@ extension Fact {
         self = try result.get()
     }
 
-    init(kind: Kind, reading r: inout BinaryReader) throws(FactDecodingError) {
+    init(kind: Kind, reading r: inout BinaryReader, strings: inout RepeatedStrings) throws(FactDecodingError) {
         switch kind {
-        case .transaction: self = .transaction(try TransactionFact(reading: &r))
-        case .renewal: self = .renewal(try RenewalInfoFact(reading: &r))
+        case .transaction: self = .transaction(try TransactionFact(reading: &r, strings: &strings))
+        case .renewal: self = .renewal(try RenewalInfoFact(reading: &r, strings: &strings))
         case .notification: self = .notification(try NotificationFact(reading: &r))
         case .binding: self = .binding(try BindingClaim(reading: &r))
         }
@@ -341,6 +341,15 @@ extension LedgerEvent {
 
     /// Decodes an event stored by `encode(fact:metadata:)`.
     public init(seq: UInt64, decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
+        var strings = RepeatedStrings()
+        try self.init(seq: seq, decoding: bytes, strings: &strings)
+    }
+
+    /// Decodes an event stored by `encode(fact:metadata:)`, sharing the strings that repeat across a run of events
+    /// (one subscription's: see `RepeatedStrings`).
+    public init(seq: UInt64, decoding bytes: UnsafeRawBufferPointer, strings: inout RepeatedStrings)
+        throws(FactDecodingError)
+    {
         var r = BinaryReader(bytes)
         let version = try r.readVarint()
         guard version == UInt64(Fact.formatVersion) else { throw FactDecodingError("unsupported version \(version)") }
@@ -348,7 +357,7 @@ extension LedgerEvent {
         var metadata: FactMetadata?
         while let (tag, wire) = try r.nextField() {
             switch (tag, wire) {
-            case (1, .bytes): fact = try Fact(decoding: try r.readBytes())
+            case (1, .bytes): fact = try Fact(decoding: try r.readBytes(), strings: &strings)
             case (2, .bytes):
                 var inner = BinaryReader(try r.readBytes())
                 metadata = try FactMetadata(reading: &inner)
@@ -367,5 +376,53 @@ extension LedgerEvent {
             Result { () throws(FactDecodingError) in try LedgerEvent(seq: seq, decoding: b) }
         }
         self = try result.get()
+    }
+}
+
+/// Strings that repeat from one decoded fact to the next: a subscription's id, product and bundle are the same on
+/// each of its events. A decoder handed the same `RepeatedStrings` for a run of facts returns the string it made
+/// before when the bytes are the same, instead of allocating another (ids and product names outgrow a String's
+/// inline storage).
+public struct RepeatedStrings: Sendable {
+    var otid = ""
+    var product = ""
+    var autoRenewProduct = ""
+    var bundle = ""
+    var group = ""
+
+    public init() {}
+}
+
+extension ProductType {
+    /// Reads a type stored by its Apple name, matching the bytes without making a string of them.
+    init(reading r: inout BinaryReader) throws(FactDecodingError) {
+        let b = try r.readBytes().assumingMemoryBound(to: UInt8.self)
+        if ProductType.autoRenewable.appleName.matches(b) {
+            self = .autoRenewable
+        } else if ProductType.nonRenewing.appleName.matches(b) {
+            self = .nonRenewing
+        } else if ProductType.nonConsumable.appleName.matches(b) {
+            self = .nonConsumable
+        } else if ProductType.consumable.appleName.matches(b) {
+            self = .consumable
+        } else {
+            throw FactDecodingError("unknown product type \(String(decoding: b, as: UTF8.self))")
+        }
+    }
+
+    /// `rawValue`, as a static string (its bytes live in the binary: comparing them allocates and retains nothing).
+    var appleName: StaticString {
+        switch self {
+        case .autoRenewable: "Auto-Renewable Subscription"
+        case .nonRenewing: "Non-Renewing Subscription"
+        case .nonConsumable: "Non-Consumable"
+        case .consumable: "Consumable"
+        }
+    }
+}
+
+extension StaticString {
+    func matches(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        bytesEqual(UnsafeBufferPointer(start: utf8Start, count: utf8CodeUnitCount), bytes)
     }
 }

@@ -183,7 +183,7 @@ public struct BindingClaim: Hashable, Codable, Sendable {
 }
 
 /// One canonical fact: what the ledger stores as an immutable event.
-public enum Fact: Hashable, Sendable {
+public indirect enum Fact: Hashable, Sendable {
     case transaction(TransactionFact)
     case renewal(RenewalInfoFact)
     case notification(NotificationFact)

@@ -10,6 +10,20 @@ extension Timeline {
     /// - Complexity: O(size of the timeline).
     public func encoded() -> [UInt8] {
         var w = BinaryWriter(capacity: 64 + periods.count * 112 + statedChanges.count * 24 + owners.count * 32)
+        encode(into: &w)
+        return w.bytes
+    }
+
+    /// `encoded()` after a header of `stamp` as eight big-endian bytes (how a store keeps a projection with the seq
+    /// it reflects), in one buffer.
+    public func encoded(after stamp: UInt64) -> [UInt8] {
+        var w = BinaryWriter(capacity: 72 + periods.count * 112 + statedChanges.count * 24 + owners.count * 32)
+        w.writeBigEndian(stamp)
+        encode(into: &w)
+        return w.bytes
+    }
+
+    private func encode(into w: inout BinaryWriter) {
         w.writeVarint(UInt64(Timeline.formatVersion))
         w.write(1, originalTransactionId.rawValue)
         w.write(2, UInt64(environment.code))
@@ -36,7 +50,6 @@ extension Timeline {
                 f.write(3, frontier.id)
             }
         }
-        return w.bytes
     }
 
     /// Decodes what `encoded()` wrote.

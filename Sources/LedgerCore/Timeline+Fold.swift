@@ -97,15 +97,18 @@ extension Timeline {
         }
         var previous: FoldKey?
         for key in keys {
-            let event = events[key.index]
-            timeline.lastSeq = max(timeline.lastSeq, event.seq)
+            // Events are read in place through the buffer, never bound to a local: a copy of an event retains and
+            // releases every reference it holds.
+            timeline.lastSeq = max(timeline.lastSeq, events[key.index].seq)
             // An identical fact at the same instant is the same revision delivered again: its first (smallest seq)
             // copy was folded.
-            if let p = previous, p.instant == key.instant, p.kind == key.kind {
-                let before = events[p.index]
-                if FoldPosition(before) == FoldPosition(event) && before.fact == event.fact { continue }
+            if let p = previous, p.instant == key.instant, p.kind == key.kind,
+                FoldPosition(events[p.index]) == FoldPosition(events[key.index]),
+                events[p.index].fact == events[key.index].fact
+            {
+                continue
             }
-            timeline.step(event, at: key.instant, rules: rules)
+            timeline.step(events[key.index], at: key.instant, rules: rules)
             previous = key
         }
         timeline.frontier = keys.last.map { FoldPosition(events[$0.index]) }
@@ -171,7 +174,7 @@ extension Timeline {
 
     // MARK: - The step function
 
-    mutating func step(_ event: LedgerEvent, at instant: UnixMillis, rules: FoldRules) {
+    mutating func step(_ event: borrowing LedgerEvent, at instant: UnixMillis, rules: FoldRules) {
         switch event.fact {
         case .transaction(let t): stepTransaction(t, at: instant, seq: event.seq, rules: rules)
         case .renewal(let r): stepRenewal(r, at: instant, seq: event.seq)
@@ -184,7 +187,7 @@ extension Timeline {
     /// opens or reverses a revocation, and claims the subscription for the user its `appAccountToken` names.
     /// - Complexity: O(1) for a transaction after every known one (a renewal: id, line item and start above all the
     ///   periods'), O(periods) otherwise (a revision, a restored copy, a refund).
-    mutating func stepTransaction(_ t: TransactionFact, at instant: UnixMillis, seq: UInt64, rules: FoldRules) {
+    mutating func stepTransaction(_ t: borrowing TransactionFact, at instant: UnixMillis, seq: UInt64, rules: FoldRules) {
         let id = t.transactionId
         if !index.built { index = PeriodIndex(periods: periods) }
         defer {
@@ -228,12 +231,20 @@ extension Timeline {
         }
     }
 
+    /// True when `p` goes before the period at `i` (periods are ordered by start, then transaction id). Reads only
+    /// the fields compared: a whole period read out of the array is a copy that retains and releases each of its
+    /// references.
+    private func goes(_ p: Period, before i: Int) -> Bool {
+        let start = periods[i].start
+        return p.start != start ? p.start < start : p.transactionId < periods[i].transactionId
+    }
+
     /// Puts a period at its place in start order (usually the end), replacing the one at `old`.
     /// - Complexity: O(1) when it stays last or in place, O(periods) otherwise.
     mutating func place(_ p: Period, from old: Int?) {
         if let old {
-            let fitsBefore = old == 0 || !Period.ordered(p, periods[old - 1])
-            let fitsAfter = old == periods.count - 1 || Period.ordered(p, periods[old + 1])
+            let fitsBefore = old == 0 || !goes(p, before: old - 1)
+            let fitsAfter = old == periods.count - 1 || goes(p, before: old + 1)
             if fitsBefore && fitsAfter {
                 periods[old] = p
                 return
@@ -241,8 +252,12 @@ extension Timeline {
             periods.remove(at: old)
         }
         var i = periods.count
-        while i > 0 && Period.ordered(p, periods[i - 1]) { i -= 1 }
-        periods.insert(p, at: i)
+        while i > 0 && goes(p, before: i - 1) { i -= 1 }
+        if i == periods.count {
+            periods.append(p)  // The common case; `insert` goes through a generic replaceSubrange.
+        } else {
+            periods.insert(p, at: i)
+        }
     }
 
     /// The renewal info replaces the renewal state; what changed becomes stated changes.
@@ -350,11 +365,6 @@ extension Timeline {
 }
 
 extension Period {
-    /// Periods are ordered by start, then transaction id.
-    static func ordered(_ a: Period, _ b: Period) -> Bool {
-        a.start != b.start ? a.start < b.start : a.transactionId < b.transactionId
-    }
-
     /// True when the transaction is a restored copy of this period: the same `webOrderLineItemId`, or (when either
     /// lacks one, as V1 restores may) the same product and purchase date.
     func isCopied(by t: TransactionFact) -> Bool {

@@ -96,17 +96,29 @@ extension Ledger {
         _ txn: Transaction
     ) throws -> [LedgerEvent] {
         let cursor = try txn.cursor(layout.byOTID)
+        guard let first = try cursor.find(StoreLayout.subscriptionKey(env, otid)) else { return [] }
+        return try subscriptionEvents(layout, first, cursor, upTo: asOf, txn)
+    }
+
+    /// The events of the subscription whose first `by_otid` entry is `first`, where `cursor` stands; the cursor is
+    /// left on one of its entries (`nextKey()` moves to the next subscription).
+    static func subscriptionEvents(
+        _ layout: StoreLayout, _ first: Entry, _ cursor: Cursor, upTo asOf: UInt64?, _ txn: Transaction
+    ) throws -> [LedgerEvent] {
         var out: [LedgerEvent] = []
-        var entry = try cursor.find(StoreLayout.subscriptionKey(env, otid))
+        out.reserveCapacity(try cursor.duplicateCount())
+        var strings = RepeatedStrings()
+        var eventsKey: [UInt8] = []
+        var entry: Entry? = first
         while let e = entry {
-            guard let (seq, eventsKey) = StoreLayout.eventsKey(byOTIDValue: e.value) else {
-                throw LedgerError.corrupted("a by_otid value of \(otid) is malformed")
+            guard let seq = StoreLayout.eventsKey(byOTIDValue: e.value, into: &eventsKey) else {
+                throw LedgerError.corrupted("a by_otid value of \(Array(e.key)) is malformed")
             }
             if let asOf, seq > asOf { break }
             guard let stored = try txn.get(layout.events, key: eventsKey) else {
-                throw LedgerError.corrupted("by_otid names event \(seq) of \(otid), which is missing")
+                throw LedgerError.corrupted("by_otid names event \(seq), which is missing")
             }
-            out.append(try decodeEvent(seq: seq, stored))
+            out.append(try decodeEvent(seq: seq, stored, strings: &strings))
             entry = try cursor.nextDuplicate()
         }
         return out
@@ -124,8 +136,13 @@ extension Ledger {
 }
 
 func decodeEvent(seq: UInt64, _ bytes: UnsafeRawBufferPointer) throws -> LedgerEvent {
+    var strings = RepeatedStrings()
+    return try decodeEvent(seq: seq, bytes, strings: &strings)
+}
+
+func decodeEvent(seq: UInt64, _ bytes: UnsafeRawBufferPointer, strings: inout RepeatedStrings) throws -> LedgerEvent {
     do {
-        return try LedgerEvent(seq: seq, decoding: bytes)
+        return try LedgerEvent(seq: seq, decoding: bytes, strings: &strings)
     } catch {
         throw LedgerError.corrupted("event \(seq) does not decode: \(error.reason)")
     }

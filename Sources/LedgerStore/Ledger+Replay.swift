@@ -110,15 +110,16 @@ extension Ledger {
             guard let (env, otid) = StoreLayout.decodeSubscriptionKey(e.key) else {
                 throw LedgerError.corrupted("by_otid key is malformed")
             }
-            let events = try subscriptionEvents(env, otid, upTo: limit, txn)
+            let events = try Self.subscriptionEvents(layout, e, cursor, upTo: limit, txn)
             chunk.events += events.count
             chunk.keys += 1
             chunk.lastKey = key
             if !events.isEmpty {
-                let rebuilt = ProjectionEngine.stamped(Timeline.fold(events, rules: rules))
-                digest.update(data: UInt64(key.count).bigEndianBytes)
+                let rebuilt = ProjectionEngine.stamped(
+                    Timeline.fold(events, originalTransactionId: otid, environment: env, rules: rules))
+                digest.update(length: key.count)
                 digest.update(data: key)
-                digest.update(data: UInt64(rebuilt.count).bigEndianBytes)
+                digest.update(length: rebuilt.count)
                 digest.update(data: rebuilt)
                 switch mode {
                 case .check:
@@ -227,5 +228,12 @@ final class ReplayResults: @unchecked Sendable {
         }
         report.projectionsDigest = hex(digest.finalize())
         return report
+    }
+}
+
+extension SHA256 {
+    /// A length, as eight big-endian bytes (what frames each part of the projections digest).
+    mutating func update(length: Int) {
+        withUnsafeBytes(of: UInt64(length).bigEndian) { update(bufferPointer: $0) }
     }
 }

@@ -43,7 +43,7 @@ struct ProjectionEngine {
 
     /// The stored form: the seq the timeline reflects, then its bytes.
     static func stamped(_ timeline: Timeline) -> [UInt8] {
-        timeline.lastSeq.bigEndianBytes + timeline.encoded()
+        timeline.encoded(after: timeline.lastSeq)
     }
 
     func decodeTimeline(_ stored: UnsafeRawBufferPointer, _ key: [UInt8]) throws -> Timeline {

@@ -67,14 +67,16 @@ struct StoreLayout {
         return v
     }
 
-    /// The `events` key named by a `by_otid` value.
-    static func eventsKey(byOTIDValue value: UnsafeRawBufferPointer) -> (seq: UInt64, key: [UInt8])? {
+    /// The seq of a `by_otid` value, with the `events` key it names written into `key` (a buffer the caller reuses
+    /// from one value to the next); nil when the value is malformed.
+    static func eventsKey(byOTIDValue value: UnsafeRawBufferPointer, into key: inout [UInt8]) -> UInt64? {
         guard value.count > 8 else { return nil }
         let seq = UnsafeRawBufferPointer(rebasing: value[0..<8]).bigEndianUInt64
-        var key = Array(value[8...])
+        key.removeAll(keepingCapacity: true)
+        key.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[8...]))
         key.append(0)
-        key.append(contentsOf: seq.bigEndianBytes)
-        return (seq, key)
+        withUnsafeBytes(of: seq.bigEndian) { key.append(contentsOf: $0) }
+        return seq
     }
 
     /// The prefix every event of one event key starts with.

@@ -62,6 +62,37 @@ import Testing
         return [.transaction(fullTransaction()), .renewal(renewal), .notification(note), .binding(claim)]
     }()
 
+    @Test(arguments: ProductType.allCases)
+    func everyProductTypeRoundTripsByItsAppleName(type: ProductType) throws {
+        var t = Self.fullTransaction()
+        t.type = type
+        let decoded = try Fact(decoding: Fact.transaction(t).encoded())
+        guard case .transaction(let back) = decoded else {
+            Issue.record("decoded \(decoded.kind), not a transaction")
+            return
+        }
+        #expect(back.type == type)
+        #expect(back == t)
+    }
+
+    @Test func aRunOfFactsDecodedWithSharedStringsEqualsEachDecodedAlone() throws {
+        // Decoding a run of events with one `RepeatedStrings` (as a refold does) gives the same facts as decoding
+        // each alone, even when a repeated field changes between them.
+        var a = Self.fullTransaction()
+        var b = Self.fullTransaction()
+        b.transactionId = "1000000750000002"
+        b.productId = "com.example.premium.yearly"
+        b.bundleId = nil
+        a.subscriptionGroupIdentifier = "1"
+        var strings = RepeatedStrings()
+        for t in [a, b, a] {
+            let bytes = Fact.transaction(t).encoded()
+            let shared = try bytes.withUnsafeBytes { try Fact(decoding: $0, strings: &strings) }
+            #expect(shared == Fact.transaction(t))
+            #expect(shared == (try Fact(decoding: bytes)))
+        }
+    }
+
     @Test(arguments: facts)
     func factsRoundTrip(_ fact: Fact) throws {
         let bytes = fact.encoded()
