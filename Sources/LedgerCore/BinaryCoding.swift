@@ -71,6 +71,9 @@ public struct BinaryWriter: Sendable {
         bytes.append(UInt8(v))
     }
 
+    /// Bytes already in this format (fields encoded before), as they are.
+    mutating func append(raw: [UInt8]) { bytes.append(contentsOf: raw) }
+
     /// Eight big-endian bytes, untagged (a header before the tagged fields).
     public mutating func writeBigEndian(_ value: UInt64) {
         withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }

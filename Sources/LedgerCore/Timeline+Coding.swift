@@ -27,6 +27,8 @@ extension Timeline {
         w.writeVarint(UInt64(Timeline.formatVersion))
         w.write(1, originalTransactionId.rawValue)
         w.write(2, UInt64(environment.code))
+        // The tail path's earlier periods, as they were stored (the encoding is deterministic: the same bytes).
+        if let storedPeriods { w.append(raw: storedPeriods.bytes) }
         // Nested messages go into the same buffer (see `writeNested`): no writer, no allocation, per item.
         // Through a pointer, so each period is borrowed, not copied (Array's subscript returns a copy here, which
         // retains and releases each of the period's references).
@@ -50,10 +52,20 @@ extension Timeline {
                 f.write(3, frontier.id)
             }
         }
+        // The bounds that let a renewal skip the scans of every period, stored so that the tail path need not
+        // decode the periods to rebuild them.
+        let bounds = index.built ? index : PeriodIndex(periods: periods)
+        w.writeNested(10) { bounds.encode(into: &$0) }
     }
 
     /// Decodes what `encoded()` wrote.
     public init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
+        try self.init(decoding: bytes, keepingEarlierPeriodsEncoded: false)
+    }
+
+    /// Decodes what `encoded()` wrote; with `keepingEarlierPeriodsEncoded`, only the last period is decoded and the
+    /// others are kept as their bytes (`storedPeriods`), for the tail path (`appending(_:toEncoded:rules:)`).
+    init(decoding bytes: UnsafeRawBufferPointer, keepingEarlierPeriodsEncoded tail: Bool) throws(FactDecodingError) {
         var r = BinaryReader(bytes)
         let version = try r.readVarint()
         guard version == UInt64(Timeline.formatVersion) else {
@@ -61,32 +73,51 @@ extension Timeline {
         }
         var otid: String?
         var env = AppStoreEnvironment.production
-        // Count the repeated fields first (a skim over keys and lengths) so the arrays are allocated once.
+        // Skim the keys and lengths first: to allocate the arrays once, and to find where the periods' records
+        // (written one after another) start and where the last of them starts.
         var periodCount = 0, changeCount = 0
+        var firstPeriodAt = 0, lastPeriodAt = 0
         do {
             var skim = r
+            var at = skim.offset
             while let (tag, wire) = try skim.nextField() {
-                if tag == 3 { periodCount += 1 } else if tag == 4 { changeCount += 1 }
+                if tag == 3 {
+                    if periodCount == 0 { firstPeriodAt = at }
+                    lastPeriodAt = at
+                    periodCount += 1
+                } else if tag == 4 {
+                    changeCount += 1
+                }
                 try skim.skip(wire)
+                at = skim.offset
             }
         }
+        var stored: StoredPeriods?
+        if tail && periodCount > 1 {
+            stored = StoredPeriods(
+                bytes: Array(UnsafeRawBufferPointer(rebasing: bytes[firstPeriodAt..<lastPeriodAt])), count: periodCount - 1)
+        }
         var periods: [Period] = []
-        periods.reserveCapacity(periodCount)
+        periods.reserveCapacity(stored == nil ? periodCount : 1)
         var changes: [TimelineChange] = []
         changes.reserveCapacity(changeCount)
         var product = ""
-        var index = PeriodIndexBuilder()
+        var index: PeriodIndex?
         var renewal: RenewalState?
         var owners: [OwnerInterval] = []
         var refused: [RefusedClaim] = []
         var lastSeq: UInt64 = 0
         var frontier: FoldPosition?
-        while let (tag, wire) = try r.nextField() {
+        while true {
+            let at = r.offset
+            guard let (tag, wire) = try r.nextField() else { break }
             let s = wire == .bytes, n = wire == .varint
             switch tag {
             case 1 where s: otid = try r.readString()
             case 2 where n: env = try decodeEnvironment(try r.readVarint())
-            case 3 where s: periods.append(try Period(decoding: try r.readBytes(), product: &product, index: &index))
+            case 3 where s:
+                let record = try r.readBytes()
+                if stored == nil || at == lastPeriodAt { periods.append(try Period(decoding: record, product: &product)) }
             case 4 where s: changes.append(try TimelineChange(decoding: try r.readBytes()))
             case 5 where s: renewal = try RenewalState(decoding: try r.readBytes())
             case 6 where s: owners.append(try OwnerInterval(decoding: try r.readBytes()))
@@ -104,7 +135,8 @@ extension Timeline {
                     }
                 }
                 frontier = position
-            case 1...9: throw FactDecodingError("timeline field \(tag) has the wrong wire type")
+            case 10 where s: index = try PeriodIndex(decoding: try r.readBytes())
+            case 1...10: throw FactDecodingError("timeline field \(tag) has the wrong wire type")
             default: try r.skip(wire)
             }
         }
@@ -117,7 +149,11 @@ extension Timeline {
         self.refusedClaims = refused
         self.lastSeq = lastSeq
         self.frontier = frontier
-        self.index = index.index
+        // Without stored bounds (an older encoding) the index is rebuilt from the periods on first use.
+        self.index = index ?? PeriodIndex()
+        self.storedPeriods = stored
+        // Written before the bounds were stored: the tail path cannot tell a new transaction without them.
+        if stored != nil && index == nil { needsEveryPeriod = true }
     }
 
     /// Decodes what `encoded()` wrote.
@@ -169,8 +205,7 @@ extension Period {
     /// Decodes a period; `previousProduct` is shared across a timeline's periods so a repeated product id is not
     /// allocated again.
     init(
-        decoding bytes: UnsafeRawBufferPointer, product previousProduct: inout String,
-        index: inout PeriodIndexBuilder
+        decoding bytes: UnsafeRawBufferPointer, product previousProduct: inout String
     ) throws(FactDecodingError) {
         var r = BinaryReader(bytes)
         var tid: String?, product: String?, start: Int64?
@@ -183,8 +218,8 @@ extension Period {
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
-            case 1 where s: tid = try r.readString(noting: &index.ids)
-            case 2 where s: webOrderLineItemId = try r.readString(noting: &index.lineItems)
+            case 1 where s: tid = try r.readString()
+            case 2 where s: webOrderLineItemId = try r.readString()
             case 3 where s: product = try r.readString(reusing: &previousProduct)
             case 4 where n: start = try r.readInt64()
             case 5 where n: expiresDate = try r.readInt64()
@@ -208,7 +243,7 @@ extension Period {
                 }
                 offer = o2
             case 11 where n: upgraded = try r.readBool()
-            case 12 where s: observedAs.append(TransactionID(try r.readString(noting: &index.ids)))
+            case 12 where s: observedAs.append(TransactionID(try r.readString()))
             case 13 where s:
                 var v = BinaryReader(try r.readBytes())
                 var rev = Revocation(date: 0)
@@ -402,51 +437,27 @@ extension BinaryReader {
     }
 }
 
-/// Builds a decoded timeline's `PeriodIndex` from the bytes as they are read: a byte comparison per id, instead of
-/// a pass over the decoded strings afterwards.
-struct PeriodIndexBuilder {
-    struct Bound {
-        var decimal = true
-        /// The largest so far, as bytes in the buffer being decoded (valid while it is). Only bytes: keeping the
-        /// string too retained and released one per id, as ids grow and each is the new largest.
-        var maxBytes: UnsafeBufferPointer<UInt8>?
+extension PeriodIndex {
+    func encode(into w: inout BinaryWriter) {
+        // A bound is written when the ids are decimal and there is one; "not decimal" is written as a flag.
+        w.write(1, maxId)
+        if !idsDecimal { w.write(2, true) }
+        w.write(3, maxLineItem)
+        if !lineItemsDecimal { w.write(4, true) }
+    }
 
-        mutating func note(_ b: UnsafeBufferPointer<UInt8>) {
-            guard decimal else { return }
-            guard !b.isEmpty, b.allSatisfy({ $0 &- 48 < 10 }) else {
-                decimal = false
-                maxBytes = nil
-                return
+    init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
+        self.init()
+        built = true
+        var r = BinaryReader(bytes)
+        while let (tag, _) = try r.nextField() {
+            switch tag {
+            case 1: maxId = try r.readString()
+            case 2: idsDecimal = !(try r.readBool())
+            case 3: maxLineItem = try r.readString()
+            case 4: lineItemsDecimal = !(try r.readBool())
+            default: throw FactDecodingError("bad period bounds field \(tag)")
             }
-            if let m = maxBytes, m.count > b.count || (m.count == b.count && !m.lexicographicallyPrecedes(b)) {
-                return
-            }
-            maxBytes = b
         }
-
-        /// The largest as a string; call while the decoded buffer is valid.
-        var max: String? { maxBytes.map { String(decoding: $0, as: UTF8.self) } }
-    }
-
-    var ids = Bound()
-    var lineItems = Bound()
-
-    var index: PeriodIndex {
-        var i = PeriodIndex()
-        i.built = true
-        i.idsDecimal = ids.decimal
-        i.maxId = ids.max
-        i.lineItemsDecimal = lineItems.decimal
-        i.maxLineItem = lineItems.max
-        return i
-    }
-}
-
-extension BinaryReader {
-    /// Reads a string and notes it in `bound`.
-    mutating func readString(noting bound: inout PeriodIndexBuilder.Bound) throws(FactDecodingError) -> String {
-        let b = try readBytes().assumingMemoryBound(to: UInt8.self)
-        bound.note(b)
-        return String(decoding: b, as: UTF8.self)
     }
 }

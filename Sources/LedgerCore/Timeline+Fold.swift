@@ -167,6 +167,22 @@ extension Timeline {
         return true
     }
 
+    /// The incremental core's fast path, on a stored timeline: applies `events` (after everything it knows, as
+    /// `apply(contentsOf:)`) decoding only its last period; the earlier periods are copied as they were stored.
+    /// Returns the new encoding, preceded by the new `lastSeq` as eight big-endian bytes when `stamped` (see
+    /// `encoded(after:)`): the same bytes as decoding the timeline whole, applying and encoding. Returns nil when
+    /// this path does not apply (an event falls in the past, or a step needs an earlier period: a revision, a
+    /// restored copy, a refund reversal); the caller then decodes the whole timeline.
+    /// - Complexity: O(size of the encoding) to copy it, plus the steps of the events on the last period.
+    public static func appending(
+        _ events: [LedgerEvent], toEncoded bytes: UnsafeRawBufferPointer, rules: FoldRules, stamped: Bool = false
+    ) throws(FactDecodingError) -> [UInt8]? {
+        var timeline = try Timeline(decoding: bytes, keepingEarlierPeriodsEncoded: true)
+        guard !timeline.needsEveryPeriod, timeline.apply(contentsOf: events, rules: rules), !timeline.needsEveryPeriod
+        else { return nil }
+        return stamped ? timeline.encoded(after: timeline.lastSeq) : timeline.encoded()
+    }
+
     /// True when the event belongs to this timeline.
     func concerns(_ event: LedgerEvent) -> Bool {
         event.fact.environment == environment && event.fact.originalTransactionId == originalTransactionId
@@ -199,6 +215,10 @@ extension Timeline {
             index.surelyUnknownId(id.rawValue)
             && (periods.last.map { $0.start < t.purchaseDate } ?? true)
             && (t.webOrderLineItemId.map { index.surelyUnknownLineItem($0) } ?? true)
+        if !surelyNew && storedPeriods != nil {
+            needsEveryPeriod = true  // The scans below would miss the periods kept as bytes.
+            return
+        }
         if !surelyNew, let i = periods.lastIndex(where: { $0.contains(id) }) {
             var p = periods[i]
             if p.transactionId == id { p.take(t, rules: rules) }
@@ -294,6 +314,10 @@ extension Timeline {
         }
         switch n.notificationType {
         case "REFUND_REVERSED":
+            if storedPeriods != nil {
+                needsEveryPeriod = true  // The refund may be of a period kept as bytes.
+                return
+            }
             let target =
                 n.transactionId.flatMap { id in periods.lastIndex { $0.contains(id) } }
                 ?? periods.lastIndex { $0.openRevocation != nil }

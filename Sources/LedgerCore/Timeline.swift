@@ -29,8 +29,14 @@ public struct Timeline: Hashable, Sendable {
     public internal(set) var lastSeq: UInt64
     /// Fold state: the position of the last event stepped; `apply` steps only events after it.
     var frontier: FoldPosition?
-    /// Derived lookup state (never encoded, never compared): lets a new transaction skip the scans of every period.
+    /// Derived lookup state (never compared; stored with the timeline): lets a new transaction skip the scans of
+    /// every period.
     var index = PeriodIndex()
+    /// Tail-path state (see `appending(_:toEncoded:rules:)`): the periods before the last, kept as their stored
+    /// bytes; `periods` then holds only the last. Nil on every timeline that leaves LedgerCore.
+    var storedPeriods: StoredPeriods?
+    /// Set by a step that needed one of the `storedPeriods`: the tail path gives up and the caller decodes it all.
+    var needsEveryPeriod = false
 
     /// An empty timeline, to `apply` events to.
     public init(originalTransactionId: OriginalTransactionID, environment: AppStoreEnvironment) {
@@ -213,13 +219,20 @@ public struct Grant: Hashable, Sendable {
     public var expiresAt: UnixMillis?
 }
 
+/// Periods kept as their encoded records, in order (the tail path of the incremental core copies them unread).
+struct StoredPeriods: Hashable, Sendable {
+    var bytes: [UInt8]
+    var count: Int
+}
+
 /// What lets `stepTransaction` tell in O(1) that a transaction is new (neither a known id nor a restored copy of a
 /// known period), the common case of a renewal: Apple's ids and web order line item ids are decimal and grow, so a
 /// transaction whose id and line item are above every known one (and that starts after every period) is new.
 ///
 /// It only ever answers "surely new" or "maybe known" (then the exact scans run), so a stale bound costs a scan,
 /// never a wrong result: bounds only grow, over every id and line item a period has ever had. Derived state: it is
-/// excluded from `==`, hashing and the encoding (a decoded timeline rebuilds it on first use, in O(periods)).
+/// excluded from `==` and hashing. It is stored with the timeline (so the tail path knows it without reading the
+/// periods); a timeline decoded from an encoding without it rebuilds it on first use, in O(periods).
 struct PeriodIndex: Hashable, Sendable {
     /// False until built from the periods (a decoded timeline); an empty timeline's index is built.
     var built = false

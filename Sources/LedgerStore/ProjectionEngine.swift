@@ -27,6 +27,12 @@ struct ProjectionEngine {
             let first = group[0]
             var timeline: Timeline
             if let stored = try txn.get(layout.timelines, key: key) {
+                // The common case, events after everything known about the latest period: only that period is
+                // decoded, the earlier ones are copied as stored.
+                if let updated = try appendedTimeline(group, stored) {
+                    try txn.put(layout.timelines, key: key, value: updated)
+                    continue
+                }
                 timeline = try decodeTimeline(stored, key)
                 // `apply` leaves the timeline untouched when it declines, so a refold starts from the facts alone.
                 if !timeline.apply(contentsOf: group, rules: rules) {
@@ -44,6 +50,17 @@ struct ProjectionEngine {
     /// The stored form: the seq the timeline reflects, then its bytes.
     static func stamped(_ timeline: Timeline) -> [UInt8] {
         timeline.encoded(after: timeline.lastSeq)
+    }
+
+    /// The stored timeline with `events` applied by the tail path, stamped; nil when that path does not apply.
+    private func appendedTimeline(_ events: [LedgerEvent], _ stored: UnsafeRawBufferPointer) throws -> [UInt8]? {
+        guard stored.count >= 8 else { throw LedgerError.corrupted("a stored timeline is truncated") }
+        do {
+            return try Timeline.appending(
+                events, toEncoded: UnsafeRawBufferPointer(rebasing: stored[8...]), rules: rules, stamped: true)
+        } catch {
+            throw LedgerError.corrupted("timeline does not decode: \(error)")
+        }
     }
 
     func decodeTimeline(_ stored: UnsafeRawBufferPointer, _ key: [UInt8]) throws -> Timeline {

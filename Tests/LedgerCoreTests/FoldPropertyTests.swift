@@ -155,6 +155,40 @@ struct SplitMix64 {
         Timeline.fold(events, originalTransactionId: "9000", environment: .production, rules: rules)
     }
 
+    /// The store's path, on bytes: each delivered event goes through `Timeline.appending` (only the last period
+    /// decoded), else a whole decode and `apply`, else a refold; after every event the stored bytes are those of
+    /// the fold of everything delivered so far.
+    @Test func theTailPathOnStoredBytesGivesTheFoldsBytes() throws {
+        var tailHits = 0, declined = 0
+        for seed in UInt64(1)...300 {
+            let (facts, rules) = Self.history(seed: seed)
+            var rng = SplitMix64(seed: seed ^ 0x7A11)
+            var delivered = facts
+            // Mostly in order (the common case the tail path serves), sometimes a late or repeated delivery.
+            for _ in 0..<rng.below(4) { delivered.append(facts[rng.below(facts.count)]) }
+            if rng.chance(30) { rng.shuffle(&delivered) }
+            let events = Self.events(delivered)
+            var stored = Self.fold([], rules).encoded()
+            for (i, e) in events.enumerated() {
+                let updated = try stored.withUnsafeBytes { try Timeline.appending([e], toEncoded: $0, rules: rules) }
+                if let updated {
+                    stored = updated
+                    tailHits += 1
+                } else {
+                    declined += 1
+                    var whole = try Timeline(decoding: stored)
+                    if !whole.apply(e, rules: rules) { whole = Self.fold(Array(events[...i]), rules) }
+                    stored = whole.encoded()
+                }
+                let reference = Self.fold(Array(events[...i]), rules).encoded()
+                #expect(stored == reference, "seed \(seed), event \(i + 1): the stored bytes differ from the fold's")
+                if stored != reference { return }
+            }
+        }
+        #expect(tailHits > 2_000, "the tail path served only \(tailHits) events")
+        #expect(declined > 500, "the tail path declined only \(declined) events: the other paths went untested")
+    }
+
     @Test func deliveryOrderDuplicatesAndTheIncrementalPathNeverChangeTheTimeline() throws {
         var refolds = 0, applied = 0
         for seed in UInt64(1)...300 {

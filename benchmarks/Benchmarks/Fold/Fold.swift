@@ -91,10 +91,14 @@ func pastRefund(in events: [LedgerEvent]) -> LedgerEvent {
     return LedgerEvent(seq: seq, fact: .transaction(t), metadata: FactMetadata(source: .notificationV2, receivedAt: at))
 }
 
-/// What the store does for one touched OTID: decode the stored timeline, apply the event (refolding the OTID from
-/// all its events when it lands in the past), encode.
+/// What the store does for one touched OTID: the tail path (only the last period decoded, the others copied as
+/// stored); when that declines, decode the stored timeline whole, apply the event (refolding the OTID from all its
+/// events when it lands in the past), encode.
 @inline(never)
 func update(stored: [UInt8], with event: LedgerEvent, all: [LedgerEvent]) -> [UInt8] {
+    if let bytes = try! stored.withUnsafeBytes({ try Timeline.appending([event], toEncoded: $0, rules: rules) }) {
+        return bytes
+    }
     var timeline = try! Timeline(decoding: stored)
     if !timeline.apply(event, rules: rules) { timeline = Timeline.fold(all + [event], rules: rules) }
     return timeline.encoded()
@@ -127,7 +131,7 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
-    // One incremental update at the tail: decode + apply + encode of a stored timeline of 5 and of 100 periods.
+    // One incremental update at the tail of a stored timeline of 5 and of 100 periods, as the store does it.
     for periods in [5, 100] {
         let events = history(otid: 7, periods: periods, events: periods)
         let stored = Timeline.fold(events, rules: rules).encoded()
