@@ -38,53 +38,53 @@ extension TransactionFact {
 
     init(reading r: inout BinaryReader, strings: inout RepeatedStrings) throws(FactDecodingError) {
         var tid: String?, otid: String?, product: String?, purchase: Int64?
-        // Built in place: a local `var` assigned to `self` at the end was copied (retaining and releasing
-        // each of its references).
-        self = TransactionFact(transactionId: "", originalTransactionId: "", productId: "", purchaseDate: 0)
+        // The fields are read into a local and boxed once (through `self`, each field written checked the box).
+        var f = Fields(transactionId: "", originalTransactionId: "", productId: "", purchaseDate: 0, environment: .production)
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
             case 1 where s: tid = try r.readString()
             case 2 where s: otid = try r.readString(reusing: &strings.otid)
-            case 3 where s: self.webOrderLineItemId = try r.readString()
-            case 4 where s: self.bundleId = try r.readString(reusing: &strings.bundle)
+            case 3 where s: f.webOrderLineItemId = try r.readString()
+            case 4 where s: f.bundleId = try r.readString(reusing: &strings.bundle)
             case 5 where s: product = try r.readString(reusing: &strings.product)
-            case 6 where s: self.subscriptionGroupIdentifier = try r.readString(reusing: &strings.group)
+            case 6 where s: f.subscriptionGroupIdentifier = try r.readString(reusing: &strings.group)
             case 7 where n: purchase = try r.readInt64()
-            case 8 where n: self.originalPurchaseDate = try r.readInt64()
-            case 9 where n: self.expiresDate = try r.readInt64()
-            case 10 where n: self.quantity = try r.readInt64()
-            case 11 where s: self.type = try ProductType(reading: &r)
-            case 12 where s: self.appAccountToken = try r.readString()
-            case 13 where s: self.inAppOwnershipType = try r.readString()
-            case 14 where n: self.signedDate = try r.readInt64()
-            case 15 where n: self.revocationDate = try r.readInt64()
-            case 16 where n: self.revocationReason = try r.readInt64()
-            case 17 where s: self.revocationType = try r.readString()
-            case 18 where n: self.revocationPercentage = try r.readInt64()
-            case 19 where n: self.isUpgraded = try r.readBool()
-            case 20 where n: self.offerType = try r.readInt64()
-            case 21 where s: self.offerIdentifier = try r.readString()
-            case 22 where s: self.offerDiscountType = try r.readString()
-            case 23 where n: self.isTrialPeriod = try r.readBool()
-            case 24 where n: self.isInIntroOfferPeriod = try r.readBool()
-            case 25 where n: self.environment = try readEnvironment(&r)
-            case 26 where s: self.storefront = try r.readString()
-            case 27 where s: self.transactionReason = try r.readString()
-            case 28 where n: self.price = try r.readInt64()
-            case 29 where s: self.currency = try r.readString()
-            case 30 where s: try r.readMapEntry(into: &self.extra)
+            case 8 where n: f.originalPurchaseDate = try r.readInt64()
+            case 9 where n: f.expiresDate = try r.readInt64()
+            case 10 where n: f.quantity = try r.readInt64()
+            case 11 where s: f.type = try ProductType(reading: &r)
+            case 12 where s: f.appAccountToken = try r.readString()
+            case 13 where s: f.inAppOwnershipType = try r.readString()
+            case 14 where n: f.signedDate = try r.readInt64()
+            case 15 where n: f.revocationDate = try r.readInt64()
+            case 16 where n: f.revocationReason = try r.readInt64()
+            case 17 where s: f.revocationType = try r.readString()
+            case 18 where n: f.revocationPercentage = try r.readInt64()
+            case 19 where n: f.isUpgraded = try r.readBool()
+            case 20 where n: f.offerType = try r.readInt64()
+            case 21 where s: f.offerIdentifier = try r.readString()
+            case 22 where s: f.offerDiscountType = try r.readString()
+            case 23 where n: f.isTrialPeriod = try r.readBool()
+            case 24 where n: f.isInIntroOfferPeriod = try r.readBool()
+            case 25 where n: f.environment = try readEnvironment(&r)
+            case 26 where s: f.storefront = try r.readString()
+            case 27 where s: f.transactionReason = try r.readString()
+            case 28 where n: f.price = try r.readInt64()
+            case 29 where s: f.currency = try r.readString()
+            case 30 where s: try r.readMapEntry(into: &f.extra)
             case 1...30: throw FactDecodingError("transaction field \(tag) has the wrong wire type")
-            default: try r.readUnknown(tag: tag, wire: wire, into: &self.unknownFields)
+            default: try r.readUnknown(tag: tag, wire: wire, into: &f.unknownFields)
             }
         }
         guard let tid, let otid, let product, let purchase else {
             throw FactDecodingError("transaction lacks transactionId, originalTransactionId, productId or purchaseDate")
         }
-        self.transactionId = TransactionID(tid)
-        self.originalTransactionId = OriginalTransactionID(otid)
-        self.productId = product
-        self.purchaseDate = purchase
+        f.transactionId = TransactionID(tid)
+        f.originalTransactionId = OriginalTransactionID(otid)
+        f.productId = product
+        f.purchaseDate = purchase
+        self.init(fields: f)
     }
 }
 

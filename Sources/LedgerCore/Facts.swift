@@ -24,68 +24,226 @@ public enum ProductType: String, Hashable, Codable, Sendable, CaseIterable {
 /// One transaction as Apple stated it at one moment (a "revision"): from a receipt, a notification, or a signed
 /// transaction. Field names are Apple's V2 names; instants are milliseconds since epoch.
 public struct TransactionFact: Hashable, Codable, Sendable {
-    public var transactionId: TransactionID
-    public var originalTransactionId: OriginalTransactionID
-    public var webOrderLineItemId: String?
-    public var bundleId: String?
-    public var productId: String
-    public var subscriptionGroupIdentifier: String?
-    public var purchaseDate: UnixMillis
-    public var originalPurchaseDate: UnixMillis?
-    public var expiresDate: UnixMillis?
-    public var quantity: Int64?
-    public var type: ProductType?
-    public var appAccountToken: String?
+    /// Every field, in one heap box that copies share until one of them is changed (copy on write). A fact holds a
+    /// dozen references and goes from decoder to fold to store by value: copying the box is one retain, where
+    /// copying the fields retained (and later released) each of them.
+    struct Fields: Hashable, Codable, Sendable {
+        var transactionId: TransactionID
+        var originalTransactionId: OriginalTransactionID
+        var webOrderLineItemId: String?
+        var bundleId: String?
+        var productId: String
+        var subscriptionGroupIdentifier: String?
+        var purchaseDate: UnixMillis
+        var originalPurchaseDate: UnixMillis?
+        var expiresDate: UnixMillis?
+        var quantity: Int64?
+        var type: ProductType?
+        var appAccountToken: String?
+        var inAppOwnershipType: String?
+        var signedDate: UnixMillis?
+        var revocationDate: UnixMillis?
+        var revocationReason: Int64?
+        var revocationType: String?
+        var revocationPercentage: Int64?
+        var isUpgraded: Bool?
+        var offerType: Int64?
+        var offerIdentifier: String?
+        var offerDiscountType: String?
+        var isTrialPeriod: Bool?
+        var isInIntroOfferPeriod: Bool?
+        var environment: AppStoreEnvironment
+        var storefront: String?
+        var transactionReason: String?
+        var price: Int64?
+        var currency: String?
+        var extra: [String: String]
+        var unknownFields: UnknownFields
+
+        init(
+            transactionId: TransactionID, originalTransactionId: OriginalTransactionID, productId: String,
+            purchaseDate: UnixMillis, environment: AppStoreEnvironment
+        ) {
+            self.transactionId = transactionId
+            self.originalTransactionId = originalTransactionId
+            self.productId = productId
+            self.purchaseDate = purchaseDate
+            self.environment = environment
+            self.extra = [:]
+            self.unknownFields = UnknownFields()
+        }
+    }
+
+    private var box: CopyOnWriteBox<Fields>
+
+    init(fields: Fields) { box = CopyOnWriteBox(fields) }
+
+    /// The fields; writing them first copies the box when another fact shares it.
+    var fields: Fields {
+        _read { yield box.value }
+        _modify {
+            if !isKnownUniquelyReferenced(&box) { box = CopyOnWriteBox(box.value) }
+            yield &box.value
+        }
+    }
+
+    public var transactionId: TransactionID {
+        get { box.value.transactionId }
+        set { fields.transactionId = newValue }
+    }
+    public var originalTransactionId: OriginalTransactionID {
+        get { box.value.originalTransactionId }
+        set { fields.originalTransactionId = newValue }
+    }
+    public var webOrderLineItemId: String? {
+        get { box.value.webOrderLineItemId }
+        set { fields.webOrderLineItemId = newValue }
+    }
+    public var bundleId: String? {
+        get { box.value.bundleId }
+        set { fields.bundleId = newValue }
+    }
+    public var productId: String {
+        get { box.value.productId }
+        set { fields.productId = newValue }
+    }
+    public var subscriptionGroupIdentifier: String? {
+        get { box.value.subscriptionGroupIdentifier }
+        set { fields.subscriptionGroupIdentifier = newValue }
+    }
+    public var purchaseDate: UnixMillis {
+        get { box.value.purchaseDate }
+        set { fields.purchaseDate = newValue }
+    }
+    public var originalPurchaseDate: UnixMillis? {
+        get { box.value.originalPurchaseDate }
+        set { fields.originalPurchaseDate = newValue }
+    }
+    public var expiresDate: UnixMillis? {
+        get { box.value.expiresDate }
+        set { fields.expiresDate = newValue }
+    }
+    public var quantity: Int64? {
+        get { box.value.quantity }
+        set { fields.quantity = newValue }
+    }
+    public var type: ProductType? {
+        get { box.value.type }
+        set { fields.type = newValue }
+    }
+    public var appAccountToken: String? {
+        get { box.value.appAccountToken }
+        set { fields.appAccountToken = newValue }
+    }
     /// `PURCHASED` or `FAMILY_SHARED`.
-    public var inAppOwnershipType: String?
+    public var inAppOwnershipType: String? {
+        get { box.value.inAppOwnershipType }
+        set { fields.inAppOwnershipType = newValue }
+    }
     /// When Apple signed this revision (V2). Nil for V1 facts: they speak from `FactMetadata.observedAt`.
-    public var signedDate: UnixMillis?
+    public var signedDate: UnixMillis? {
+        get { box.value.signedDate }
+        set { fields.signedDate = newValue }
+    }
     /// Refund or revocation instant (V1 `cancellation_date_ms`).
-    public var revocationDate: UnixMillis?
+    public var revocationDate: UnixMillis? {
+        get { box.value.revocationDate }
+        set { fields.revocationDate = newValue }
+    }
     /// 0 other, 1 app issue (V1 `cancellation_reason`).
-    public var revocationReason: Int64?
+    public var revocationReason: Int64? {
+        get { box.value.revocationReason }
+        set { fields.revocationReason = newValue }
+    }
     /// `REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE`.
-    public var revocationType: String?
+    public var revocationType: String? {
+        get { box.value.revocationType }
+        set { fields.revocationType = newValue }
+    }
     /// Milliunits (50000 = 50%).
-    public var revocationPercentage: Int64?
+    public var revocationPercentage: Int64? {
+        get { box.value.revocationPercentage }
+        set { fields.revocationPercentage = newValue }
+    }
     /// The old side of an upgrade: ends at `revocationDate` without being a refund.
-    public var isUpgraded: Bool?
+    public var isUpgraded: Bool? {
+        get { box.value.isUpgraded }
+        set { fields.isUpgraded = newValue }
+    }
     /// 1 introductory, 2 promotional, 3 offer code, 4 win-back.
-    public var offerType: Int64?
-    public var offerIdentifier: String?
+    public var offerType: Int64? {
+        get { box.value.offerType }
+        set { fields.offerType = newValue }
+    }
+    public var offerIdentifier: String? {
+        get { box.value.offerIdentifier }
+        set { fields.offerIdentifier = newValue }
+    }
     /// `FREE_TRIAL`, `PAY_AS_YOU_GO`, `PAY_UP_FRONT`.
-    public var offerDiscountType: String?
+    public var offerDiscountType: String? {
+        get { box.value.offerDiscountType }
+        set { fields.offerDiscountType = newValue }
+    }
     /// V1 `is_trial_period`.
-    public var isTrialPeriod: Bool?
+    public var isTrialPeriod: Bool? {
+        get { box.value.isTrialPeriod }
+        set { fields.isTrialPeriod = newValue }
+    }
     /// V1 `is_in_intro_offer_period`.
-    public var isInIntroOfferPeriod: Bool?
-    public var environment: AppStoreEnvironment
-    public var storefront: String?
+    public var isInIntroOfferPeriod: Bool? {
+        get { box.value.isInIntroOfferPeriod }
+        set { fields.isInIntroOfferPeriod = newValue }
+    }
+    public var environment: AppStoreEnvironment {
+        get { box.value.environment }
+        set { fields.environment = newValue }
+    }
+    public var storefront: String? {
+        get { box.value.storefront }
+        set { fields.storefront = newValue }
+    }
     /// `PURCHASE` or `RENEWAL`.
-    public var transactionReason: String?
+    public var transactionReason: String? {
+        get { box.value.transactionReason }
+        set { fields.transactionReason = newValue }
+    }
     /// Milliunits of `currency`.
-    public var price: Int64?
-    public var currency: String?
+    public var price: Int64? {
+        get { box.value.price }
+        set { fields.price = newValue }
+    }
+    public var currency: String? {
+        get { box.value.currency }
+        set { fields.currency = newValue }
+    }
     /// Fields Apple sent that this version does not model, by their Apple name, as compact JSON text.
-    public var extra: [String: String]
+    public var extra: [String: String] {
+        get { box.value.extra }
+        set { fields.extra = newValue }
+    }
     /// Binary fields written by a newer version of the ledger: kept and written back unchanged.
-    public var unknownFields: UnknownFields
+    public var unknownFields: UnknownFields {
+        get { box.value.unknownFields }
+        set { fields.unknownFields = newValue }
+    }
 
     public init(
         transactionId: TransactionID, originalTransactionId: OriginalTransactionID, productId: String,
         purchaseDate: UnixMillis, environment: AppStoreEnvironment = .production
     ) {
-        self.transactionId = transactionId
-        self.originalTransactionId = originalTransactionId
-        self.productId = productId
-        self.purchaseDate = purchaseDate
-        self.environment = environment
-        self.extra = [:]
-        self.unknownFields = UnknownFields()
+        box = CopyOnWriteBox(
+            Fields(
+                transactionId: transactionId, originalTransactionId: originalTransactionId, productId: productId,
+                purchaseDate: purchaseDate, environment: environment))
     }
 
     /// True when the revocation is a refund or Family Sharing revoke, not the old side of an upgrade.
     public var isRefundLike: Bool { revocationDate != nil && isUpgraded != true }
+
+    public static func == (a: TransactionFact, b: TransactionFact) -> Bool { a.box === b.box || a.box.value == b.box.value }
+    public func hash(into hasher: inout Hasher) { box.value.hash(into: &hasher) }
+    public init(from decoder: any Decoder) throws { box = CopyOnWriteBox(try Fields(from: decoder)) }
+    public func encode(to encoder: any Encoder) throws { try box.value.encode(to: encoder) }
 }
 
 /// The state of a subscription's next renewal (V2 `JWSRenewalInfoDecodedPayload`, V1 `pending_renewal_info`).
