@@ -71,6 +71,32 @@ public struct BinaryWriter: Sendable {
         bytes.append(UInt8(v))
     }
 
+    /// An id's text, as a string field (a decimal id written digit by digit, without making a string of it).
+    mutating func write(_ tag: UInt32, _ id: CompactID) {
+        key(tag, .bytes)
+        switch id.storage {
+        case .decimal(let v):
+            let count = id.utf8Count
+            writeVarint(UInt64(count))
+            let end = bytes.count + count
+            bytes.append(contentsOf: repeatElement(48, count: count))
+            var rest = v
+            var i = end
+            repeat {
+                i -= 1
+                bytes[i] = UInt8(truncatingIfNeeded: 48 + rest % 10)
+                rest /= 10
+            } while rest > 0
+        case .text(let text):
+            writeVarint(UInt64(text.utf8.count))
+            bytes.append(contentsOf: text.utf8)
+        }
+    }
+
+    mutating func write(_ tag: UInt32, _ id: CompactID?) {
+        if let id { write(tag, id) }
+    }
+
     /// Bytes already in this format (fields encoded before), as they are.
     mutating func append(raw: [UInt8]) { bytes.append(contentsOf: raw) }
 
@@ -233,6 +259,11 @@ public struct BinaryReader {
     public mutating func readString() throws(FactDecodingError) -> String {
         // As typed bytes, so String's contiguous UTF-8 fast path applies (validation, then one copy).
         String(decoding: try readBytes().assumingMemoryBound(to: UInt8.self), as: UTF8.self)
+    }
+
+    /// Reads an id written as a string field.
+    mutating func readID() throws(FactDecodingError) -> CompactID {
+        CompactID(utf8: try readBytes().assumingMemoryBound(to: UInt8.self))
     }
 
     /// Reads a string, returning `previous` itself when the bytes are the same: strings that repeat across the items

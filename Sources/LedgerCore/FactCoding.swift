@@ -3,8 +3,8 @@
 
 extension TransactionFact {
     func encode(into w: inout BinaryWriter) {
-        w.write(1, transactionId.rawValue)
-        w.write(2, originalTransactionId.rawValue)
+        w.write(1, transactionId.id)
+        w.write(2, originalTransactionId.id)
         w.write(3, webOrderLineItemId)
         w.write(4, bundleId)
         w.write(5, productId)
@@ -37,14 +37,14 @@ extension TransactionFact {
     }
 
     init(reading r: inout BinaryReader, strings: inout RepeatedStrings) throws(FactDecodingError) {
-        var tid: String?, otid: String?, product: String?, purchase: Int64?
+        var tid: CompactID?, otid: CompactID?, product: String?, purchase: Int64?
         // The fields are read into a local and boxed once (through `self`, each field written checked the box).
         var f = Fields(transactionId: "", originalTransactionId: "", productId: "", purchaseDate: 0, environment: .production)
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
-            case 1 where s: tid = try r.readString()
-            case 2 where s: otid = try r.readString(reusing: &strings.otid)
+            case 1 where s: tid = try r.readID()
+            case 2 where s: otid = try r.readID()
             case 3 where s: f.webOrderLineItemId = try r.readString()
             case 4 where s: f.bundleId = try r.readString(reusing: &strings.bundle)
             case 5 where s: product = try r.readString(reusing: &strings.product)
@@ -90,7 +90,7 @@ extension TransactionFact {
 
 extension RenewalInfoFact {
     func encode(into w: inout BinaryWriter) {
-        w.write(1, originalTransactionId.rawValue)
+        w.write(1, originalTransactionId.id)
         w.write(2, productId)
         w.write(3, autoRenewProductId)
         w.write(4, autoRenewStatus)
@@ -109,12 +109,12 @@ extension RenewalInfoFact {
     }
 
     init(reading r: inout BinaryReader, strings: inout RepeatedStrings) throws(FactDecodingError) {
-        var otid: String?
+        var otid: CompactID?
         self = RenewalInfoFact(originalTransactionId: "")
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
-            case 1 where s: otid = try r.readString(reusing: &strings.otid)
+            case 1 where s: otid = try r.readID()
             case 2 where s: self.productId = try r.readString(reusing: &strings.product)
             case 3 where s: self.autoRenewProductId = try r.readString(reusing: &strings.autoRenewProduct)
             case 4 where n: self.autoRenewStatus = try r.readBool()
@@ -148,8 +148,8 @@ extension NotificationFact {
         w.write(6, UInt64(environment.code))
         w.write(7, bundleId)
         w.write(8, appAppleId)
-        w.write(9, originalTransactionId?.rawValue)
-        w.write(10, transactionId?.rawValue)
+        w.write(9, originalTransactionId?.id)
+        w.write(10, transactionId?.id)
         w.write(11, status)
         w.write(12, autoRenewStatus)
         w.write(13, autoRenewProductId)
@@ -171,8 +171,8 @@ extension NotificationFact {
             case 6 where n: self.environment = try readEnvironment(&r)
             case 7 where s: self.bundleId = try r.readString()
             case 8 where n: self.appAppleId = try r.readInt64()
-            case 9 where s: self.originalTransactionId = OriginalTransactionID(try r.readString())
-            case 10 where s: self.transactionId = TransactionID(try r.readString())
+            case 9 where s: self.originalTransactionId = OriginalTransactionID(try r.readID())
+            case 10 where s: self.transactionId = TransactionID(try r.readID())
             case 11 where n: self.status = try r.readInt64()
             case 12 where n: self.autoRenewStatus = try r.readBool()
             case 13 where s: self.autoRenewProductId = try r.readString()
@@ -190,7 +190,7 @@ extension NotificationFact {
 extension BindingClaim {
     func encode(into w: inout BinaryWriter) {
         w.write(1, appUserId.rawValue)
-        w.write(2, originalTransactionId.rawValue)
+        w.write(2, originalTransactionId.id)
         w.write(3, claimedAt)
         w.write(4, cause.rawValue)
         w.write(5, UInt64(environment.code))
@@ -198,13 +198,13 @@ extension BindingClaim {
     }
 
     init(reading r: inout BinaryReader) throws(FactDecodingError) {
-        var user: String?, otid: String?, at: Int64?
+        var user: String?, otid: CompactID?, at: Int64?
         self = BindingClaim(appUserId: "", originalTransactionId: "", claimedAt: 0)
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
             case 1 where s: user = try r.readString()
-            case 2 where s: otid = try r.readString()
+            case 2 where s: otid = try r.readID()
             case 3 where n: at = try r.readInt64()
             case 4 where s:
                 let name = try r.readString()
@@ -379,12 +379,10 @@ extension LedgerEvent {
     }
 }
 
-/// Strings that repeat from one decoded fact to the next: a subscription's id, product and bundle are the same on
-/// each of its events. A decoder handed the same `RepeatedStrings` for a run of facts returns the string it made
-/// before when the bytes are the same, instead of allocating another (ids and product names outgrow a String's
-/// inline storage).
+/// Strings that repeat from one decoded fact to the next: a subscription's product and bundle are the same on each
+/// of its events. A decoder handed the same `RepeatedStrings` for a run of facts returns the string it made before
+/// when the bytes are the same, instead of allocating another (product names outgrow a String's inline storage).
 public struct RepeatedStrings: Sendable {
-    var otid = ""
     var product = ""
     var autoRenewProduct = ""
     var bundle = ""

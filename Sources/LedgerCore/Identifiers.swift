@@ -22,18 +22,133 @@ extension StringIdentifier {
 
 /// The id of one transaction: a purchase, a renewal, or a restore (V1 restores mint new ids).
 public struct TransactionID: StringIdentifier, Comparable {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
+    var id: CompactID
+    public var rawValue: String { id.text }
+    public init(rawValue: String) { id = CompactID(rawValue) }
+    init(_ id: CompactID) { self.id = id }
+    public static func == (a: TransactionID, b: TransactionID) -> Bool { a.id == b.id }
+    public func hash(into hasher: inout Hasher) { hasher.combine(id) }
     /// Numeric ids order numerically (Apple's are decimal), anything else by bytes.
-    public static func < (a: TransactionID, b: TransactionID) -> Bool { numericLess(a.rawValue, b.rawValue) }
+    public static func < (a: TransactionID, b: TransactionID) -> Bool { CompactID.numericLess(a.id, b.id) }
 }
 
 /// The id of a subscription (or one-time purchase) for life: the first transaction's id. Every timeline is keyed by it.
 public struct OriginalTransactionID: StringIdentifier, Comparable {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
+    var id: CompactID
+    public var rawValue: String { id.text }
+    public init(rawValue: String) { id = CompactID(rawValue) }
+    init(_ id: CompactID) { self.id = id }
+    public static func == (a: OriginalTransactionID, b: OriginalTransactionID) -> Bool { a.id == b.id }
+    public func hash(into hasher: inout Hasher) { hasher.combine(id) }
     public static func < (a: OriginalTransactionID, b: OriginalTransactionID) -> Bool {
-        numericLess(a.rawValue, b.rawValue)
+        CompactID.numericLess(a.id, b.id)
+    }
+
+    /// The id's UTF-8 bytes, without making a string of a decimal id.
+    public func withUTF8<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R { try id.withUTF8(body) }
+
+    /// The id whose UTF-8 bytes these are.
+    public init(utf8 bytes: UnsafeBufferPointer<UInt8>) { id = CompactID(utf8: bytes) }
+}
+
+/// The text of an Apple id, kept as its value when it is a decimal number in canonical form (no leading zero, at
+/// most 19 digits). Apple's ids are 15 to 19 digits, past the 15 bytes a String keeps inline: as numbers they are
+/// copied, hashed, compared and decoded without allocating, and turned back into the same text on demand.
+struct CompactID: Hashable, Sendable {
+    enum Storage: Hashable, Sendable {
+        /// The text is the canonical decimal form of the value.
+        case decimal(UInt64)
+        /// Any other text.
+        case text(String)
+    }
+
+    var storage: Storage
+
+    init(_ text: String) {
+        var copy = text
+        if let value = copy.withUTF8({ Self.decimalValue($0) }) { storage = .decimal(value) } else { storage = .text(text) }
+    }
+
+    init(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+        if let value = Self.decimalValue(bytes) {
+            storage = .decimal(value)
+        } else {
+            storage = .text(String(decoding: bytes, as: UTF8.self))
+        }
+    }
+
+    /// The value of a canonical decimal text, or nil.
+    @inline(__always)
+    static func decimalValue(_ b: UnsafeBufferPointer<UInt8>) -> UInt64? {
+        guard b.count > 0, b.count <= 19, b[0] != 48 || b.count == 1 else { return nil }
+        var value: UInt64 = 0
+        for c in b {
+            let digit = c &- 48
+            guard digit < 10 else { return nil }
+            value = value &* 10 &+ UInt64(digit)
+        }
+        return value
+    }
+
+    var text: String {
+        switch storage {
+        case .decimal(let v): String(v)
+        case .text(let s): s
+        }
+    }
+
+    /// True when the text is a non-empty run of ASCII digits.
+    var isDecimal: Bool {
+        switch storage {
+        case .decimal: true
+        case .text(let s): LedgerCore.isDecimal(s)
+        }
+    }
+
+    /// The text's UTF-8 bytes; a decimal is written into a buffer on the stack.
+    func withUTF8<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        switch storage {
+        case .decimal(var v):
+            return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
+                var i = 20
+                repeat {
+                    i -= 1
+                    buffer[i] = UInt8(truncatingIfNeeded: 48 + v % 10)
+                    v /= 10
+                } while v > 0
+                return try body(UnsafeBufferPointer(rebasing: buffer[i..<20]))
+            }
+        case .text(var s):
+            return try s.withUTF8(body)
+        }
+    }
+
+    /// The number of UTF-8 bytes of the text.
+    var utf8Count: Int {
+        switch storage {
+        case .decimal(var v):
+            var n = 1
+            while v >= 10 {
+                v /= 10
+                n += 1
+            }
+            return n
+        case .text(let s): return s.utf8.count
+        }
+    }
+
+    /// `numericLess` of the texts: decimal texts as numbers (shorter first), others by their UTF-8 bytes.
+    static func numericLess(_ a: CompactID, _ b: CompactID) -> Bool {
+        if case .decimal(let x) = a.storage, case .decimal(let y) = b.storage { return x < y }
+        return LedgerCore.numericLess(a.text, b.text)
+    }
+
+    /// The order of the texts' UTF-8 bytes.
+    static func utf8Less(_ a: CompactID, _ b: CompactID) -> Bool {
+        if case .decimal(let x) = a.storage, case .decimal(let y) = b.storage, a.utf8Count == b.utf8Count {
+            return x < y  // Same number of digits: byte order is numeric order.
+        }
+        return a.withUTF8 { x in b.withUTF8 { y in x.lexicographicallyPrecedes(y) } }
     }
 }
 

@@ -25,7 +25,7 @@ extension Timeline {
 
     private func encode(into w: inout BinaryWriter) {
         w.writeVarint(UInt64(Timeline.formatVersion))
-        w.write(1, originalTransactionId.rawValue)
+        w.write(1, originalTransactionId.id)
         w.write(2, UInt64(environment.code))
         // The tail path's earlier periods, as they were stored (the encoding is deterministic: the same bytes).
         if let storedPeriods { w.append(raw: storedPeriods.bytes) }
@@ -71,7 +71,7 @@ extension Timeline {
         guard version == UInt64(Timeline.formatVersion) else {
             throw FactDecodingError("unsupported timeline version \(version)")
         }
-        var otid: String?
+        var otid: CompactID?
         var env = AppStoreEnvironment.production
         // Skim the keys and lengths first: to allocate the arrays once, and to find where the periods' records
         // (written one after another) start and where the last of them starts.
@@ -113,7 +113,7 @@ extension Timeline {
             guard let (tag, wire) = try r.nextField() else { break }
             let s = wire == .bytes, n = wire == .varint
             switch tag {
-            case 1 where s: otid = try r.readString()
+            case 1 where s: otid = try r.readID()
             case 2 where n: env = try decodeEnvironment(try r.readVarint())
             case 3 where s:
                 let record = try r.readBytes()
@@ -125,12 +125,12 @@ extension Timeline {
             case 8 where n: lastSeq = try r.readVarint()
             case 9 where s:
                 var f = BinaryReader(try r.readBytes())
-                var position = FoldPosition(instant: 0, kind: 0, id: "")
+                var position = FoldPosition(instant: 0, kind: 0, id: CompactID(""))
                 while let (t, _) = try f.nextField() {
                     switch t {
                     case 1: position.instant = try f.readInt64()
                     case 2: position.kind = UInt8(truncatingIfNeeded: try f.readVarint())
-                    case 3: position.id = try f.readString()
+                    case 3: position.id = try f.readID()
                     default: throw FactDecodingError("bad timeline frontier")
                     }
                 }
@@ -168,7 +168,7 @@ extension Period {
     // period was first copied (retaining and releasing each of its references) for fear `w` aliased it.
     @inline(__always)
     func encode(into w: inout BinaryWriter) {
-        w.write(1, transactionId.rawValue)
+        w.write(1, transactionId.id)
         w.write(2, webOrderLineItemId)
         w.write(3, productId)
         w.write(4, start)
@@ -186,7 +186,7 @@ extension Period {
             }
         }
         if upgraded { w.write(11, true) }
-        for id in observedAs { w.write(12, id.rawValue) }
+        for id in observedAs { w.write(12, id.id) }
         for r in revocations {
             w.writeNested(13) { v in
                 v.write(1, r.date)
@@ -199,7 +199,7 @@ extension Period {
             }
         }
         w.write(14, seq)
-        for id in revokingTransactions { w.write(15, id.rawValue) }
+        for id in revokingTransactions { w.write(15, id.id) }
     }
 
     /// Decodes a period; `previousProduct` is shared across a timeline's periods so a repeated product id is not
@@ -208,7 +208,7 @@ extension Period {
         decoding bytes: UnsafeRawBufferPointer, product previousProduct: inout String
     ) throws(FactDecodingError) {
         var r = BinaryReader(bytes)
-        var tid: String?, product: String?, start: Int64?
+        var tid: CompactID?, product: String?, start: Int64?
         // Fields in locals, the period built once at the end: a Period holds several references, and building it
         // in a local `var` then assigning `self` copied it (retaining and releasing each of them).
         var webOrderLineItemId: String?, expiresDate: Int64?, end: Int64?, originalPurchaseDate: Int64?
@@ -218,7 +218,7 @@ extension Period {
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
-            case 1 where s: tid = try r.readString()
+            case 1 where s: tid = try r.readID()
             case 2 where s: webOrderLineItemId = try r.readString()
             case 3 where s: product = try r.readString(reusing: &previousProduct)
             case 4 where n: start = try r.readInt64()
@@ -243,7 +243,7 @@ extension Period {
                 }
                 offer = o2
             case 11 where n: upgraded = try r.readBool()
-            case 12 where s: observedAs.append(TransactionID(try r.readString()))
+            case 12 where s: observedAs.append(TransactionID(try r.readID()))
             case 13 where s:
                 var v = BinaryReader(try r.readBytes())
                 var rev = Revocation(date: 0)
@@ -261,7 +261,7 @@ extension Period {
                 }
                 revocations.append(rev)
             case 14 where n: seq = try r.readVarint()
-            case 15 where s: revokingTransactions.append(TransactionID(try r.readString()))
+            case 15 where s: revokingTransactions.append(TransactionID(try r.readID()))
             case 1...15: throw FactDecodingError("period field \(tag) has the wrong wire type")
             default: try r.skip(wire)
             }
@@ -440,7 +440,7 @@ extension BinaryReader {
 extension PeriodIndex {
     func encode(into w: inout BinaryWriter) {
         // A bound is written when the ids are decimal and there is one; "not decimal" is written as a flag.
-        w.write(1, maxId)
+        w.write(1, maxId?.id)
         if !idsDecimal { w.write(2, true) }
         w.write(3, maxLineItem)
         if !lineItemsDecimal { w.write(4, true) }
@@ -452,7 +452,7 @@ extension PeriodIndex {
         var r = BinaryReader(bytes)
         while let (tag, _) = try r.nextField() {
             switch tag {
-            case 1: maxId = try r.readString()
+            case 1: maxId = TransactionID(try r.readID())
             case 2: idsDecimal = !(try r.readBool())
             case 3: maxLineItem = try r.readString()
             case 4: lineItemsDecimal = !(try r.readBool())

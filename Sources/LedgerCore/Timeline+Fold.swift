@@ -6,9 +6,10 @@
 struct FoldPosition: Hashable, Sendable, Comparable {
     var instant: UnixMillis
     var kind: UInt8
-    var id: String
+    /// A transaction id, notification UUID or claimant, compared by UTF-8 bytes.
+    var id: CompactID
 
-    init(instant: UnixMillis, kind: UInt8, id: String) {
+    init(instant: UnixMillis, kind: UInt8, id: CompactID) {
         self.instant = instant
         self.kind = kind
         self.id = id
@@ -27,17 +28,17 @@ struct FoldPosition: Hashable, Sendable, Comparable {
 
     init(_ event: LedgerEvent) {
         switch event.fact {
-        case .transaction(let t): self.init(instant: event.effectiveDate, kind: 1, id: t.transactionId.rawValue)
-        case .renewal: self.init(instant: event.effectiveDate, kind: 2, id: "")
-        case .notification(let n): self.init(instant: event.effectiveDate, kind: 3, id: n.notificationUUID)
-        case .binding(let b): self.init(instant: b.claimedAt, kind: 4, id: b.appUserId.rawValue)
+        case .transaction(let t): self.init(instant: event.effectiveDate, kind: 1, id: t.transactionId.id)
+        case .renewal: self.init(instant: event.effectiveDate, kind: 2, id: CompactID(""))
+        case .notification(let n): self.init(instant: event.effectiveDate, kind: 3, id: CompactID(n.notificationUUID))
+        case .binding(let b): self.init(instant: b.claimedAt, kind: 4, id: CompactID(b.appUserId.rawValue))
         }
     }
 
     static func < (a: FoldPosition, b: FoldPosition) -> Bool {
         if a.instant != b.instant { return a.instant < b.instant }
         if a.kind != b.kind { return a.kind < b.kind }
-        return a.id.utf8.lexicographicallyPrecedes(b.id.utf8)
+        return CompactID.utf8Less(a.id, b.id)
     }
 }
 
@@ -80,10 +81,14 @@ extension Timeline {
         var timeline = Timeline(originalTransactionId: originalTransactionId, environment: environment)
         var keys: [FoldKey] = []
         keys.reserveCapacity(events.count)
+        var transactions = 0
         for i in events.indices where timeline.concerns(events[i]) {
             let (instant, kind) = FoldPosition.instantAndKind(events[i])
             keys.append(FoldKey(instant: instant, kind: kind, index: i))
+            if kind == 1 { transactions += 1 }
         }
+        // At most one period per transaction: the array is allocated once, not grown period by period.
+        timeline.periods.reserveCapacity(transactions)
         // The fold order: position (instant, kind, id), then identical facts by seq, other facts by their bytes.
         // Instants and kinds decide almost always; ids and bytes are looked at only on a tie.
         keys.sort { a, b in
@@ -208,11 +213,11 @@ extension Timeline {
         if !index.built { index = PeriodIndex(periods: periods) }
         defer {
             // Every id and line item a period takes is noted, so the bounds stay above all of them.
-            index.noteId(id.rawValue)
+            index.noteId(id)
             if let w = t.webOrderLineItemId { index.noteLineItem(w) }
         }
         let surelyNew =
-            index.surelyUnknownId(id.rawValue)
+            index.surelyUnknownId(id)
             && (periods.last.map { $0.start < t.purchaseDate } ?? true)
             && (t.webOrderLineItemId.map { index.surelyUnknownLineItem($0) } ?? true)
         if !surelyNew && storedPeriods != nil {

@@ -238,7 +238,7 @@ struct PeriodIndex: Hashable, Sendable {
     var built = false
     /// The largest transaction id (decimal order) among periods' ids and restored copies; nil when there is none or
     /// when some id is not decimal (`idsDecimal` false).
-    var maxId: String?
+    var maxId: TransactionID?
     var idsDecimal = true
     /// The largest web order line item id (decimal order) periods have had; as `maxId`.
     var maxLineItem: String?
@@ -251,22 +251,23 @@ struct PeriodIndex: Hashable, Sendable {
     init(periods: [Period]) {
         built = true
         for p in periods {
-            noteId(p.transactionId.rawValue)
-            for id in p.observedAs { noteId(id.rawValue) }
+            noteId(p.transactionId)
+            for id in p.observedAs { noteId(id) }
             if let w = p.webOrderLineItemId { noteLineItem(w) }
         }
     }
 
     init() {}
 
-    mutating func noteId(_ id: String) {
+    mutating func noteId(_ id: TransactionID) {
         guard idsDecimal else { return }
-        guard isDecimal(id) else {
+        guard id.id.isDecimal else {
             idsDecimal = false
             maxId = nil
             return
         }
-        if maxId.map({ decimalLess($0, id) }) ?? true { maxId = id }
+        // On decimal texts `<` is the decimal order (shorter first, then by bytes).
+        if maxId.map({ $0 < id }) ?? true { maxId = id }
     }
 
     mutating func noteLineItem(_ w: String) {
@@ -280,8 +281,8 @@ struct PeriodIndex: Hashable, Sendable {
     }
 
     /// True when no period has (or had) `id` as its id or a restored copy's.
-    func surelyUnknownId(_ id: String) -> Bool {
-        built && idsDecimal && isDecimal(id) && (maxId.map { decimalLess($0, id) } ?? true)
+    func surelyUnknownId(_ id: TransactionID) -> Bool {
+        built && idsDecimal && id.id.isDecimal && (maxId.map { $0 < id } ?? true)
     }
 
     /// True when no period has (or had) `w` as its line item.

@@ -88,7 +88,7 @@ struct StoreLayout {
 
     static func subscriptionKey(_ environment: AppStoreEnvironment, _ otid: OriginalTransactionID) -> [UInt8] {
         var k: [UInt8] = [environment.code]
-        k.append(contentsOf: otid.rawValue.utf8)
+        otid.withUTF8 { k.append(contentsOf: $0) }
         return k
     }
 
@@ -100,7 +100,7 @@ struct StoreLayout {
 
     static func decodeSubscriptionKey(_ bytes: UnsafeRawBufferPointer) -> (AppStoreEnvironment, OriginalTransactionID)? {
         guard let first = bytes.first, let env = AppStoreEnvironment(code: first) else { return nil }
-        return (env, OriginalTransactionID(String(decoding: bytes.dropFirst(), as: UTF8.self)))
+        return (env, OriginalTransactionID(utf8: UnsafeRawBufferPointer(rebasing: bytes.dropFirst()).assumingMemoryBound(to: UInt8.self)))
     }
 
     // MARK: - Values

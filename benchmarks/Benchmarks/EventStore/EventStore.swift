@@ -16,12 +16,13 @@ struct RenewalStream {
         let i = next
         next += 1
         let purchase = 1_600_000_000_000 + Int64(i / subscriptions) * 30 * Self.day
+        // 16-digit ids, like Apple's (too long for a String's inline storage).
         var t = TransactionFact(
-            transactionId: TransactionID(String(4_000_000_000 + i)),
-            originalTransactionId: OriginalTransactionID(String(3_000_000_000 + i % subscriptions)),
+            transactionId: TransactionID(String(2_000_000_400_000_000 + i)),
+            originalTransactionId: OriginalTransactionID(String(2_000_000_300_000_000 + i % subscriptions)),
             productId: "com.example.premium.monthly", purchaseDate: purchase)
         t.expiresDate = purchase + 30 * Self.day
-        t.webOrderLineItemId = String(5_000_000_000 + i)
+        t.webOrderLineItemId = String(2_000_000_500_000_000 + i)
         t.signedDate = purchase
         t.type = .autoRenewable
         t.bundleId = "com.example.app"
@@ -119,7 +120,8 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark(
         "Replay --check, 1M events (figures per event)",
         configuration: .init(
-            metrics: [.wallClock, .throughput, .cpuTotal, .peakMemoryResident], scalingFactor: .mega, maxIterations: 3,
+            metrics: [.wallClock, .throughput, .cpuTotal, .instructions, .peakMemoryResident], scalingFactor: .mega,
+            maxDuration: .seconds(20), maxIterations: 10,
             setup: { replayLedger = try populatedLedger(events: 1_000_000, subscriptions: 200_000).0 },
             teardown: { remove(replayLedger) })
     ) { benchmark in
