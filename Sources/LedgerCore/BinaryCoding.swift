@@ -75,18 +75,11 @@ public struct BinaryWriter: Sendable {
     mutating func write(_ tag: UInt32, _ id: CompactID) {
         key(tag, .bytes)
         switch id.storage {
-        case .decimal(let v):
-            let count = id.utf8Count
-            writeVarint(UInt64(count))
-            let end = bytes.count + count
-            bytes.append(contentsOf: repeatElement(48, count: count))
-            var rest = v
-            var i = end
-            repeat {
-                i -= 1
-                bytes[i] = UInt8(truncatingIfNeeded: 48 + rest % 10)
-                rest /= 10
-            } while rest > 0
+        case .decimal:
+            id.withUTF8 { digits in
+                writeVarint(UInt64(digits.count))
+                bytes.append(contentsOf: digits)
+            }
         case .text(let text):
             writeVarint(UInt64(text.utf8.count))
             bytes.append(contentsOf: text.utf8)

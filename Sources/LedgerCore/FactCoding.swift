@@ -5,7 +5,7 @@ extension TransactionFact {
     func encode(into w: inout BinaryWriter) {
         w.write(1, transactionId.id)
         w.write(2, originalTransactionId.id)
-        w.write(3, webOrderLineItemId)
+        w.write(3, webOrderLineItem)
         w.write(4, bundleId)
         w.write(5, productId)
         w.write(6, subscriptionGroupIdentifier)
@@ -45,7 +45,7 @@ extension TransactionFact {
             switch tag {
             case 1 where s: tid = try r.readID()
             case 2 where s: otid = try r.readID()
-            case 3 where s: f.webOrderLineItemId = try r.readString()
+            case 3 where s: f.webOrderLineItemId = try r.readID()
             case 4 where s: f.bundleId = try r.readString(reusing: &strings.bundle)
             case 5 where s: product = try r.readString(reusing: &strings.product)
             case 6 where s: f.subscriptionGroupIdentifier = try r.readString(reusing: &strings.group)

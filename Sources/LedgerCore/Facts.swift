@@ -30,7 +30,7 @@ public struct TransactionFact: Hashable, Codable, Sendable {
     struct Fields: Hashable, Codable, Sendable {
         var transactionId: TransactionID
         var originalTransactionId: OriginalTransactionID
-        var webOrderLineItemId: String?
+        var webOrderLineItemId: CompactID?
         var bundleId: String?
         var productId: String
         var subscriptionGroupIdentifier: String?
@@ -96,9 +96,11 @@ public struct TransactionFact: Hashable, Codable, Sendable {
         set { fields.originalTransactionId = newValue }
     }
     public var webOrderLineItemId: String? {
-        get { box.value.webOrderLineItemId }
-        set { fields.webOrderLineItemId = newValue }
+        get { box.value.webOrderLineItemId?.text }
+        set { fields.webOrderLineItemId = newValue.map(CompactID.init) }
     }
+    /// `webOrderLineItemId` as the fold reads it (a number, for Apple's decimal ids).
+    var webOrderLineItem: CompactID? { box.value.webOrderLineItemId }
     public var bundleId: String? {
         get { box.value.bundleId }
         set { fields.bundleId = newValue }

@@ -54,7 +54,7 @@ public struct OriginalTransactionID: StringIdentifier, Comparable {
 /// The text of an Apple id, kept as its value when it is a decimal number in canonical form (no leading zero, at
 /// most 19 digits). Apple's ids are 15 to 19 digits, past the 15 bytes a String keeps inline: as numbers they are
 /// copied, hashed, compared and decoded without allocating, and turned back into the same text on demand.
-struct CompactID: Hashable, Sendable {
+struct CompactID: Hashable, Codable, Sendable {
     enum Storage: Hashable, Sendable {
         /// The text is the canonical decimal form of the value.
         case decimal(UInt64)
@@ -67,6 +67,14 @@ struct CompactID: Hashable, Sendable {
     init(_ text: String) {
         var copy = text
         if let value = copy.withUTF8({ Self.decimalValue($0) }) { storage = .decimal(value) } else { storage = .text(text) }
+    }
+
+    /// Coded as its text.
+    init(from decoder: any Decoder) throws { self.init(try decoder.singleValueContainer().decode(String.self)) }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(text)
     }
 
     init(utf8 bytes: UnsafeBufferPointer<UInt8>) {

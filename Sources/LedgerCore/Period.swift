@@ -4,7 +4,12 @@ public struct Period: Hashable, Sendable {
     /// The period's own transaction: the smallest id of its group (Apple mints ids in increasing order, so the
     /// original purchase or renewal precedes every restored copy).
     public var transactionId: TransactionID
-    public var webOrderLineItemId: String?
+    public var webOrderLineItemId: String? {
+        get { lineItem?.text }
+        set { lineItem = newValue.map(CompactID.init) }
+    }
+    /// `webOrderLineItemId` as the fold and the encoding keep it (a number, for Apple's decimal ids).
+    var lineItem: CompactID?
     public var productId: String
     /// `purchaseDate`: access starts here.
     public var start: UnixMillis
@@ -37,7 +42,8 @@ public struct Period: Hashable, Sendable {
         observedAs: [TransactionID] = [], revocations: [Revocation] = [], seq: UInt64 = 0
     ) {
         self.init(
-            transactionId: transactionId, webOrderLineItemId: webOrderLineItemId, productId: productId, start: start,
+            transactionId: transactionId, lineItem: webOrderLineItemId.map(CompactID.init), productId: productId,
+            start: start,
             expiresDate: expiresDate, end: end, originalPurchaseDate: originalPurchaseDate, type: type,
             quantity: quantity, offer: offer, upgraded: upgraded, observedAs: observedAs, revocations: revocations,
             seq: seq, revokingTransactions: [])
@@ -45,13 +51,13 @@ public struct Period: Hashable, Sendable {
 
     /// Every field, fold state included, for the decoder: one initialisation, no copy of a half-built period.
     init(
-        transactionId: TransactionID, webOrderLineItemId: String?, productId: String, start: UnixMillis,
+        transactionId: TransactionID, lineItem: CompactID?, productId: String, start: UnixMillis,
         expiresDate: UnixMillis?, end: UnixMillis?, originalPurchaseDate: UnixMillis?, type: ProductType,
         quantity: Int64, offer: Offer?, upgraded: Bool, observedAs: [TransactionID], revocations: [Revocation],
         seq: UInt64, revokingTransactions: [TransactionID]
     ) {
         self.transactionId = transactionId
-        self.webOrderLineItemId = webOrderLineItemId
+        self.lineItem = lineItem
         self.productId = productId
         self.start = start
         self.expiresDate = expiresDate

@@ -169,7 +169,7 @@ extension Period {
     @inline(__always)
     func encode(into w: inout BinaryWriter) {
         w.write(1, transactionId.id)
-        w.write(2, webOrderLineItemId)
+        w.write(2, lineItem)
         w.write(3, productId)
         w.write(4, start)
         w.write(5, expiresDate)
@@ -211,7 +211,7 @@ extension Period {
         var tid: CompactID?, product: String?, start: Int64?
         // Fields in locals, the period built once at the end: a Period holds several references, and building it
         // in a local `var` then assigning `self` copied it (retaining and releasing each of them).
-        var webOrderLineItemId: String?, expiresDate: Int64?, end: Int64?, originalPurchaseDate: Int64?
+        var lineItem: CompactID?, expiresDate: Int64?, end: Int64?, originalPurchaseDate: Int64?
         var type = ProductType.autoRenewable, quantity: Int64 = 1, offer: Offer?, upgraded = false
         var observedAs: [TransactionID] = [], revocations: [Revocation] = [], seq: UInt64 = 0
         var revokingTransactions: [TransactionID] = []
@@ -219,7 +219,7 @@ extension Period {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
             case 1 where s: tid = try r.readID()
-            case 2 where s: webOrderLineItemId = try r.readString()
+            case 2 where s: lineItem = try r.readID()
             case 3 where s: product = try r.readString(reusing: &previousProduct)
             case 4 where n: start = try r.readInt64()
             case 5 where n: expiresDate = try r.readInt64()
@@ -268,7 +268,7 @@ extension Period {
         }
         guard let tid, let product, let start else { throw FactDecodingError("period lacks id, product or start") }
         self.init(
-            transactionId: TransactionID(tid), webOrderLineItemId: webOrderLineItemId, productId: product, start: start,
+            transactionId: TransactionID(tid), lineItem: lineItem, productId: product, start: start,
             expiresDate: expiresDate, end: end, originalPurchaseDate: originalPurchaseDate, type: type,
             quantity: quantity, offer: offer, upgraded: upgraded, observedAs: observedAs, revocations: revocations,
             seq: seq, revokingTransactions: revokingTransactions)
@@ -454,7 +454,7 @@ extension PeriodIndex {
             switch tag {
             case 1: maxId = TransactionID(try r.readID())
             case 2: idsDecimal = !(try r.readBool())
-            case 3: maxLineItem = try r.readString()
+            case 3: maxLineItem = try r.readID()
             case 4: lineItemsDecimal = !(try r.readBool())
             default: throw FactDecodingError("bad period bounds field \(tag)")
             }

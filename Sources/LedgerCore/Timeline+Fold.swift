@@ -214,12 +214,12 @@ extension Timeline {
         defer {
             // Every id and line item a period takes is noted, so the bounds stay above all of them.
             index.noteId(id)
-            if let w = t.webOrderLineItemId { index.noteLineItem(w) }
+            if let w = t.webOrderLineItem { index.noteLineItem(w) }
         }
         let surelyNew =
             index.surelyUnknownId(id)
             && (periods.last.map { $0.start < t.purchaseDate } ?? true)
-            && (t.webOrderLineItemId.map { index.surelyUnknownLineItem($0) } ?? true)
+            && (t.webOrderLineItem.map { index.surelyUnknownLineItem($0) } ?? true)
         if !surelyNew && storedPeriods != nil {
             needsEveryPeriod = true  // The scans below would miss the periods kept as bytes.
             return
@@ -397,14 +397,14 @@ extension Period {
     /// True when the transaction is a restored copy of this period: the same `webOrderLineItemId`, or (when either
     /// lacks one, as V1 restores may) the same product and purchase date.
     func isCopied(by t: TransactionFact) -> Bool {
-        if let a = webOrderLineItemId, let b = t.webOrderLineItemId { return a == b }
+        if let a = lineItem, let b = t.webOrderLineItem { return a == b }
         return productId == t.productId && start == t.purchaseDate
     }
 
     /// Takes the period's fields from a revision of its own transaction.
     mutating func take(_ t: TransactionFact, rules: FoldRules) {
         productId = t.productId
-        if let w = t.webOrderLineItemId { webOrderLineItemId = w }
+        if let w = t.webOrderLineItem { lineItem = w }
         start = t.purchaseDate
         expiresDate = t.expiresDate
         originalPurchaseDate = t.originalPurchaseDate

@@ -241,7 +241,7 @@ struct PeriodIndex: Hashable, Sendable {
     var maxId: TransactionID?
     var idsDecimal = true
     /// The largest web order line item id (decimal order) periods have had; as `maxId`.
-    var maxLineItem: String?
+    var maxLineItem: CompactID?
     var lineItemsDecimal = true
 
     static func == (a: PeriodIndex, b: PeriodIndex) -> Bool { true }
@@ -253,7 +253,7 @@ struct PeriodIndex: Hashable, Sendable {
         for p in periods {
             noteId(p.transactionId)
             for id in p.observedAs { noteId(id) }
-            if let w = p.webOrderLineItemId { noteLineItem(w) }
+            if let w = p.lineItem { noteLineItem(w) }
         }
     }
 
@@ -270,14 +270,14 @@ struct PeriodIndex: Hashable, Sendable {
         if maxId.map({ $0 < id }) ?? true { maxId = id }
     }
 
-    mutating func noteLineItem(_ w: String) {
+    mutating func noteLineItem(_ w: CompactID) {
         guard lineItemsDecimal else { return }
-        guard isDecimal(w) else {
+        guard w.isDecimal else {
             lineItemsDecimal = false
             maxLineItem = nil
             return
         }
-        if maxLineItem.map({ decimalLess($0, w) }) ?? true { maxLineItem = w }
+        if maxLineItem.map({ CompactID.numericLess($0, w) }) ?? true { maxLineItem = w }
     }
 
     /// True when no period has (or had) `id` as its id or a restored copy's.
@@ -286,8 +286,8 @@ struct PeriodIndex: Hashable, Sendable {
     }
 
     /// True when no period has (or had) `w` as its line item.
-    func surelyUnknownLineItem(_ w: String) -> Bool {
-        built && lineItemsDecimal && isDecimal(w) && (maxLineItem.map { decimalLess($0, w) } ?? true)
+    func surelyUnknownLineItem(_ w: CompactID) -> Bool {
+        built && lineItemsDecimal && w.isDecimal && (maxLineItem.map { CompactID.numericLess($0, w) } ?? true)
     }
 }
 
@@ -297,17 +297,4 @@ func isDecimal(_ s: String) -> Bool {
     // Native strings expose their UTF-8 in place (no copy, unlike `withUTF8` on a copy); others take the slow path.
     s.utf8.withContiguousStorageIfAvailable { u in !u.isEmpty && u.allSatisfy { $0 &- 48 < 10 } }
         ?? (!s.isEmpty && s.utf8.allSatisfy { $0 &- 48 < 10 })
-}
-
-/// The numeric order of decimal strings without leading zeros (shorter first, then by bytes): a total order on
-/// decimal strings, so "above the maximum" means "none of them".
-@inline(__always)
-func decimalLess(_ a: String, _ b: String) -> Bool {
-    let ca = a.utf8.count, cb = b.utf8.count
-    if ca != cb { return ca < cb }
-    let fast: Bool?? = a.utf8.withContiguousStorageIfAvailable { ua in
-        b.utf8.withContiguousStorageIfAvailable { ub in ua.lexicographicallyPrecedes(ub) }
-    }
-    if let f = fast, let f { return f }
-    return a.utf8.lexicographicallyPrecedes(b.utf8)
 }
