@@ -30,6 +30,9 @@ public struct TransactionID: StringIdentifier, Comparable {
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
     /// Numeric ids order numerically (Apple's are decimal), anything else by bytes.
     public static func < (a: TransactionID, b: TransactionID) -> Bool { CompactID.numericLess(a.id, b.id) }
+
+    /// The number of UTF-8 bytes of the id's text, without making the text.
+    public var utf8Count: Int { id.utf8Count }
 }
 
 /// The id of a subscription (or one-time purchase) for life: the first transaction's id. Every timeline is keyed by it.
@@ -43,6 +46,9 @@ public struct OriginalTransactionID: StringIdentifier, Comparable {
     public static func < (a: OriginalTransactionID, b: OriginalTransactionID) -> Bool {
         CompactID.numericLess(a.id, b.id)
     }
+
+    /// The number of UTF-8 bytes of the id's text, without making the text.
+    public var utf8Count: Int { id.utf8Count }
 
     /// The id's UTF-8 bytes, without making a string of a decimal id.
     public func withUTF8<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R { try id.withUTF8(body) }

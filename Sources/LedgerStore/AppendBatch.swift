@@ -92,10 +92,10 @@ struct AppendBatch {
             if key.isEmpty || key.utf8.contains(0) || key.utf8.count > 400 {
                 return AppendResult.ErrorInfo(code: "invalid_id", message: "event key '\(key)' is empty, too long or holds NUL")
             }
-            if let otid = fact.originalTransactionId, otid.rawValue.isEmpty || otid.rawValue.utf8.count > 400 {
+            if let otid = fact.originalTransactionId, otid.utf8Count == 0 || otid.utf8Count > 400 {
                 return AppendResult.ErrorInfo(code: "missing_field", message: "originalTransactionId is empty or too long")
             }
-            if case .transaction(let t) = fact, t.transactionId.rawValue.isEmpty {
+            if case .transaction(let t) = fact, t.transactionId.utf8Count == 0 {
                 return AppendResult.ErrorInfo(code: "missing_field", message: "transactionId is empty")
             }
             if case .binding(let b) = fact, b.appUserId.rawValue.isEmpty || b.appUserId.rawValue.utf8.count > 400 {
