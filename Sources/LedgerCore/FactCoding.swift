@@ -330,11 +330,16 @@ extension LedgerEvent {
     /// The stored form of an event (without its seq, which is its key): version, then the fact's canonical bytes
     /// and the metadata, each length-prefixed.
     public static func encode(fact: Fact, metadata: FactMetadata) -> [UInt8] {
+        encode(factBytes: fact.encoded(), metadata: metadata)
+    }
+
+    /// `encode(fact:metadata:)` for a fact already encoded (`Fact.encoded()`).
+    public static func encode(factBytes: [UInt8], metadata: FactMetadata) -> [UInt8] {
         var m = BinaryWriter(capacity: 64)
         metadata.encode(into: &m)
-        var w = BinaryWriter(capacity: 320)
+        var w = BinaryWriter(capacity: 16 + factBytes.count + m.bytes.count)
         w.writeVarint(UInt64(Fact.formatVersion))
-        w.write(1, bytes: fact.encoded())
+        w.write(1, bytes: factBytes)
         w.write(2, bytes: m.bytes)
         return w.bytes
     }

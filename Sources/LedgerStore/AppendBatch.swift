@@ -42,7 +42,8 @@ struct AppendBatch {
                 var rawKey: UInt64? = nil
                 for fact in facts {
                     let key = fact.eventKey
-                    if try layout.isKnown(fact.encoded(), key: key, txn) { continue }
+                    let factBytes = fact.encoded()
+                    if try layout.isKnown(factBytes, key: key, txn) { continue }
                     state.seq += 1
                     let seq = state.seq
                     if rawKey == nil {
@@ -50,7 +51,7 @@ struct AppendBatch {
                         rawKey = seq
                         try txn.put(layout.raw, key: seq.bigEndianBytes, value: raw, flags: .append)
                     }
-                    let stored = LedgerEvent.encode(fact: fact, metadata: metadata)
+                    let stored = LedgerEvent.encode(factBytes: factBytes, metadata: metadata)
                     try txn.put(layout.events, key: StoreLayout.eventKey(key, seq: seq), value: stored)
                     state.chainHead = HashChain.link(previous: state.chainHead, seq: seq, eventKey: key, event: stored)
                     try txn.put(

@@ -47,12 +47,12 @@ let benchmarks: @Sendable () -> Void = {
                 next += 1
                 let purchase = 1_600_000_000_000 + Int64(i / subscriptions) * 30 * day
                 var t = TransactionFact(
-                    transactionId: TransactionID(String(4_000_000_000 + i)),
-                    originalTransactionId: OriginalTransactionID(String(3_000_000_000 + i % subscriptions)),
+                    transactionId: TransactionID(String(2_000_000_400_000_000 + i)),  // 16 digits, like Apple's
+                    originalTransactionId: OriginalTransactionID(String(2_000_000_300_000_000 + i % subscriptions)),
                     productId: "com.example.premium.monthly", purchaseDate: purchase)
                 t.expiresDate = purchase + 30 * day
                 t.signedDate = purchase
-                t.webOrderLineItemId = String(5_000_000_000 + i)
+                t.webOrderLineItemId = String(2_000_000_500_000_000 + i)
                 batch.append(
                     .facts([.transaction(t)], metadata: FactMetadata(source: .decodedJSON, receivedAt: purchase),
                            raw: Array("{\"i\":\(i)}".utf8)))
