@@ -23,8 +23,9 @@ extension Ledger {
         public var projectionsDigest: String
     }
 
-    /// Subscriptions per read or write transaction of a replay (also the unit of the projections digest).
-    static let replayChunkSize = 2_000
+    /// Subscriptions per read or write transaction of a replay (also the unit of the projections digest). Small
+    /// enough that a few thousand long histories still make enough chunks to keep every core busy.
+    static let replayChunkSize = 500
 
     /// Rebuilds every timeline from the events alone, with facts up to `until` (default: all).
     ///
@@ -32,40 +33,25 @@ extension Ledger {
     /// A replay of the whole log without `check` replaces the stored projections, in batches of write transactions,
     /// so a running server keeps appending meanwhile. A replay to an earlier `until` only reports (the stored
     /// projections reflect the whole log and stay). Reading replays use every core: chunks of subscriptions are
-    /// folded by several threads, each in its own short read transactions.
+    /// folded by several threads, each taking the next chunk when done, each chunk in its own short read transaction.
     public func replay(until: UInt64? = nil, check: Bool, progress: ProgressHandler? = nil) throws -> ReplayReport {
         let last = try lastSeq()
         let limit = min(until ?? last, last)
         let mode: ReplayMode = check ? .check : (limit == last ? .rewrite : .report)
-        let total = try environment.read { txn in UInt64(try txn.statistics(layout.timelines).entries) }
+        // Where each chunk starts: after the last key of the chunk before (nil: from the first key).
+        let (starts, subscriptions) = try environment.read { txn in try chunkStarts(txn) }
+        let total = UInt64(subscriptions)
         let workers = mode == .rewrite ? 1 : max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
         let results = ReplayResults(progress: progress, total: total)
 
-        // Worker w folds chunks w, w + workers, w + 2·workers, … and skips the others' keys.
-        let body: @Sendable (Int) -> Void = { w in
+        let body: @Sendable (Int) -> Void = { _ in
             do {
-                var resume: [UInt8]? = nil
-                var index = w
-                if w > 0 {
-                    let skipped = try self.environment.read { try self.skipKeys(after: nil, count: w * Self.replayChunkSize, $0) }
-                    guard let start = skipped else { return }
-                    resume = start
-                }
-                while true {
-                    let work = { (txn: Transaction) in try self.replayChunk(after: resume, limit: limit, mode: mode, txn) }
+                while let index = results.nextChunk(of: starts.count) {
+                    let work = { (txn: Transaction) in
+                        try self.replayChunk(after: starts[index], limit: limit, mode: mode, txn)
+                    }
                     let chunk = mode == .rewrite ? try self.environment.write(work) : try self.environment.read(work)
                     results.add(chunk, at: index)
-                    guard chunk.more, let lastKey = chunk.lastKey else { return }
-                    if workers > 1 {
-                        let skipped = try self.environment.read {
-                            try self.skipKeys(after: lastKey, count: (workers - 1) * Self.replayChunkSize, $0)
-                        }
-                        guard let next = skipped else { return }
-                        resume = next
-                    } else {
-                        resume = lastKey
-                    }
-                    index += workers
                 }
             } catch {
                 results.fail(error)
@@ -113,7 +99,6 @@ extension Ledger {
             let events = try Self.subscriptionEvents(layout, e, cursor, upTo: limit, txn)
             chunk.events += events.count
             chunk.keys += 1
-            chunk.lastKey = key
             if !events.isEmpty {
                 let rebuilt = ProjectionEngine.stamped(
                     Timeline.fold(events, originalTransactionId: otid, environment: env, rules: rules))
@@ -135,25 +120,25 @@ extension Ledger {
             }
             entry = try cursor.nextKey()
         }
-        chunk.more = entry != nil
         chunk.digest = Array(digest.finalize())
         return chunk
     }
 
-    /// The last of the next `count` keys after `resume`, or nil when fewer remain.
-    private func skipKeys(after resume: [UInt8]?, count: Int, _ txn: Transaction) throws -> [UInt8]? {
+    /// The key each chunk of `replayChunkSize` subscriptions starts after (nil for the first chunk): one pass over
+    /// the `by_otid` keys, skipping their values.
+    private func chunkStarts(_ txn: Transaction) throws -> (starts: [[UInt8]?], subscriptions: Int) {
         let cursor = try txn.cursor(layout.byOTID)
-        var entry = try position(cursor, after: resume)
-        var skipped = 0
+        var starts: [[UInt8]?] = []
+        var lastOfChunk: [UInt8]? = nil
+        var count = 0
+        var entry = try cursor.first()
         while let e = entry {
-            skipped += 1
-            if skipped == count {
-                // Only a resume point if something follows it.
-                return try cursor.nextKey() != nil ? Array(e.key) : nil
-            }
+            if count % Self.replayChunkSize == 0 { starts.append(lastOfChunk) }
+            count += 1
+            if count % Self.replayChunkSize == 0 { lastOfChunk = Array(e.key) }
             entry = try cursor.nextKey()
         }
-        return nil
+        return (starts, count)
     }
 
     private func position(_ cursor: Cursor, after resume: [UInt8]?) throws -> Entry? {
@@ -179,8 +164,6 @@ struct ReplayChunk: Sendable {
     var events = 0
     var differences: [String] = []
     var digest: [UInt8] = []
-    var lastKey: [UInt8]?
-    var more = false
 }
 
 /// Chunks from every worker, put back in key order.
@@ -189,12 +172,22 @@ final class ReplayResults: @unchecked Sendable {
     private var chunks: [Int: ReplayChunk] = [:]
     private var error: (any Error)?
     private var done: UInt64 = 0
+    private var taken = 0
     private let progress: ProgressHandler?
     private let total: UInt64
 
     init(progress: ProgressHandler?, total: UInt64) {
         self.progress = progress
         self.total = total
+    }
+
+    /// The index of the next chunk nobody has taken, or nil when all `count` are taken.
+    func nextChunk(of count: Int) -> Int? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard error == nil, taken < count else { return nil }
+        taken += 1
+        return taken - 1
     }
 
     func add(_ chunk: ReplayChunk, at index: Int) {

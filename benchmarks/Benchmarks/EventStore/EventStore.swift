@@ -129,6 +129,20 @@ let benchmarks: @Sendable () -> Void = {
         precondition(report.events == 1_000_000 && report.differences.isEmpty)
     }
 
+    // The same log size in long histories: 10k subscriptions × 100 monthly renewals (a subscription's life over eight
+    // years), so the per-subscription work (cursor, timeline encoding, digest, comparison) is spread over more events.
+    Benchmark(
+        "Replay --check, 1M events in 10k subscriptions of 100 (figures per event)",
+        configuration: .init(
+            metrics: [.wallClock, .throughput, .cpuTotal, .peakMemoryResident], scalingFactor: .mega,
+            maxDuration: .seconds(20), maxIterations: 10,
+            setup: { replayLedger = try populatedLedger(events: 1_000_000, subscriptions: 10_000).0 },
+            teardown: { remove(replayLedger) })
+    ) { benchmark in
+        let report = try replayLedger.replay(check: true)
+        precondition(report.events == 1_000_000 && report.differences.isEmpty)
+    }
+
     // One incremental update in a ledger of 1M subscriptions: a renewal after everything known of its OTID, in its
     // own write transaction. Without fsync, so the figure is the CPU cost (durable commits add ~0.3–0.9 ms of I/O).
     nonisolated(unsafe) var bigLedger: Ledger!
