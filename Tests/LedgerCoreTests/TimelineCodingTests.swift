@@ -58,6 +58,80 @@ import Testing
         #expect(stored == s.timeline())
     }
 
+    /// The tail path decodes only the last period; what it writes back equals the whole timeline's encoding.
+    @Test func theTailPathWritesTheBytesOfTheWholeTimeline() throws {
+        var s = Scenario()
+        var bought: [TransactionFact] = []
+        for month in 0..<12 {
+            let start = Self.t0 + Int64(month) * 30 * Scenario.day
+            bought.append(
+                s.purchase(
+                    "\(1000 + month)", product: "basic", at: start, expires: start + 30 * Scenario.day,
+                    webOrderLineItemId: "\(5000 + month)"))
+        }
+        let before = s.timeline().encoded()
+        s.purchase(
+            "1012", product: "basic", at: Self.t0 + 360 * Scenario.day, expires: Self.t0 + 390 * Scenario.day,
+            webOrderLineItemId: "5012")
+        let renewal = s.events.last!
+        let appended = try before.withUnsafeBytes { try Timeline.appending([renewal], toEncoded: $0, rules: s.rules) }
+        #expect(appended == s.timeline().encoded())
+        #expect(try Timeline(decoding: appended ?? []).periods.count == 13)
+
+        // A revision of an earlier period needs that period: the tail path declines and leaves it to the caller.
+        s.refund(bought[3], at: Self.t0 + 400 * Scenario.day)
+        let refund = s.events.last!
+        let declined = try s.timeline().encoded().withUnsafeBytes {
+            try Timeline.appending([refund], toEncoded: $0, rules: s.rules)
+        }
+        #expect(declined == nil)
+    }
+
+    /// A timeline stored before the period bounds were (no field 10) still decodes and continues; the tail path
+    /// declines it, since without the bounds it cannot tell a renewal from a restore without reading every period.
+    @Test func aTimelineWithoutStoredBoundsIsDecodedWhole() throws {
+        var s = Scenario()
+        s.purchase("1", product: "basic", at: Self.t0, expires: Self.t0 + 30 * Scenario.day, webOrderLineItemId: "51")
+        s.purchase(
+            "2", product: "basic", at: Self.t0 + 30 * Scenario.day, expires: Self.t0 + 60 * Scenario.day,
+            webOrderLineItemId: "52")
+        let legacy = try Self.removingField(10, from: s.timeline().encoded())
+        #expect(legacy.count < s.timeline().encoded().count)
+        s.purchase(
+            "3", product: "basic", at: Self.t0 + 60 * Scenario.day, expires: Self.t0 + 90 * Scenario.day,
+            webOrderLineItemId: "53")
+        let renewal = s.events.last!
+        // With the bounds, the same renewal takes the tail path.
+        #expect(try s.timeline(asOf: renewal.seq - 1).encoded().withUnsafeBytes {
+            try Timeline.appending([renewal], toEncoded: $0, rules: s.rules)
+        } != nil)
+        #expect(try legacy.withUnsafeBytes { try Timeline.appending([renewal], toEncoded: $0, rules: s.rules) } == nil)
+        var whole = try Timeline(decoding: legacy)
+        let applied = whole.apply(renewal, rules: s.rules)
+        #expect(applied)
+        #expect(whole.encoded() == s.timeline().encoded())
+    }
+
+    /// The encoding with every top-level field `tag` left out.
+    static func removingField(_ tag: UInt32, from bytes: [UInt8]) throws -> [UInt8] {
+        try bytes.withUnsafeBytes { buffer in
+            var r = BinaryReader(buffer)
+            var w = BinaryWriter()
+            w.writeVarint(try r.readVarint())
+            while let (t, wire) = try r.nextField() {
+                switch wire {
+                case .varint:
+                    let v = try r.readVarint()
+                    if t != tag { w.write(t, v) }
+                case .bytes:
+                    let b = try r.readBytes()
+                    if t != tag { w.write(t, bytes: b) }
+                }
+            }
+            return w.bytes
+        }
+    }
+
     @Test func malformedBytesAreRefused() {
         let bytes = Self.rich().encoded()
         for cut in [0, 1, 5, bytes.count / 2, bytes.count - 1] {
