@@ -326,3 +326,18 @@ func bytesEqual(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>
     }
     return true
 }
+
+/// An enum stored as one byte: its position among `allCases` (so a new case goes at the end and none is removed).
+protocol ByteCoded: CaseIterable, Equatable where AllCases == [Self] {
+    /// `allCases`, made once (the synthesized `allCases` builds its array on every call).
+    static var byCode: [Self] { get }
+}
+
+extension ByteCoded {
+    var code: UInt8 { UInt8(Self.byCode.firstIndex(of: self)!) }
+
+    init?(code: UInt8) {
+        guard Int(code) < Self.byCode.count else { return nil }
+        self = Self.byCode[Int(code)]
+    }
+}

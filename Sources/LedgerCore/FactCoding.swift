@@ -38,53 +38,55 @@ extension TransactionFact {
 
     init(reading r: inout BinaryReader, strings: inout RepeatedStrings) throws(FactDecodingError) {
         var tid: CompactID?, otid: CompactID?, product: String?, purchase: Int64?
-        // The fields are read into a local and boxed once (through `self`, each field written checked the box).
-        var f = Fields(transactionId: "", originalTransactionId: "", productId: "", purchaseDate: 0, environment: .production)
+        // The fields are read straight into a new box: through `self` each write checked the box's uniqueness, and
+        // a local copied into a box at the end retained every reference it held.
+        let box = CopyOnWriteBox(
+            Fields(transactionId: "", originalTransactionId: "", productId: "", purchaseDate: 0, environment: .production))
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
             case 1 where s: tid = try r.readID()
             case 2 where s: otid = try r.readID()
-            case 3 where s: f.webOrderLineItemId = try r.readID()
-            case 4 where s: f.bundleId = try r.readString(reusing: &strings.bundle)
+            case 3 where s: box.value.webOrderLineItemId = try r.readID()
+            case 4 where s: box.value.bundleId = try r.readString(reusing: &strings.bundle)
             case 5 where s: product = try r.readString(reusing: &strings.product)
-            case 6 where s: f.subscriptionGroupIdentifier = try r.readString(reusing: &strings.group)
+            case 6 where s: box.value.subscriptionGroupIdentifier = try r.readString(reusing: &strings.group)
             case 7 where n: purchase = try r.readInt64()
-            case 8 where n: f.originalPurchaseDate = try r.readInt64()
-            case 9 where n: f.expiresDate = try r.readInt64()
-            case 10 where n: f.quantity = try r.readInt64()
-            case 11 where s: f.type = try ProductType(reading: &r)
-            case 12 where s: f.appAccountToken = try r.readString()
-            case 13 where s: f.inAppOwnershipType = try r.readString()
-            case 14 where n: f.signedDate = try r.readInt64()
-            case 15 where n: f.revocationDate = try r.readInt64()
-            case 16 where n: f.revocationReason = try r.readInt64()
-            case 17 where s: f.revocationType = try r.readString()
-            case 18 where n: f.revocationPercentage = try r.readInt64()
-            case 19 where n: f.isUpgraded = try r.readBool()
-            case 20 where n: f.offerType = try r.readInt64()
-            case 21 where s: f.offerIdentifier = try r.readString()
-            case 22 where s: f.offerDiscountType = try r.readString()
-            case 23 where n: f.isTrialPeriod = try r.readBool()
-            case 24 where n: f.isInIntroOfferPeriod = try r.readBool()
-            case 25 where n: f.environment = try readEnvironment(&r)
-            case 26 where s: f.storefront = try r.readString()
-            case 27 where s: f.transactionReason = try r.readString()
-            case 28 where n: f.price = try r.readInt64()
-            case 29 where s: f.currency = try r.readString()
-            case 30 where s: try r.readMapEntry(into: &f.extra)
+            case 8 where n: box.value.originalPurchaseDate = try r.readInt64()
+            case 9 where n: box.value.expiresDate = try r.readInt64()
+            case 10 where n: box.value.quantity = try r.readInt64()
+            case 11 where s: box.value.type = try ProductType(reading: &r)
+            case 12 where s: box.value.appAccountToken = try r.readString()
+            case 13 where s: box.value.inAppOwnershipType = try r.readString()
+            case 14 where n: box.value.signedDate = try r.readInt64()
+            case 15 where n: box.value.revocationDate = try r.readInt64()
+            case 16 where n: box.value.revocationReason = try r.readInt64()
+            case 17 where s: box.value.revocationType = try r.readString()
+            case 18 where n: box.value.revocationPercentage = try r.readInt64()
+            case 19 where n: box.value.isUpgraded = try r.readBool()
+            case 20 where n: box.value.offerType = try r.readInt64()
+            case 21 where s: box.value.offerIdentifier = try r.readString()
+            case 22 where s: box.value.offerDiscountType = try r.readString()
+            case 23 where n: box.value.isTrialPeriod = try r.readBool()
+            case 24 where n: box.value.isInIntroOfferPeriod = try r.readBool()
+            case 25 where n: box.value.environment = try readEnvironment(&r)
+            case 26 where s: box.value.storefront = try r.readString()
+            case 27 where s: box.value.transactionReason = try r.readString()
+            case 28 where n: box.value.price = try r.readInt64()
+            case 29 where s: box.value.currency = try r.readString()
+            case 30 where s: try r.readMapEntry(into: &box.value.extra)
             case 1...30: throw FactDecodingError("transaction field \(tag) has the wrong wire type")
-            default: try r.readUnknown(tag: tag, wire: wire, into: &f.unknownFields)
+            default: try r.readUnknown(tag: tag, wire: wire, into: &box.value.unknownFields)
             }
         }
         guard let tid, let otid, let product, let purchase else {
             throw FactDecodingError("transaction lacks transactionId, originalTransactionId, productId or purchaseDate")
         }
-        f.transactionId = TransactionID(tid)
-        f.originalTransactionId = OriginalTransactionID(otid)
-        f.productId = product
-        f.purchaseDate = purchase
-        self.init(fields: f)
+        box.value.transactionId = TransactionID(tid)
+        box.value.originalTransactionId = OriginalTransactionID(otid)
+        box.value.productId = product
+        box.value.purchaseDate = purchase
+        self.init(box: box)
     }
 }
 

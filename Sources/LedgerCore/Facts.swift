@@ -76,7 +76,7 @@ public struct TransactionFact: Hashable, Codable, Sendable {
 
     private var box: CopyOnWriteBox<Fields>
 
-    init(fields: Fields) { box = CopyOnWriteBox(fields) }
+    init(box: CopyOnWriteBox<Fields>) { self.box = box }
 
     /// The fields; writing them first copies the box when another fact shares it.
     var fields: Fields {
@@ -371,8 +371,13 @@ public indirect enum Fact: Hashable, Sendable {
             }
         }
         public init?(code: UInt8) {
-            guard let k = Self.allCases.first(where: { $0.code == code }) else { return nil }
-            self = k
+            switch code {
+            case 1: self = .transaction
+            case 2: self = .renewal
+            case 3: self = .notification
+            case 4: self = .binding
+            default: return nil
+            }
         }
     }
 
@@ -427,7 +432,7 @@ public indirect enum Fact: Hashable, Sendable {
 }
 
 /// Where a fact came from.
-public enum FactSource: String, Hashable, Codable, Sendable, CaseIterable {
+public enum FactSource: String, Hashable, Codable, Sendable, CaseIterable, ByteCoded {
     /// A verifyReceipt response.
     case receipt
     /// A V1 server notification (JSON).
@@ -441,15 +446,11 @@ public enum FactSource: String, Hashable, Codable, Sendable, CaseIterable {
     /// A binding claim from the app's backend.
     case binding
 
-    public var code: UInt8 { UInt8(Self.allCases.firstIndex(of: self)!) }
-    public init?(code: UInt8) {
-        guard Int(code) < Self.allCases.count else { return nil }
-        self = Self.allCases[Int(code)]
-    }
+    static let byCode = allCases
 }
 
 /// Whether a fact's signature was checked.
-public enum SignatureStatus: String, Hashable, Codable, Sendable, CaseIterable {
+public enum SignatureStatus: String, Hashable, Codable, Sendable, CaseIterable, ByteCoded {
     /// The input carried no signature (V1, receipts, decoded JSON, bindings).
     case unsigned
     /// A JWS whose x5c chain and signature verified against a configured trusted root.
@@ -457,11 +458,7 @@ public enum SignatureStatus: String, Hashable, Codable, Sendable, CaseIterable {
     /// A JWS accepted without verification (no trusted roots configured).
     case unverified
 
-    public var code: UInt8 { UInt8(Self.allCases.firstIndex(of: self)!) }
-    public init?(code: UInt8) {
-        guard Int(code) < Self.allCases.count else { return nil }
-        self = Self.allCases[Int(code)]
-    }
+    static let byCode = allCases
 }
 
 /// How and when the ledger received a fact. Not part of the fact's identity (the same fact via a receipt and via a

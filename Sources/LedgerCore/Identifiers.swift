@@ -212,7 +212,12 @@ public enum AppStoreEnvironment: String, Hashable, Codable, Sendable, CaseIterab
     }
 
     public init?(code: UInt8) {
-        guard let e = Self.allCases.first(where: { $0.code == code }) else { return nil }
-        self = e
+        switch code {
+        case 0: self = .production
+        case 1: self = .sandbox
+        case 2: self = .xcode
+        case 3: self = .localTesting
+        default: return nil
+        }
     }
 }

@@ -22,7 +22,7 @@ public struct OwnerInterval: Hashable, Sendable {
 }
 
 /// Why a user owns (or stopped owning) an OTID.
-public enum OwnerCause: String, Hashable, Sendable, Codable, CaseIterable {
+public enum OwnerCause: String, Hashable, Sendable, Codable, CaseIterable, ByteCoded {
     /// The app's backend bound the user (the first claim, or an added owner under `share`).
     case claim
     /// A transaction carried the user's `appAccountToken`.
@@ -30,11 +30,7 @@ public enum OwnerCause: String, Hashable, Sendable, Codable, CaseIterable {
     /// Moved from a previous owner by a later claim under `transfer`.
     case transfer
 
-    var code: UInt8 { UInt8(Self.allCases.firstIndex(of: self)!) }
-    init?(code: UInt8) {
-        guard Int(code) < Self.allCases.count else { return nil }
-        self = Self.allCases[Int(code)]
-    }
+    static let byCode = allCases
 }
 
 /// A claim that did not move ownership because the `keep` policy kept the first owner.

@@ -28,7 +28,7 @@ public struct TimelineChange: Hashable, Sendable {
 }
 
 /// The kinds of change on a timeline (API.md names them in snake case).
-public enum ChangeKind: String, Hashable, Sendable, Codable, CaseIterable {
+public enum ChangeKind: String, Hashable, Sendable, Codable, CaseIterable, ByteCoded {
     // Derived from the periods.
     case purchase, renewal, resubscribe, upgrade, downgrade, crossgrade
     case refund, revoked, refundReversed = "refund_reversed"
@@ -43,10 +43,5 @@ public enum ChangeKind: String, Hashable, Sendable, Codable, CaseIterable {
     case ownerChanged = "owner_changed", claimRefused = "claim_refused"
 
     /// Stable small number: binary encoding and ordering.
-    public var code: UInt8 { UInt8(Self.allCases.firstIndex(of: self)!) }
-
-    public init?(code: UInt8) {
-        guard Int(code) < Self.allCases.count else { return nil }
-        self = Self.allCases[Int(code)]
-    }
+    static let byCode = allCases
 }
