@@ -17,11 +17,11 @@ struct FoldPosition: Hashable, Sendable, Comparable {
 
     /// The position's instant and kind, without its id.
     @inline(__always)
-    static func instantAndKind(_ event: LedgerEvent) -> (UnixMillis, UInt8) {
-        switch event.fact {
-        case .transaction: (event.effectiveDate, 1)
-        case .renewal: (event.effectiveDate, 2)
-        case .notification: (event.effectiveDate, 3)
+    static func instantAndKind(_ fact: Fact, observedAt: UnixMillis) -> (UnixMillis, UInt8) {
+        switch fact {
+        case .transaction(let t): (t.signedDate ?? observedAt, 1)
+        case .renewal(let r): (r.signedDate ?? observedAt, 2)
+        case .notification(let n): (n.signedDate ?? observedAt, 3)
         case .binding(let b): (b.claimedAt, 4)
         }
     }
@@ -82,8 +82,11 @@ extension Timeline {
         var keys: [FoldKey] = []
         keys.reserveCapacity(events.count)
         var transactions = 0
-        for i in events.indices where timeline.concerns(events[i]) {
-            let (instant, kind) = FoldPosition.instantAndKind(events[i])
+        for i in events.indices {
+            // The fact alone (one retain: it is boxed), not the whole event.
+            let fact = events[i].fact
+            guard timeline.concerns(fact) else { continue }
+            let (instant, kind) = FoldPosition.instantAndKind(fact, observedAt: events[i].metadata.observedAt)
             keys.append(FoldKey(instant: instant, kind: kind, index: i))
             if kind == 1 { transactions += 1 }
         }
@@ -113,7 +116,7 @@ extension Timeline {
             {
                 continue
             }
-            timeline.step(events[key.index], at: key.instant, rules: rules)
+            timeline.step(events[key.index].fact, seq: events[key.index].seq, at: key.instant, rules: rules)
             previous = key
         }
         timeline.frontier = keys.last.map { FoldPosition(events[$0.index]) }
@@ -147,7 +150,7 @@ extension Timeline {
         guard concerns(event) else { return true }
         let position = FoldPosition(event)
         if let frontier, !(frontier < position) { return false }
-        step(event, at: position.instant, rules: rules)
+        step(event.fact, seq: event.seq, at: position.instant, rules: rules)
         frontier = position
         lastSeq = max(lastSeq, event.seq)
         return true
@@ -189,18 +192,20 @@ extension Timeline {
     }
 
     /// True when the event belongs to this timeline.
-    func concerns(_ event: LedgerEvent) -> Bool {
-        event.fact.environment == environment && event.fact.originalTransactionId == originalTransactionId
+    func concerns(_ event: LedgerEvent) -> Bool { concerns(event.fact) }
+
+    func concerns(_ fact: Fact) -> Bool {
+        fact.environment == environment && fact.originalTransactionId == originalTransactionId
     }
 
     // MARK: - The step function
 
-    mutating func step(_ event: borrowing LedgerEvent, at instant: UnixMillis, rules: FoldRules) {
-        switch event.fact {
-        case .transaction(let t): stepTransaction(t, at: instant, seq: event.seq, rules: rules)
-        case .renewal(let r): stepRenewal(r, at: instant, seq: event.seq)
-        case .notification(let n): stepNotification(n, at: instant, seq: event.seq)
-        case .binding(let b): claim(b.appUserId, at: b.claimedAt, cause: b.cause, seq: event.seq, policy: rules.bindingPolicy)
+    mutating func step(_ fact: Fact, seq: UInt64, at instant: UnixMillis, rules: FoldRules) {
+        switch fact {
+        case .transaction(let t): stepTransaction(t, at: instant, seq: seq, rules: rules)
+        case .renewal(let r): stepRenewal(r, at: instant, seq: seq)
+        case .notification(let n): stepNotification(n, at: instant, seq: seq)
+        case .binding(let b): claim(b.appUserId, at: b.claimedAt, cause: b.cause, seq: seq, policy: rules.bindingPolicy)
         }
     }
 
