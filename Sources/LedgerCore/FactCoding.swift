@@ -37,56 +37,68 @@ extension TransactionFact {
     }
 
     init(reading r: inout BinaryReader, strings: inout RepeatedStrings) throws(FactDecodingError) {
+        // Every field into a local, the box made once at the end from them: written into a box (or a struct) one by
+        // one, each string field was copied in and the empty value it replaced released.
         var tid: CompactID?, otid: CompactID?, product: String?, purchase: Int64?
-        // The fields are read straight into a new box: through `self` each write checked the box's uniqueness, and
-        // a local copied into a box at the end retained every reference it held.
-        let box = CopyOnWriteBox(
-            Fields(transactionId: "", originalTransactionId: "", productId: "", purchaseDate: 0, environment: .production))
+        var lineItem: CompactID?, bundle: String?, group: String?, originalPurchase: Int64?, expires: Int64?
+        var quantity: Int64?, type: ProductType?, token: String?, ownership: String?, signed: Int64?
+        var revoked: Int64?, reason: Int64?, revocationType: String?, percentage: Int64?, upgraded: Bool?
+        var offerType: Int64?, offerIdentifier: String?, discountType: String?, trial: Bool?, intro: Bool?
+        var environment = AppStoreEnvironment.production, storefront: String?, transactionReason: String?
+        var price: Int64?, currency: String?, extra: [String: String] = [:], unknown = UnknownFields()
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
             case 1 where s: tid = try r.readID()
             case 2 where s: otid = try r.readID()
-            case 3 where s: box.value.webOrderLineItemId = try r.readID()
-            case 4 where s: box.value.bundleId = try r.readString(reusing: &strings.bundle)
+            case 3 where s: lineItem = try r.readID()
+            case 4 where s: bundle = try r.readString(reusing: &strings.bundle)
             case 5 where s: product = try r.readString(reusing: &strings.product)
-            case 6 where s: box.value.subscriptionGroupIdentifier = try r.readString(reusing: &strings.group)
+            case 6 where s: group = try r.readString(reusing: &strings.group)
             case 7 where n: purchase = try r.readInt64()
-            case 8 where n: box.value.originalPurchaseDate = try r.readInt64()
-            case 9 where n: box.value.expiresDate = try r.readInt64()
-            case 10 where n: box.value.quantity = try r.readInt64()
-            case 11 where s: box.value.type = try ProductType(reading: &r)
-            case 12 where s: box.value.appAccountToken = try r.readString()
-            case 13 where s: box.value.inAppOwnershipType = try r.readString()
-            case 14 where n: box.value.signedDate = try r.readInt64()
-            case 15 where n: box.value.revocationDate = try r.readInt64()
-            case 16 where n: box.value.revocationReason = try r.readInt64()
-            case 17 where s: box.value.revocationType = try r.readString()
-            case 18 where n: box.value.revocationPercentage = try r.readInt64()
-            case 19 where n: box.value.isUpgraded = try r.readBool()
-            case 20 where n: box.value.offerType = try r.readInt64()
-            case 21 where s: box.value.offerIdentifier = try r.readString()
-            case 22 where s: box.value.offerDiscountType = try r.readString()
-            case 23 where n: box.value.isTrialPeriod = try r.readBool()
-            case 24 where n: box.value.isInIntroOfferPeriod = try r.readBool()
-            case 25 where n: box.value.environment = try readEnvironment(&r)
-            case 26 where s: box.value.storefront = try r.readString()
-            case 27 where s: box.value.transactionReason = try r.readString()
-            case 28 where n: box.value.price = try r.readInt64()
-            case 29 where s: box.value.currency = try r.readString()
-            case 30 where s: try r.readMapEntry(into: &box.value.extra)
+            case 8 where n: originalPurchase = try r.readInt64()
+            case 9 where n: expires = try r.readInt64()
+            case 10 where n: quantity = try r.readInt64()
+            case 11 where s: type = try ProductType(reading: &r)
+            case 12 where s: token = try r.readString()
+            case 13 where s: ownership = try r.readString()
+            case 14 where n: signed = try r.readInt64()
+            case 15 where n: revoked = try r.readInt64()
+            case 16 where n: reason = try r.readInt64()
+            case 17 where s: revocationType = try r.readString()
+            case 18 where n: percentage = try r.readInt64()
+            case 19 where n: upgraded = try r.readBool()
+            case 20 where n: offerType = try r.readInt64()
+            case 21 where s: offerIdentifier = try r.readString()
+            case 22 where s: discountType = try r.readString()
+            case 23 where n: trial = try r.readBool()
+            case 24 where n: intro = try r.readBool()
+            case 25 where n: environment = try readEnvironment(&r)
+            case 26 where s: storefront = try r.readString()
+            case 27 where s: transactionReason = try r.readString()
+            case 28 where n: price = try r.readInt64()
+            case 29 where s: currency = try r.readString()
+            case 30 where s: try r.readMapEntry(into: &extra)
             case 1...30: throw FactDecodingError("transaction field \(tag) has the wrong wire type")
-            default: try r.readUnknown(tag: tag, wire: wire, into: &box.value.unknownFields)
+            default: try r.readUnknown(tag: tag, wire: wire, into: &unknown)
             }
         }
         guard let tid, let otid, let product, let purchase else {
             throw FactDecodingError("transaction lacks transactionId, originalTransactionId, productId or purchaseDate")
         }
-        box.value.transactionId = TransactionID(tid)
-        box.value.originalTransactionId = OriginalTransactionID(otid)
-        box.value.productId = product
-        box.value.purchaseDate = purchase
-        self.init(box: box)
+        self.init(
+            box: CopyOnWriteBox(
+                Fields(
+                    transactionId: TransactionID(tid), originalTransactionId: OriginalTransactionID(otid),
+                    webOrderLineItemId: lineItem, bundleId: bundle, productId: product,
+                    subscriptionGroupIdentifier: group, purchaseDate: purchase, originalPurchaseDate: originalPurchase,
+                    expiresDate: expires, quantity: quantity, type: type, appAccountToken: token,
+                    inAppOwnershipType: ownership, signedDate: signed, revocationDate: revoked,
+                    revocationReason: reason, revocationType: revocationType, revocationPercentage: percentage,
+                    isUpgraded: upgraded, offerType: offerType, offerIdentifier: offerIdentifier,
+                    offerDiscountType: discountType, isTrialPeriod: trial, isInIntroOfferPeriod: intro,
+                    environment: environment, storefront: storefront, transactionReason: transactionReason,
+                    price: price, currency: currency, extra: extra, unknownFields: unknown)))
     }
 }
 
@@ -236,8 +248,8 @@ extension FactMetadata {
     }
 
     init(reading r: inout BinaryReader) throws(FactDecodingError) {
-        self = FactMetadata(source: .decodedJSON, receivedAt: 0)
-        var source: FactSource?
+        var source: FactSource?, signature = SignatureStatus.unsigned, receivedAt: Int64 = 0, observedAt: Int64?
+        var rawDigest: [UInt8] = [], appUserId: AppUserID?, unknown = UnknownFields()
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
@@ -250,17 +262,20 @@ extension FactMetadata {
                 guard let v = SignatureStatus(code: UInt8(truncatingIfNeeded: try r.readVarint())) else {
                     throw FactDecodingError("unknown signature status")
                 }
-                self.signature = v
-            case 3 where n: self.receivedAt = try r.readInt64()
-            case 4 where n: self.observedAt = try r.readInt64()
-            case 5 where s: self.rawDigest = Array(try r.readBytes())
-            case 6 where s: self.appUserId = AppUserID(try r.readString())
+                signature = v
+            case 3 where n: receivedAt = try r.readInt64()
+            case 4 where n: observedAt = try r.readInt64()
+            case 5 where s: rawDigest = Array(try r.readBytes())
+            case 6 where s: appUserId = AppUserID(try r.readString())
             case 1...6: throw FactDecodingError("metadata field \(tag) has the wrong wire type")
-            default: try r.readUnknown(tag: tag, wire: wire, into: &self.unknownFields)
+            default: try r.readUnknown(tag: tag, wire: wire, into: &unknown)
             }
         }
         guard let source else { throw FactDecodingError("metadata lacks its source") }
-        self.source = source
+        self.init(
+            source: source, signature: signature, receivedAt: receivedAt, observedAt: observedAt ?? 0, rawDigest: rawDigest,
+            appUserId: appUserId)
+        if !unknown.isEmpty { unknownFields = unknown }
     }
 }
 

@@ -59,19 +59,6 @@ public struct TransactionFact: Hashable, Codable, Sendable {
         var currency: String?
         var extra: [String: String]
         var unknownFields: UnknownFields
-
-        init(
-            transactionId: TransactionID, originalTransactionId: OriginalTransactionID, productId: String,
-            purchaseDate: UnixMillis, environment: AppStoreEnvironment
-        ) {
-            self.transactionId = transactionId
-            self.originalTransactionId = originalTransactionId
-            self.productId = productId
-            self.purchaseDate = purchaseDate
-            self.environment = environment
-            self.extra = [:]
-            self.unknownFields = UnknownFields()
-        }
     }
 
     private var box: CopyOnWriteBox<Fields>
@@ -235,8 +222,14 @@ public struct TransactionFact: Hashable, Codable, Sendable {
     ) {
         box = CopyOnWriteBox(
             Fields(
-                transactionId: transactionId, originalTransactionId: originalTransactionId, productId: productId,
-                purchaseDate: purchaseDate, environment: environment))
+                transactionId: transactionId, originalTransactionId: originalTransactionId,
+                webOrderLineItemId: nil, bundleId: nil, productId: productId, subscriptionGroupIdentifier: nil,
+                purchaseDate: purchaseDate, originalPurchaseDate: nil, expiresDate: nil, quantity: nil, type: nil,
+                appAccountToken: nil, inAppOwnershipType: nil, signedDate: nil, revocationDate: nil,
+                revocationReason: nil, revocationType: nil, revocationPercentage: nil, isUpgraded: nil, offerType: nil,
+                offerIdentifier: nil, offerDiscountType: nil, isTrialPeriod: nil, isInIntroOfferPeriod: nil,
+                environment: environment, storefront: nil, transactionReason: nil, price: nil, currency: nil,
+                extra: [:], unknownFields: UnknownFields()))
     }
 
     /// True when the revocation is a refund or Family Sharing revoke, not the old side of an upgrade.
