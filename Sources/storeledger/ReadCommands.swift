@@ -130,7 +130,9 @@ struct Verify: ParsableCommand {
             throw ExitCode(1)
         }
         if !json {
-            print("ok: \(report.events) events chained to \(report.chainHead), indexes match, \(report.projections) projections match a replay")
+            print(
+                "ok: \(counted(report.events, "event")) chained to \(report.chainHead), indexes match, "
+                    + "\(counted(report.projections, "projection")) \(report.projections == 1 ? "matches" : "match") a replay")
         }
     }
 }
@@ -155,7 +157,8 @@ struct Replay: ParsableCommand {
             try printJSON(report)
         } else {
             print(
-                "\(report.subscriptions) subscriptions, \(report.events) events folded up to seq \(report.untilSeq); "
+                "\(counted(report.subscriptions, "subscription")), \(counted(report.events, "event")) folded up to seq "
+                    + "\(report.untilSeq); "
                     + (report.rewrote ? "projections rewritten" : "nothing written"))
             print("projections digest \(report.projectionsDigest)")
         }
@@ -171,3 +174,6 @@ struct Replay: ParsableCommand {
 func pad(_ s: String, _ width: Int) -> String {
     s.count >= width ? s + " " : s + String(repeating: " ", count: width - s.count)
 }
+
+/// "1 event", "2 events".
+func counted(_ n: some BinaryInteger, _ noun: String) -> String { n == 1 ? "1 \(noun)" : "\(n) \(noun)s" }
