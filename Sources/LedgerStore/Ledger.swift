@@ -51,7 +51,7 @@ public final class Ledger: Sendable {
         self.layout = layout
         let batch = AppendBatch(layout: layout, projections: ProjectionEngine(layout: layout, rules: rules))
         self.batch = batch
-        try Self.checkSchema(environment, layout, readOnly: options.readOnly)
+        let upgrade = try Self.checkSchema(environment, layout, readOnly: options.readOnly)
         if options.readOnly {
             writer = nil
         } else {
@@ -60,19 +60,33 @@ public final class Ledger: Sendable {
                 environment: environment, batch: batch, logger: logger, maxQueuedInputs: options.maxQueuedInputs,
                 maxBatchInputs: options.maxBatchInputs, onCommit: { info in observers.committed(info) })
         }
+        if upgrade {
+            // Schema 1 → 2: the events are unchanged; the projections are rebuilt (and so gain their period bounds).
+            let report = try replay(check: false)
+            try environment.write { txn in
+                try txn.put(layout.meta, key: StoreLayout.metaSchema, value: StoreLayout.schemaVersion.bigEndianBytes)
+            }
+            logger.notice(
+                "upgraded the ledger to schema \(StoreLayout.schemaVersion): projections rebuilt",
+                metadata: ["subscriptions": "\(report.subscriptions)", "events": "\(report.events)"])
+        }
     }
 
     deinit { writer?.stop() }
 
-    private static func checkSchema(_ env: Environment, _ layout: StoreLayout, readOnly: Bool) throws {
+    /// Checks the ledger's schema version; true when it is schema 1 opened for writing, to be upgraded.
+    private static func checkSchema(_ env: Environment, _ layout: StoreLayout, readOnly: Bool) throws -> Bool {
         let found = try env.read { txn in try txn.get(layout.meta, key: StoreLayout.metaSchema).map(\.bigEndianUInt64) }
         if let found {
-            guard found == StoreLayout.schemaVersion else { throw LedgerError.schemaMismatch(found: found) }
+            if found == StoreLayout.schemaVersion { return false }
+            guard found == 1, !readOnly else { throw LedgerError.schemaMismatch(found: found) }
+            return true
         } else if !readOnly {
             try env.write { txn in
                 try txn.put(layout.meta, key: StoreLayout.metaSchema, value: StoreLayout.schemaVersion.bigEndianBytes)
             }
         }
+        return false
     }
 
     /// Stops the writer after every queued input is committed. Later appends fail with `shuttingDown`.

@@ -30,7 +30,10 @@ public struct LedgerError: Error, Hashable, CustomStringConvertible, Sendable {
     }
     /// The directory holds a ledger of another schema version.
     public static func schemaMismatch(found: UInt64) -> LedgerError {
-        LedgerError(code: "schema_mismatch", message: "ledger schema \(found), this build reads \(StoreLayout.schemaVersion)")
+        LedgerError(
+            code: "schema_mismatch",
+            message: "ledger schema \(found), this build reads \(StoreLayout.schemaVersion)"
+                + (found == 1 ? "; open it once for writing (storeledger serve, or storeledger replay) to upgrade it" : ""))
     }
     public static let readOnly = LedgerError(code: "read_only", message: "the ledger was opened read-only")
 }

@@ -25,7 +25,9 @@ import LedgerCore
 /// raw) or cluster by id (events), so a commit dirties few pages; only the per-subscription databases take random
 /// writes.
 struct StoreLayout {
-    static let schemaVersion: UInt64 = 1
+    /// 2: timelines carry their period bounds (field 10), which the tail path of the incremental core reads.
+    /// A schema-1 ledger opened for writing is upgraded by rebuilding its projections from the log.
+    static let schemaVersion: UInt64 = 2
 
     let meta: Database
     let raw: Database

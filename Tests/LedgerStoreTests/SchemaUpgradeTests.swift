@@ -1,0 +1,89 @@
+import Foundation
+import LMDB
+import LedgerCore
+import LedgerStore
+import Logging
+import Testing
+
+/// A ledger written by schema 1 (timelines without their period bounds) is upgraded when opened for writing, and
+/// refused, with the way to upgrade it, when opened read-only.
+@Suite struct SchemaUpgradeTests {
+    @Test func aSchemaOneLedgerIsUpgradedByRebuildingItsProjections() throws {
+        let t = try TemporaryLedger()
+        let inputs = (0..<30).map { i in
+            input([.transaction(transaction("\(7000 + i)", otid: "\(900 + i % 3)", purchase: 1_605_243_570_000 + Int64(i) * 86_400_000))])
+        }
+        _ = try t.ledger.appendAndWait(inputs)
+        let copy = NSTemporaryDirectory() + "ledger-schema1-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: copy) }
+        try t.ledger.copy(to: copy)
+
+        // Make the copy what schema 1 wrote: schema 1 in `meta`, every timeline without field 10.
+        var rewritten = 0
+        do {
+            let env = try Environment(path: copy)
+            let meta = try env.openDatabase("meta")
+            let timelines = try env.openDatabase("timelines")
+            try env.write { txn in
+                try txn.put(meta, key: Array("schema".utf8), value: UInt64(1).bigEndianBytes)
+                let c = try txn.cursor(timelines)
+                var stored: [([UInt8], [UInt8])] = []
+                var entry = try c.first()
+                while let e = entry {
+                    stored.append((Array(e.key), Array(e.value)))
+                    entry = try c.next()
+                }
+                for (key, value) in stored {
+                    let legacy = Array(value[..<8]) + (try removingField(10, from: Array(value[8...])))
+                    #expect(legacy.count < value.count)
+                    try txn.put(timelines, key: key, value: legacy)
+                    rewritten += 1
+                }
+            }
+        }
+        #expect(rewritten == 3)
+
+        // Read-only: refused, with the way to upgrade.
+        var readOnly = Ledger.Options()
+        readOnly.readOnly = true
+        #expect {
+            _ = try Ledger(directory: copy, options: readOnly, logger: Logger(label: "t"))
+        } throws: { error in
+            "\(error)".contains("schema_mismatch") && "\(error)".contains("upgrade")
+        }
+
+        // For writing: upgraded, the projections rebuilt, and a later renewal takes the usual path.
+        let upgraded = try Ledger(directory: copy, logger: Logger(label: "t"))
+        let report = try upgraded.verify()
+        #expect(report.ok, "\(report.fault ?? "")")
+        #expect(try upgraded.replay(check: true).differences.isEmpty)
+        _ = try upgraded.appendAndWait([
+            input([.transaction(transaction("7030", otid: "900", purchase: 1_605_243_570_000 + 30 * 86_400_000))])
+        ])
+        #expect(try upgraded.verify().ok)
+        upgraded.close()
+        // And it stays upgraded: a read-only open now works.
+        #expect(try Ledger(directory: copy, options: readOnly, logger: Logger(label: "t")).verify().ok)
+    }
+
+    /// The encoding with every top-level field `tag` left out.
+    func removingField(_ tag: UInt32, from bytes: [UInt8]) throws -> [UInt8] {
+        try bytes.withUnsafeBytes { buffer in
+            var r = BinaryReader(buffer)
+            var w = BinaryWriter()
+            w.writeVarint(try r.readVarint())
+            while let (t, wire) = try r.nextField() {
+                switch wire {
+                case .varint:
+                    let v = try r.readVarint()
+                    if t != tag { w.write(t, v) }
+                case .bytes:
+                    let b = try r.readBytes()
+                    if t != tag { w.write(t, bytes: b) }
+                }
+            }
+            return w.bytes
+        }
+    }
+}
