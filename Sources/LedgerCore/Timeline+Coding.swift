@@ -9,7 +9,7 @@ extension Timeline {
     /// The timeline's compact binary form. Equal timelines give identical bytes.
     /// - Complexity: O(size of the timeline).
     public func encoded() -> [UInt8] {
-        var w = BinaryWriter(capacity: 64 + periods.count * 112 + statedChanges.count * 24 + owners.count * 32)
+        var w = BinaryWriter(capacity: estimatedSize)
         encode(into: &w)
         return w.bytes
     }
@@ -17,10 +17,16 @@ extension Timeline {
     /// `encoded()` after a header of `stamp` as eight big-endian bytes (how a store keeps a projection with the seq
     /// it reflects), in one buffer.
     public func encoded(after stamp: UInt64) -> [UInt8] {
-        var w = BinaryWriter(capacity: 72 + periods.count * 112 + statedChanges.count * 24 + owners.count * 32)
+        var w = BinaryWriter(capacity: 8 + estimatedSize)
         w.writeBigEndian(stamp)
         encode(into: &w)
         return w.bytes
+    }
+
+    /// Bytes to reserve for the encoding, so the buffer is allocated once: the periods kept as bytes (the tail
+    /// path's) and a typical size per item.
+    private var estimatedSize: Int {
+        64 + (storedPeriods?.bytes.count ?? 0) + periods.count * 112 + statedChanges.count * 24 + owners.count * 32
     }
 
     private func encode(into w: inout BinaryWriter) {
@@ -226,7 +232,8 @@ extension Period {
             case 6 where n: end = try r.readInt64()
             case 7 where n: originalPurchaseDate = try r.readInt64()
             case 8 where n:
-                guard let t = ProductType(code: try r.readVarint()) else { throw FactDecodingError("bad product type") }
+                let code = try r.readVarint()
+                guard code <= 255, let t = ProductType(code: UInt8(code)) else { throw FactDecodingError("bad product type") }
                 type = t
             case 9 where n: quantity = try r.readInt64()
             case 10 where s:
@@ -398,26 +405,9 @@ extension RefusedClaim {
     }
 }
 
-extension ProductType {
-    /// Stable small number for the projection encoding.
-    var code: UInt8 {
-        switch self {
-        case .autoRenewable: 0
-        case .nonRenewing: 1
-        case .nonConsumable: 2
-        case .consumable: 3
-        }
-    }
-
-    init?(code: UInt64) {
-        switch code {
-        case 0: self = .autoRenewable
-        case 1: self = .nonRenewing
-        case 2: self = .nonConsumable
-        case 3: self = .consumable
-        default: return nil
-        }
-    }
+/// Stable small numbers for the projection encoding: the position among `allCases`.
+extension ProductType: ByteCoded {
+    static let byCode = allCases
 }
 
 private func decodeEnvironment(_ code: UInt64) throws(FactDecodingError) -> AppStoreEnvironment {

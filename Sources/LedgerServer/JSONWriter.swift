@@ -86,23 +86,7 @@ struct JSONWriter {
         bytes.append(contentsOf: "null".utf8)
     }
 
-    private mutating func writeString(_ s: String) {
-        bytes.append(UInt8(ascii: "\""))
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [92, 34])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [92, 92])
-            case 0x0A: bytes.append(contentsOf: [92, UInt8(ascii: "n")])
-            case 0x0D: bytes.append(contentsOf: [92, UInt8(ascii: "r")])
-            case 0x09: bytes.append(contentsOf: [92, UInt8(ascii: "t")])
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(b >> 4)], hex[Int(b & 15)]])
-            default: bytes.append(b)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
-    }
+    private mutating func writeString(_ s: String) { appendJSONString(s, to: &bytes) }
 }
 
 /// An answer that writes itself with `JSONWriter` (the hot read paths); others go through `Codable`.
@@ -204,4 +188,24 @@ extension LedgerAPI.ResultsDocument: DirectJSON {
             o.key("results"); o.array(results) { $1.write(to: &$0) }
         }
     }
+}
+
+/// `s` as a JSON string literal (quotes, escapes for quote, backslash and control characters), appended to `bytes`.
+/// Shared by `JSONWriter` and `StreamingJSONEncoder`.
+func appendJSONString(_ s: String, to bytes: inout [UInt8]) {
+    bytes.append(UInt8(ascii: "\""))
+    for b in s.utf8 {
+        switch b {
+        case UInt8(ascii: "\""): bytes.append(contentsOf: [92, 34])
+        case UInt8(ascii: "\\"): bytes.append(contentsOf: [92, 92])
+        case 0x0A: bytes.append(contentsOf: [92, UInt8(ascii: "n")])
+        case 0x0D: bytes.append(contentsOf: [92, UInt8(ascii: "r")])
+        case 0x09: bytes.append(contentsOf: [92, UInt8(ascii: "t")])
+        case 0..<0x20:
+            let hex = Array("0123456789abcdef".utf8)
+            bytes.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(b >> 4)], hex[Int(b & 15)]])
+        default: bytes.append(b)
+        }
+    }
+    bytes.append(UInt8(ascii: "\""))
 }

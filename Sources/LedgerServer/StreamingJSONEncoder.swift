@@ -52,23 +52,7 @@ struct StreamingJSONEncoder {
             bytes.append(UInt8(ascii: ":"))
         }
 
-        func writeString(_ s: String) {
-            bytes.append(UInt8(ascii: "\""))
-            for b in s.utf8 {
-                switch b {
-                case UInt8(ascii: "\""): bytes.append(contentsOf: [92, 34])
-                case UInt8(ascii: "\\"): bytes.append(contentsOf: [92, 92])
-                case 0x0A: bytes.append(contentsOf: [92, UInt8(ascii: "n")])
-                case 0x0D: bytes.append(contentsOf: [92, UInt8(ascii: "r")])
-                case 0x09: bytes.append(contentsOf: [92, UInt8(ascii: "t")])
-                case 0..<0x20:
-                    let hex = Array("0123456789abcdef".utf8)
-                    bytes.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(b >> 4)], hex[Int(b & 15)]])
-                default: bytes.append(b)
-                }
-            }
-            bytes.append(UInt8(ascii: "\""))
-        }
+        func writeString(_ s: String) { appendJSONString(s, to: &bytes) }
 
         func writeRaw(_ s: String) { bytes.append(contentsOf: s.utf8) }
 

@@ -49,7 +49,7 @@ extension Ledger {
         guard let stored = try txn.get(layout.timelines, key: key) else { return nil }
         let last = try batch.lastSeq(txn)
         if asOf == nil || asOf! >= last {
-            return (try batch.projections.decodeTimeline(stored, key), last)
+            return (try batch.projections.decodeTimeline(stored), last)
         }
         let events = try subscriptionEvents(env, otid, upTo: asOf, txn)
         guard !events.isEmpty else { return nil }

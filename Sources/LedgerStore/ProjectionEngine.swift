@@ -33,7 +33,7 @@ struct ProjectionEngine {
                     try txn.put(layout.timelines, key: key, value: updated)
                     continue
                 }
-                timeline = try decodeTimeline(stored, key)
+                timeline = try decodeTimeline(stored)
                 // `apply` leaves the timeline untouched when it declines, so a refold starts from the facts alone.
                 if !timeline.apply(contentsOf: group, rules: rules) {
                     let all = try Ledger.subscriptionEvents(
@@ -54,19 +54,23 @@ struct ProjectionEngine {
 
     /// The stored timeline with `events` applied by the tail path, stamped; nil when that path does not apply.
     private func appendedTimeline(_ events: [LedgerEvent], _ stored: UnsafeRawBufferPointer) throws -> [UInt8]? {
-        guard stored.count >= 8 else { throw LedgerError.corrupted("a stored timeline is truncated") }
-        do {
-            return try Timeline.appending(
-                events, toEncoded: UnsafeRawBufferPointer(rebasing: stored[8...]), rules: rules, stamped: true)
-        } catch {
-            throw LedgerError.corrupted("timeline does not decode: \(error)")
+        try Self.withTimelineBytes(of: stored) { bytes throws(FactDecodingError) in
+            try Timeline.appending(events, toEncoded: bytes, rules: rules, stamped: true)
         }
     }
 
-    func decodeTimeline(_ stored: UnsafeRawBufferPointer, _ key: [UInt8]) throws -> Timeline {
-        guard stored.count >= 8 else { throw LedgerError.corrupted("timeline \(key) is truncated") }
+    func decodeTimeline(_ stored: UnsafeRawBufferPointer) throws -> Timeline {
+        try Self.withTimelineBytes(of: stored) { bytes throws(FactDecodingError) in try Timeline(decoding: bytes) }
+    }
+
+    /// Runs `body` on a stored projection's timeline bytes (after its stamp); truncated or undecodable bytes are
+    /// corruption.
+    private static func withTimelineBytes<T>(
+        of stored: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(FactDecodingError) -> T
+    ) throws -> T {
+        guard stored.count >= 8 else { throw LedgerError.corrupted("a stored timeline is truncated") }
         do {
-            return try Timeline(decoding: UnsafeRawBufferPointer(rebasing: stored[8...]))
+            return try body(UnsafeRawBufferPointer(rebasing: stored[8...]))
         } catch {
             throw LedgerError.corrupted("timeline does not decode: \(error)")
         }

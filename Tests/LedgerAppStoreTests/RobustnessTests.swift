@@ -6,19 +6,6 @@ import Testing
 
 // MARK: - Fuzz-style robustness
 
-/// SplitMix64: a tiny deterministic generator, so any failure replays from its seed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 @Suite("Robustness")
 struct RobustnessTests {
     typealias F = AppleFixtures
@@ -47,7 +34,7 @@ struct RobustnessTests {
     }
 
     /// A value of another JSON type than `value`.
-    static func swapped(_ value: Any, _ rng: inout SeededGenerator) -> Any {
+    static func swapped(_ value: Any, _ rng: inout SplitMix64) -> Any {
         let choices: [Any] = [
             "x", "", "-1", "1e400", "true", 12, -7, 1.5, true, NSNull(), [Any](), [String: Any](), ["a": [1]],
             String(repeating: "9", count: 40), "2018-13-45 99:99:99 Etc/GMT", "Sandbox", "PROD", "Staging",
@@ -58,7 +45,7 @@ struct RobustnessTests {
     }
 
     /// Replaces one randomly chosen value somewhere in the tree.
-    static func mutateTree(_ value: Any, _ rng: inout SeededGenerator, depth: Int = 0) -> Any {
+    static func mutateTree(_ value: Any, _ rng: inout SplitMix64, depth: Int = 0) -> Any {
         if var object = value as? [String: Any], !object.isEmpty {
             let key = object.keys.sorted()[Int.random(in: 0..<object.count, using: &rng)]
             let descend = Bool.random(using: &rng) && depth < 6
@@ -77,7 +64,7 @@ struct RobustnessTests {
         return swapped(value, &rng)
     }
 
-    static func mutate(_ base: [UInt8], _ rng: inout SeededGenerator) -> [UInt8] {
+    static func mutate(_ base: [UInt8], _ rng: inout SplitMix64) -> [UInt8] {
         var bytes = base
         switch Int.random(in: 0..<10, using: &rng) {
         case 0:  // truncated
@@ -140,7 +127,7 @@ struct RobustnessTests {
                 bundleId: F.bundleId, trustedRootsDER: [TestPKI.shared.rootDER], maxInputBytes: 256 << 10))
         let lenient = InputDecoder(configuration: AppStoreConfiguration(maxInputBytes: 256 << 10))
         let corpus = Self.corpusCache
-        var rng = SeededGenerator(seed: 0x5EED_1ED6_E500_0001)
+        var rng = SplitMix64(seed: 0x5EED_1ED6_E500_0001)
         var decoded = 0
         var codes = [String: Int]()
         for iteration in 0..<4_000 {

@@ -2,25 +2,6 @@ import LedgerCore
 import LedgerTestSupport
 import Testing
 
-/// SplitMix64: small, fast, and the same sequence everywhere for a seed, so a failing history replays from its seed.
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
-    mutating func shuffle<T>(_ a: inout [T]) {
-        guard a.count > 1 else { return }
-        for i in stride(from: a.count - 1, to: 0, by: -1) { a.swapAt(i, below(i + 1)) }
-    }
-}
-
 /// The fold as a model: random histories of one subscription (renewals, refunds, reversals, upgrades, restores,
 /// renewal infos, notifications, claims) must fold to the same timeline whatever the delivery order and however
 /// often facts are redelivered, and the incremental path must agree with the fold exactly.

@@ -95,7 +95,7 @@ import Testing
         s.purchase(
             "2", product: "basic", at: Self.t0 + 30 * Scenario.day, expires: Self.t0 + 60 * Scenario.day,
             webOrderLineItemId: "52")
-        let legacy = try Self.removingField(10, from: s.timeline().encoded())
+        let legacy = try removingField(10, from: s.timeline().encoded())
         #expect(legacy.count < s.timeline().encoded().count)
         s.purchase(
             "3", product: "basic", at: Self.t0 + 60 * Scenario.day, expires: Self.t0 + 90 * Scenario.day,
@@ -112,25 +112,6 @@ import Testing
         #expect(whole.encoded() == s.timeline().encoded())
     }
 
-    /// The encoding with every top-level field `tag` left out.
-    static func removingField(_ tag: UInt32, from bytes: [UInt8]) throws -> [UInt8] {
-        try bytes.withUnsafeBytes { buffer in
-            var r = BinaryReader(buffer)
-            var w = BinaryWriter()
-            w.writeVarint(try r.readVarint())
-            while let (t, wire) = try r.nextField() {
-                switch wire {
-                case .varint:
-                    let v = try r.readVarint()
-                    if t != tag { w.write(t, v) }
-                case .bytes:
-                    let b = try r.readBytes()
-                    if t != tag { w.write(t, bytes: b) }
-                }
-            }
-            return w.bytes
-        }
-    }
 
     @Test func malformedBytesAreRefused() {
         let bytes = Self.rich().encoded()

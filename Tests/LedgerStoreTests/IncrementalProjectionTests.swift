@@ -1,21 +1,8 @@
 import Foundation
 import LedgerCore
 import LedgerStore
+import LedgerTestSupport
 import Testing
-
-/// SplitMix64, so any failing history replays from its seed.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
-}
 
 /// A view's JSON without provenance (seq numbers depend on delivery order; the content must not).
 func content(_ view: some Encodable) throws -> NSDictionary {
@@ -41,7 +28,7 @@ func content(_ view: some Encodable) throws -> NSDictionary {
     /// Facts of several subscriptions: renewals, restores, refunds (some of earlier periods), reversals by a later
     /// revision, renewal infos and claims by several users.
     static func history(seed: UInt64) -> [Fact] {
-        var rng = SeededRandom(state: seed)
+        var rng = SplitMix64(seed: seed)
         var facts: [Fact] = []
         var nextId = 1_000
         for s in 0..<(2 + rng.below(4)) {
@@ -105,7 +92,7 @@ func content(_ view: some Encodable) throws -> NSDictionary {
     @Test func shuffledBatchedRedeliveredHistoriesMatchReplayAndInOrderDelivery() throws {
         for seed in UInt64(1)...25 {
             let facts = Self.history(seed: seed)
-            var rng = SeededRandom(state: seed ^ 0x5EED)
+            var rng = SplitMix64(seed: seed ^ 0x5EED)
 
             let ordered = try TemporaryLedger()
             _ = try ordered.ledger.appendAndWait(Self.inputs(facts))

@@ -2,6 +2,7 @@ import Foundation
 import LMDB
 import LedgerCore
 import LedgerStore
+import LedgerTestSupport
 import Logging
 import Testing
 
@@ -65,25 +66,5 @@ import Testing
         upgraded.close()
         // And it stays upgraded: a read-only open now works.
         #expect(try Ledger(directory: copy, options: readOnly, logger: Logger(label: "t")).verify().ok)
-    }
-
-    /// The encoding with every top-level field `tag` left out.
-    func removingField(_ tag: UInt32, from bytes: [UInt8]) throws -> [UInt8] {
-        try bytes.withUnsafeBytes { buffer in
-            var r = BinaryReader(buffer)
-            var w = BinaryWriter()
-            w.writeVarint(try r.readVarint())
-            while let (t, wire) = try r.nextField() {
-                switch wire {
-                case .varint:
-                    let v = try r.readVarint()
-                    if t != tag { w.write(t, v) }
-                case .bytes:
-                    let b = try r.readBytes()
-                    if t != tag { w.write(t, bytes: b) }
-                }
-            }
-            return w.bytes
-        }
     }
 }
