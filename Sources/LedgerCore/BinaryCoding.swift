@@ -329,15 +329,31 @@ func bytesEqual(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>
 
 /// An enum stored as one byte: its position among `allCases` (so a new case goes at the end and none is removed).
 protocol ByteCoded: CaseIterable, Equatable where AllCases == [Self] {
-    /// `allCases`, made once (the synthesized `allCases` builds its array on every call).
-    static var byCode: [Self] { get }
+    /// `allCases`, copied once into memory that is never freed (`makeCodeTable()`): the synthesized `allCases`
+    /// builds an array on every call, and even a stored array is retained and released on every read, by every
+    /// thread of a replay at once.
+    static var byCode: UnsafeBufferPointer<Self> { get }
 }
 
 extension ByteCoded {
-    var code: UInt8 { UInt8(Self.byCode.firstIndex(of: self)!) }
+    /// The table `byCode` is made of.
+    static func makeCodeTable() -> UnsafeBufferPointer<Self> {
+        let cases = allCases
+        let table = UnsafeMutableBufferPointer<Self>.allocate(capacity: cases.count)
+        _ = table.initialize(from: cases)
+        return UnsafeBufferPointer(table)
+    }
+
+    var code: UInt8 {
+        let table = Self.byCode
+        var i = 0
+        while table[i] != self { i += 1 }
+        return UInt8(i)
+    }
 
     init?(code: UInt8) {
-        guard Int(code) < Self.byCode.count else { return nil }
-        self = Self.byCode[Int(code)]
+        let table = Self.byCode
+        guard Int(code) < table.count else { return nil }
+        self = table[Int(code)]
     }
 }

@@ -83,14 +83,15 @@ extension TransactionFact {
             default: try r.readUnknown(tag: tag, wire: wire, into: &unknown)
             }
         }
-        guard let tid, let otid, let product, let purchase else {
+        guard let tid, let otid, product != nil, let purchase else {
             throw FactDecodingError("transaction lacks transactionId, originalTransactionId, productId or purchaseDate")
         }
+        // Moved, not bound: `guard let` of a string is a copy (a retain, and a release of the original after).
         self.init(
             box: CopyOnWriteBox(
                 Fields(
                     transactionId: TransactionID(tid), originalTransactionId: OriginalTransactionID(otid),
-                    webOrderLineItemId: lineItem, bundleId: bundle, productId: product,
+                    webOrderLineItemId: lineItem, bundleId: bundle, productId: product.take()!,
                     subscriptionGroupIdentifier: group, purchaseDate: purchase, originalPurchaseDate: originalPurchase,
                     expiresDate: expires, quantity: quantity, type: type, appAccountToken: token,
                     inAppOwnershipType: ownership, signedDate: signed, revocationDate: revoked,
@@ -247,7 +248,7 @@ extension FactMetadata {
         w.write(unknownFields)
     }
 
-    init(reading r: inout BinaryReader) throws(FactDecodingError) {
+    init(reading r: inout BinaryReader, parts: LedgerEvent.MetadataParts = .whole) throws(FactDecodingError) {
         var source: FactSource?, signature = SignatureStatus.unsigned, receivedAt: Int64 = 0, observedAt: Int64?
         var rawDigest: [UInt8] = [], appUserId: AppUserID?, unknown = UnknownFields()
         while let (tag, wire) = try r.nextField() {
@@ -265,17 +266,30 @@ extension FactMetadata {
                 signature = v
             case 3 where n: receivedAt = try r.readInt64()
             case 4 where n: observedAt = try r.readInt64()
-            case 5 where s: rawDigest = Array(try r.readBytes())
-            case 6 where s: appUserId = AppUserID(try r.readString())
+            case 5 where s:
+                let digest = try r.readBytes()
+                if parts == .whole { rawDigest = Array(digest) }
+            case 6 where s:
+                let user = try r.readBytes()
+                if parts == .whole { appUserId = AppUserID(String(decoding: user.assumingMemoryBound(to: UInt8.self), as: UTF8.self)) }
             case 1...6: throw FactDecodingError("metadata field \(tag) has the wrong wire type")
-            default: try r.readUnknown(tag: tag, wire: wire, into: &unknown)
+            default:
+                if parts == .whole {
+                    try r.readUnknown(tag: tag, wire: wire, into: &unknown)
+                } else {
+                    try r.skip(wire)
+                }
             }
         }
         guard let source else { throw FactDecodingError("metadata lacks its source") }
-        self.init(
-            source: source, signature: signature, receivedAt: receivedAt, observedAt: observedAt ?? 0, rawDigest: rawDigest,
-            appUserId: appUserId)
-        if !unknown.isEmpty { unknownFields = unknown }
+        // Stored field by field: delegating to the memberwise init built the metadata, then copied it into `self`.
+        self.source = source
+        self.signature = signature
+        self.receivedAt = receivedAt
+        self.observedAt = observedAt ?? 0
+        self.rawDigest = rawDigest
+        self.appUserId = appUserId
+        self.unknownFields = unknown
     }
 }
 
@@ -367,11 +381,22 @@ extension LedgerEvent {
         try self.init(seq: seq, decoding: bytes, strings: &strings)
     }
 
+    /// How much of an event's metadata a decoder reads.
+    public enum MetadataParts: Sendable {
+        /// All of it.
+        case whole
+        /// What the fold reads (the instants, the source and the signature status): the raw digest, the envelope's
+        /// user and any unknown fields are left empty. For events that only go into a fold (a replay, a refold), so
+        /// that decoding them allocates nothing the fold never looks at.
+        case forFold
+    }
+
     /// Decodes an event stored by `encode(fact:metadata:)`, sharing the strings that repeat across a run of events
     /// (one subscription's: see `RepeatedStrings`).
-    public init(seq: UInt64, decoding bytes: UnsafeRawBufferPointer, strings: inout RepeatedStrings)
-        throws(FactDecodingError)
-    {
+    public init(
+        seq: UInt64, decoding bytes: UnsafeRawBufferPointer, strings: inout RepeatedStrings,
+        metadata parts: MetadataParts = .whole
+    ) throws(FactDecodingError) {
         var r = BinaryReader(bytes)
         let version = try r.readVarint()
         guard version == UInt64(Fact.formatVersion) else { throw FactDecodingError("unsupported version \(version)") }
@@ -382,15 +407,16 @@ extension LedgerEvent {
             case (1, .bytes): fact = try Fact(decoding: try r.readBytes(), strings: &strings)
             case (2, .bytes):
                 var inner = BinaryReader(try r.readBytes())
-                metadata = try FactMetadata(reading: &inner)
+                metadata = try FactMetadata(reading: &inner, parts: parts)
             case (1, _), (2, _): throw FactDecodingError("event field \(tag) has the wrong wire type")
             default:
                 var ignored = UnknownFields()
                 try r.readUnknown(tag: tag, wire: wire, into: &ignored)
             }
         }
-        guard let fact, let metadata else { throw FactDecodingError("event lacks its fact or metadata") }
-        self.init(seq: seq, fact: fact, metadata: metadata)
+        guard fact != nil, metadata != nil else { throw FactDecodingError("event lacks its fact or metadata") }
+        // Moved out, not bound by `guard let`: a bound copy retains each reference the fact and metadata hold.
+        self.init(seq: seq, fact: fact.take()!, metadata: metadata.take()!)
     }
 
     public init(seq: UInt64, decoding bytes: [UInt8]) throws(FactDecodingError) {

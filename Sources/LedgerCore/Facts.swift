@@ -439,7 +439,7 @@ public enum FactSource: String, Hashable, Codable, Sendable, CaseIterable, ByteC
     /// A binding claim from the app's backend.
     case binding
 
-    static let byCode = allCases
+    nonisolated(unsafe) static let byCode = makeCodeTable()
 }
 
 /// Whether a fact's signature was checked.
@@ -451,7 +451,7 @@ public enum SignatureStatus: String, Hashable, Codable, Sendable, CaseIterable, 
     /// A JWS accepted without verification (no trusted roots configured).
     case unverified
 
-    static let byCode = allCases
+    nonisolated(unsafe) static let byCode = makeCodeTable()
 }
 
 /// How and when the ledger received a fact. Not part of the fact's identity (the same fact via a receipt and via a

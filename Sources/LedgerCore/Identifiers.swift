@@ -94,14 +94,35 @@ struct CompactID: Hashable, Codable, Sendable {
     /// The value of a canonical decimal text, or nil.
     @inline(__always)
     static func decimalValue(_ b: UnsafeBufferPointer<UInt8>) -> UInt64? {
-        guard b.count > 0, b.count <= 19, b[0] != 48 || b.count == 1 else { return nil }
+        guard b.count > 0, b.count <= 19, b[0] != 48 || b.count == 1, let base = b.baseAddress else { return nil }
         var value: UInt64 = 0
-        for c in b {
-            let digit = c &- 48
+        var i = 0
+        // Eight digits at a time (Apple's ids are 15 to 19 digits), then one at a time.
+        while i + 8 <= b.count {
+            guard let eight = eightDigits(UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)) else { return nil }
+            value = value &* 100_000_000 &+ eight
+            i += 8
+        }
+        while i < b.count {
+            let digit = b[i] &- 48
             guard digit < 10 else { return nil }
             value = value &* 10 &+ UInt64(digit)
+            i += 1
         }
         return value
+    }
+
+    /// The value of eight ASCII digits loaded little-endian (the first digit in the lowest byte), or nil when one of
+    /// the bytes is not a digit: a byte is a digit when its high nibble is 3 and adding 6 keeps it there.
+    @inline(__always)
+    static func eightDigits(_ littleEndian: UInt64) -> UInt64? {
+        let v = UInt64(littleEndian: littleEndian)
+        let high: UInt64 = 0xF0F0_F0F0_F0F0_F0F0
+        guard (v & high) | (((v &+ 0x0606_0606_0606_0606) & high) >> 4) == 0x3333_3333_3333_3333 else { return nil }
+        // Pairs, then quads, then the eight: each step multiplies the upper half by 10^k and adds the lower.
+        var x = ((v & 0x0F0F_0F0F_0F0F_0F0F) &* 2561) >> 8
+        x = ((x & 0x00FF_00FF_00FF_00FF) &* 6_553_601) >> 16
+        return ((x & 0x0000_FFFF_0000_FFFF) &* 42_949_672_960_001) >> 32
     }
 
     var text: String {
@@ -122,15 +143,11 @@ struct CompactID: Hashable, Codable, Sendable {
     /// The text's UTF-8 bytes; a decimal is written into a buffer on the stack.
     func withUTF8<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         switch storage {
-        case .decimal(var v):
+        case .decimal(let v):
             return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
-                var i = 20
-                repeat {
-                    i -= 1
-                    buffer[i] = UInt8(truncatingIfNeeded: 48 + v % 10)
-                    v /= 10
-                } while v > 0
-                return try body(UnsafeBufferPointer(rebasing: buffer[i..<20]))
+                let n = Self.digitCount(v)
+                Self.writeDigits(v, count: n, to: buffer.baseAddress!)
+                return try body(UnsafeBufferPointer(rebasing: buffer[0..<n]))
             }
         case .text(var s):
             return try s.withUTF8(body)
@@ -140,15 +157,44 @@ struct CompactID: Hashable, Codable, Sendable {
     /// The number of UTF-8 bytes of the text.
     var utf8Count: Int {
         switch storage {
-        case .decimal(var v):
-            var n = 1
-            while v >= 10 {
-                v /= 10
-                n += 1
-            }
-            return n
-        case .text(let s): return s.utf8.count
+        case .decimal(let v): Self.digitCount(v)
+        case .text(let s): s.utf8.count
         }
+    }
+
+    /// The number of decimal digits of `v` (1 for 0): a few comparisons, no division.
+    @inline(__always)
+    static func digitCount(_ v: UInt64) -> Int {
+        var n = 1
+        var bound: UInt64 = 10
+        // Apple's ids are 15 to 19 digits: start the search there.
+        if v >= 100_000_000_000_000 {
+            n = 15
+            bound = 1_000_000_000_000_000
+        }
+        while n < 20 && v >= bound {
+            n += 1
+            bound = n < 20 ? bound &* 10 : .max
+        }
+        return n
+    }
+
+    /// Writes the `count` decimal digits of `v` (`digitCount(v)`) at `out`, two at a time from the end.
+    @inline(__always)
+    static func writeDigits(_ value: UInt64, count: Int, to out: UnsafeMutablePointer<UInt8>) {
+        var v = value
+        var i = count
+        while i >= 2 {
+            // Divisions by constants: multiplications and shifts.
+            let q = v / 100
+            let pair = v &- q &* 100
+            let tens = pair / 10
+            i -= 2
+            out[i] = UInt8(truncatingIfNeeded: 48 &+ tens)
+            out[i + 1] = UInt8(truncatingIfNeeded: 48 &+ pair &- tens &* 10)
+            v = q
+        }
+        if i == 1 { out[0] = UInt8(truncatingIfNeeded: 48 &+ v) }
     }
 
     /// `numericLess` of the texts: decimal texts as numbers (shorter first), others by their UTF-8 bytes.

@@ -30,7 +30,7 @@ public enum OwnerCause: String, Hashable, Sendable, Codable, CaseIterable, ByteC
     /// Moved from a previous owner by a later claim under `transfer`.
     case transfer
 
-    static let byCode = allCases
+    nonisolated(unsafe) static let byCode = makeCodeTable()
 }
 
 /// A claim that did not move ownership because the `keep` policy kept the first owner.

@@ -42,7 +42,7 @@ extension Timeline {
             guard let base = ps.baseAddress else { return }
             for i in 0..<ps.count {
                 let at = w.beginNested(3)
-                (base + i).pointee.encode(into: &w)
+                Period.encode(base + i, into: &w)
                 w.endNested(at)
             }
         }
@@ -170,30 +170,40 @@ extension Timeline {
 }
 
 extension Period {
-    // Inlined into `Timeline.encoded()` so the period is read in place: called out of line through a pointer, the
-    // period was first copied (retaining and releasing each of its references) for fear `w` aliased it.
-    @inline(__always)
-    func encode(into w: inout BinaryWriter) {
-        w.write(1, transactionId.id)
-        w.write(2, lineItem)
-        w.write(3, productId)
-        w.write(4, start)
-        w.write(5, expiresDate)
-        w.write(6, end)
-        w.write(7, originalPurchaseDate)
-        w.write(8, UInt64(type.code))
-        if quantity != 1 { w.write(9, quantity) }
-        if let offer {
-            w.writeNested(10) { o in
-                o.write(1, offer.type)
-                o.write(2, offer.identifier)
-                o.write(3, offer.discountType)
-                if offer.isTrial { o.write(4, true) }
-            }
+    /// Writes the period `p` points to, reading it field by field in place: a period passed as a value (even
+    /// borrowed, even inlined) was copied first, for fear `w` aliased it, retaining and releasing each of its
+    /// references.
+    static func encode(_ p: UnsafePointer<Period>, into w: inout BinaryWriter) {
+        w.write(1, p.pointee.transactionId.id)
+        w.write(2, p.pointee.lineItem)
+        w.write(3, p.pointee.productId)
+        w.write(4, p.pointee.start)
+        w.write(5, p.pointee.expiresDate)
+        w.write(6, p.pointee.end)
+        w.write(7, p.pointee.originalPurchaseDate)
+        w.write(8, UInt64(p.pointee.type.code))
+        if p.pointee.quantity != 1 { w.write(9, p.pointee.quantity) }
+        if p.pointee.offer != nil { encodeOffer(p, into: &w) }
+        if p.pointee.upgraded { w.write(11, true) }
+        for i in p.pointee.observedAs.indices { w.write(12, p.pointee.observedAs[i].id) }
+        if !p.pointee.revocations.isEmpty { encodeRevocations(p, into: &w) }
+        w.write(14, p.pointee.seq)
+        for i in p.pointee.revokingTransactions.indices { w.write(15, p.pointee.revokingTransactions[i].id) }
+    }
+
+    /// The rarer parts of a period (an offer, revocations), out of line; each reads only its own field.
+    private static func encodeOffer(_ p: UnsafePointer<Period>, into w: inout BinaryWriter) {
+        guard let offer = p.pointee.offer else { return }
+        w.writeNested(10) { o in
+            o.write(1, offer.type)
+            o.write(2, offer.identifier)
+            o.write(3, offer.discountType)
+            if offer.isTrial { o.write(4, true) }
         }
-        if upgraded { w.write(11, true) }
-        for id in observedAs { w.write(12, id.id) }
-        for r in revocations {
+    }
+
+    private static func encodeRevocations(_ p: UnsafePointer<Period>, into w: inout BinaryWriter) {
+        for r in p.pointee.revocations {
             w.writeNested(13) { v in
                 v.write(1, r.date)
                 v.write(2, r.reason)
@@ -204,8 +214,6 @@ extension Period {
                 if let s = r.reversedSeq { v.write(7, s) }
             }
         }
-        w.write(14, seq)
-        for id in revokingTransactions { w.write(15, id.id) }
     }
 
     /// Decodes a period; `previousProduct` is shared across a timeline's periods so a repeated product id is not
@@ -407,7 +415,7 @@ extension RefusedClaim {
 
 /// Stable small numbers for the projection encoding: the position among `allCases`.
 extension ProductType: ByteCoded {
-    static let byCode = allCases
+    nonisolated(unsafe) static let byCode = makeCodeTable()
 }
 
 private func decodeEnvironment(_ code: UInt64) throws(FactDecodingError) -> AppStoreEnvironment {

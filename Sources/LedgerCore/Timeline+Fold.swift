@@ -233,7 +233,7 @@ extension Timeline {
             var p = periods[i]
             if p.transactionId == id { p.take(t, rules: rules) }
             p.walkRevocation(t, at: instant, seq: seq)
-            place(p, from: i)
+            place(consume p, from: i)
             return
         }
         if !surelyNew, let i = periods.lastIndex(where: { $0.isCopied(by: t) }) {
@@ -254,7 +254,7 @@ extension Timeline {
             var p = Period(transactionId: id, productId: t.productId, start: t.purchaseDate, seq: seq)
             p.take(t, rules: rules)
             p.walkRevocation(t, at: instant, seq: seq)
-            place(p, from: nil)
+            place(consume p, from: nil)
         }
         if let token = t.appAccountToken, !token.isEmpty {
             claim(AppUserID(token), at: instant, cause: .appAccountToken, seq: seq, policy: rules.bindingPolicy)
@@ -269,9 +269,11 @@ extension Timeline {
         return p.start != start ? p.start < start : p.transactionId < periods[i].transactionId
     }
 
-    /// Puts a period at its place in start order (usually the end), replacing the one at `old`.
+    /// Puts a period at its place in start order (usually the end), replacing the one at `old`. Takes the period
+    /// (`consuming`): it is moved into the array, where a borrowed one was copied (a retain of each of its
+    /// references, released again when the caller's copy died).
     /// - Complexity: O(1) when it stays last or in place, O(periods) otherwise.
-    mutating func place(_ p: Period, from old: Int?) {
+    mutating func place(_ p: consuming Period, from old: Int?) {
         if let old {
             let fitsBefore = old == 0 || !goes(p, before: old - 1)
             let fitsAfter = old == periods.count - 1 || goes(p, before: old + 1)

@@ -43,5 +43,5 @@ public enum ChangeKind: String, Hashable, Sendable, Codable, CaseIterable, ByteC
     case ownerChanged = "owner_changed", claimRefused = "claim_refused"
 
     /// Stable small number: binary encoding and ordering.
-    static let byCode = allCases
+    nonisolated(unsafe) static let byCode = makeCodeTable()
 }

@@ -85,25 +85,28 @@ extension Ledger {
 
     // MARK: - Internals shared with projections and verification
 
-    func subscriptionEvents(_ env: AppStoreEnvironment, _ otid: OriginalTransactionID, upTo asOf: UInt64?, _ txn: Transaction)
-        throws -> [LedgerEvent]
-    {
-        try Self.subscriptionEvents(layout, env, otid, upTo: asOf, txn)
+    func subscriptionEvents(
+        _ env: AppStoreEnvironment, _ otid: OriginalTransactionID, upTo asOf: UInt64?,
+        metadata parts: LedgerEvent.MetadataParts = .whole, _ txn: Transaction
+    ) throws -> [LedgerEvent] {
+        try Self.subscriptionEvents(layout, env, otid, upTo: asOf, metadata: parts, txn)
     }
 
     static func subscriptionEvents(
         _ layout: StoreLayout, _ env: AppStoreEnvironment, _ otid: OriginalTransactionID, upTo asOf: UInt64?,
-        _ txn: Transaction
+        metadata parts: LedgerEvent.MetadataParts = .whole, _ txn: Transaction
     ) throws -> [LedgerEvent] {
         let cursor = try txn.cursor(layout.byOTID)
         guard let first = try cursor.find(StoreLayout.subscriptionKey(env, otid)) else { return [] }
-        return try subscriptionEvents(layout, first, cursor, upTo: asOf, txn)
+        return try subscriptionEvents(layout, first, cursor, upTo: asOf, metadata: parts, txn)
     }
 
     /// The events of the subscription whose first `by_otid` entry is `first`, where `cursor` stands; the cursor is
-    /// left on one of its entries (`nextKey()` moves to the next subscription).
+    /// left on one of its entries (`nextKey()` moves to the next subscription). `.forFold` for events that only go
+    /// into a fold. A scan of many subscriptions passes the same `reader` for all of them.
     static func subscriptionEvents(
-        _ layout: StoreLayout, _ first: Entry, _ cursor: Cursor, upTo asOf: UInt64?, _ txn: Transaction
+        _ layout: StoreLayout, _ first: Entry, _ cursor: Cursor, upTo asOf: UInt64?,
+        metadata parts: LedgerEvent.MetadataParts = .whole, reader: EventReader? = nil, _ txn: Transaction
     ) throws -> [LedgerEvent] {
         var out: [LedgerEvent] = []
         out.reserveCapacity(try cursor.duplicateCount())
@@ -115,10 +118,9 @@ extension Ledger {
                 throw LedgerError.corrupted("a by_otid value of \(Array(e.key)) is malformed")
             }
             if let asOf, seq > asOf { break }
-            guard let stored = try txn.get(layout.events, key: eventsKey) else {
-                throw LedgerError.corrupted("by_otid names event \(seq), which is missing")
-            }
-            out.append(try decodeEvent(seq: seq, stored, strings: &strings))
+            let found = try reader?.event(ordinal: out.count, key: eventsKey) ?? txn.get(layout.events, key: eventsKey)
+            guard let stored = found else { throw LedgerError.corrupted("by_otid names event \(seq), which is missing") }
+            out.append(try decodeEvent(seq: seq, stored, strings: &strings, metadata: parts))
             entry = try cursor.nextDuplicate()
         }
         return out
@@ -135,14 +137,42 @@ extension Ledger {
     }
 }
 
+/// Looks events up by key for a scan of many subscriptions in key order (a replay), with one `events` cursor per
+/// event ordinal: the first event of each subscription, the second, and so on. LMDB skips the descent from the root
+/// when the key sits on the page the cursor already stands on, and the n-th events of neighbouring subscriptions tend
+/// to be neighbours: subscriptions bought about the same time renew about the same time, and Apple's ids grow with
+/// time. Valid for the transaction it was made in.
+final class EventReader {
+    private let transaction: Transaction
+    private let events: Database
+    private var cursors: [Cursor] = []
+    /// Ordinals from here on share the last cursor (long histories are few).
+    private static let cursorLimit = 32
+
+    init(_ transaction: Transaction, _ layout: StoreLayout) {
+        self.transaction = transaction
+        self.events = layout.events
+    }
+
+    /// The stored event under `key`, the `ordinal`-th of its subscription; nil when absent.
+    func event(ordinal: Int, key: [UInt8]) throws -> UnsafeRawBufferPointer? {
+        let i = min(ordinal, Self.cursorLimit - 1)
+        while cursors.count <= i { cursors.append(try transaction.cursor(events)) }
+        return try cursors[i].find(key)?.value
+    }
+}
+
 func decodeEvent(seq: UInt64, _ bytes: UnsafeRawBufferPointer) throws -> LedgerEvent {
     var strings = RepeatedStrings()
     return try decodeEvent(seq: seq, bytes, strings: &strings)
 }
 
-func decodeEvent(seq: UInt64, _ bytes: UnsafeRawBufferPointer, strings: inout RepeatedStrings) throws -> LedgerEvent {
+func decodeEvent(
+    seq: UInt64, _ bytes: UnsafeRawBufferPointer, strings: inout RepeatedStrings,
+    metadata parts: LedgerEvent.MetadataParts = .whole
+) throws -> LedgerEvent {
     do {
-        return try LedgerEvent(seq: seq, decoding: bytes, strings: &strings)
+        return try LedgerEvent(seq: seq, decoding: bytes, strings: &strings, metadata: parts)
     } catch {
         throw LedgerError.corrupted("event \(seq) does not decode: \(error.reason)")
     }

@@ -51,7 +51,7 @@ extension Ledger {
         if asOf == nil || asOf! >= last {
             return (try batch.projections.decodeTimeline(stored), last)
         }
-        let events = try subscriptionEvents(env, otid, upTo: asOf, txn)
+        let events = try subscriptionEvents(env, otid, upTo: asOf, metadata: .forFold, txn)
         guard !events.isEmpty else { return nil }
         return (Timeline.fold(events, rules: rules), asOf!)
     }

@@ -91,12 +91,14 @@ extension Ledger {
         var entry = try position(cursor, after: resume)
         var chunk = ReplayChunk()
         var digest = SHA256()
+        let reader = EventReader(txn, layout)
         while let e = entry, chunk.keys < Self.replayChunkSize {
             let key = Array(e.key)
             guard let (env, otid) = StoreLayout.decodeSubscriptionKey(e.key) else {
                 throw LedgerError.corrupted("by_otid key is malformed")
             }
-            let events = try Self.subscriptionEvents(layout, e, cursor, upTo: limit, txn)
+            let events = try Self.subscriptionEvents(
+                layout, e, cursor, upTo: limit, metadata: .forFold, reader: reader, txn)
             chunk.events += events.count
             chunk.keys += 1
             if !events.isEmpty {

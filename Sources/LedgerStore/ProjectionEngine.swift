@@ -37,7 +37,8 @@ struct ProjectionEngine {
                 // `apply` leaves the timeline untouched when it declines, so a refold starts from the facts alone.
                 if !timeline.apply(contentsOf: group, rules: rules) {
                     let all = try Ledger.subscriptionEvents(
-                        layout, first.fact.environment, first.fact.originalTransactionId!, upTo: nil, txn)
+                        layout, first.fact.environment, first.fact.originalTransactionId!, upTo: nil, metadata: .forFold,
+                        txn)
                     timeline = Timeline.fold(all, rules: rules)
                 }
             } else {

@@ -1,4 +1,5 @@
 @testable import LedgerCore
+import LedgerTestSupport
 import Testing
 
 /// Apple's ids are kept as numbers when they are canonical decimals (`CompactID`): every observable behaviour must be
@@ -28,6 +29,28 @@ import Testing
             #expect(id.utf8Count == s.utf8.count)
             #expect(id.withUTF8 { Array($0) } == Array(s.utf8))
             #expect(s.utf8.withContiguousStorageIfAvailable { CompactID(utf8: $0) } == id)
+        }
+    }
+
+    /// The parser reads eight digits at a time: a non-digit anywhere in a word (the bytes just below '0' and just
+    /// above '9' included) makes the text an id of text, and every digit string up to 19 digits gets its value.
+    @Test func theDecimalParserAgreesWithTheStandardLibrary() {
+        var rng = SplitMix64(seed: 19)
+        for length in 1...20 {
+            for _ in 0..<50 {
+                var digits = (0..<length).map { _ in UInt8(48 + rng.next() % 10) }
+                if digits.count > 1 && digits[0] == 48 { digits[0] = 49 }
+                let value = digits.withUnsafeBufferPointer { CompactID.decimalValue($0) }
+                let text = String(decoding: digits, as: UTF8.self)
+                #expect(value == (length <= 19 ? UInt64(text) : nil), "\(text)")
+                for position in 0..<length {
+                    for bad: UInt8 in [47, 58, 32, 97, 0, 0xB0, 0x80 | 48] {
+                        var broken = digits
+                        broken[position] = bad
+                        #expect(broken.withUnsafeBufferPointer { CompactID.decimalValue($0) } == nil, "\(broken)")
+                    }
+                }
+            }
         }
     }
 
