@@ -51,39 +51,99 @@ public struct UnknownFields: Hashable, Codable, Sendable {
 
 // MARK: - Writing
 
-/// Appends tagged fields to a byte buffer.
-public struct BinaryWriter: Sendable {
-    public private(set) var bytes: [UInt8] = []
+/// Appends tagged fields to a buffer of raw memory it owns: a field is a capacity check and a few stores (appending
+/// to an array checked its uniqueness and capacity for every byte). Not copyable, so the memory has one owner; the
+/// result is taken with `finish()` (or copied with `bytes`).
+public struct BinaryWriter: ~Copyable {
+    private var base: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    /// Bytes written so far.
+    public private(set) var count: Int
 
-    public init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+    public init(capacity: Int = 256) {
+        self.capacity = max(capacity, 16)
+        base = .allocate(capacity: self.capacity)
+        count = 0
+    }
 
-    public mutating func writeVarint(_ value: UInt64) {
-        // Most varints are keys and small lengths: one byte, no loop.
-        if value < 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: value))
-            return
-        }
+    deinit { base.deallocate() }
+
+    /// A copy of the bytes written so far.
+    public var bytes: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
+
+    /// The bytes written, as an array (the writer is used up).
+    public consuming func finish() -> [UInt8] { bytes }
+
+    /// The bytes written so far, in place.
+    public func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        try body(UnsafeBufferPointer(start: base, count: count))
+    }
+
+    /// Makes room for `n` more bytes.
+    @inline(__always)
+    private mutating func reserve(_ n: Int) {
+        if count &+ n > capacity { grow(to: count + n) }
+    }
+
+    private mutating func grow(to needed: Int) {
+        let larger = max(capacity * 2, needed)
+        let moved = UnsafeMutablePointer<UInt8>.allocate(capacity: larger)
+        moved.update(from: base, count: count)
+        base.deallocate()
+        base = moved
+        capacity = larger
+    }
+
+    /// One byte, room already made.
+    @inline(__always)
+    private mutating func put(_ byte: UInt8) {
+        base[count] = byte
+        count &+= 1
+    }
+
+    /// A varint, room already made (at most ten bytes).
+    @inline(__always)
+    private mutating func putVarint(_ value: UInt64) {
         var v = value
         while v >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            put(UInt8(truncatingIfNeeded: v) | 0x80)
             v >>= 7
         }
-        bytes.append(UInt8(v))
+        put(UInt8(truncatingIfNeeded: v))
+    }
+
+    /// `n` bytes from `source`.
+    @inline(__always)
+    private mutating func put(_ source: UnsafePointer<UInt8>, count n: Int) {
+        reserve(n)
+        (base + count).update(from: source, count: n)
+        count &+= n
+    }
+
+    public mutating func writeVarint(_ value: UInt64) {
+        reserve(10)
+        putVarint(value)
     }
 
     /// An id's text, as a string field (a decimal id written digit by digit, without making a string of it).
+    /// Inlined, so that the id is matched where it lies: a decimal id is then read as its number, with no copy of
+    /// the enclosing value (a copy retains, for fear of the text case).
+    @inline(__always)
     mutating func write(_ tag: UInt32, _ id: CompactID) {
-        key(tag, .bytes)
         switch id.storage {
-        case .decimal:
-            id.withUTF8 { digits in
-                writeVarint(UInt64(digits.count))
-                bytes.append(contentsOf: digits)
-            }
-        case .text(let text):
-            writeVarint(UInt64(text.utf8.count))
-            bytes.append(contentsOf: text.utf8)
+        case .decimal(let value): write(tag, decimal: value)
+        case .text(let text): write(tag, text)
         }
+    }
+
+    /// The decimal text of `value`, as a string field: digits written in place.
+    mutating func write(_ tag: UInt32, decimal value: UInt64) {
+        let n = CompactID.digitCount(value)
+        reserve(12 + n)
+        putVarint(UInt64(tag) << 3 | UInt64(WireType.bytes.rawValue))
+        put(UInt8(truncatingIfNeeded: n))  // At most 20 digits: a one-byte length.
+        CompactID.writeDigits(value, count: n, to: base + count)
+        count &+= n
     }
 
     mutating func write(_ tag: UInt32, _ id: CompactID?) {
@@ -91,18 +151,26 @@ public struct BinaryWriter: Sendable {
     }
 
     /// Bytes already in this format (fields encoded before), as they are.
-    mutating func append(raw: [UInt8]) { bytes.append(contentsOf: raw) }
+    mutating func append(raw: [UInt8]) {
+        raw.withUnsafeBufferPointer { b in
+            if let p = b.baseAddress { put(p, count: b.count) }
+        }
+    }
 
     /// Eight big-endian bytes, untagged (a header before the tagged fields).
     public mutating func writeBigEndian(_ value: UInt64) {
-        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+        reserve(8)
+        UnsafeMutableRawPointer(base + count).storeBytes(of: value.bigEndian, as: UInt64.self)
+        count &+= 8
     }
 
+    @inline(__always)
     mutating func key(_ tag: UInt32, _ wire: WireType) { writeVarint(UInt64(tag) << 3 | UInt64(wire.rawValue)) }
 
     public mutating func write(_ tag: UInt32, _ value: UInt64) {
-        key(tag, .varint)
-        writeVarint(value)
+        reserve(20)
+        putVarint(UInt64(tag) << 3 | UInt64(WireType.varint.rawValue))
+        putVarint(value)
     }
 
     /// Signed integers are zigzag-encoded so small negatives stay small.
@@ -114,9 +182,16 @@ public struct BinaryWriter: Sendable {
     public mutating func write(_ tag: UInt32, _ value: Bool?) { if let value { write(tag, UInt64(value ? 1 : 0)) } }
 
     public mutating func write(_ tag: UInt32, bytes value: some Collection<UInt8>) {
-        key(tag, .bytes)
-        writeVarint(UInt64(value.count))
-        bytes.append(contentsOf: value)
+        let done: Void? = value.withContiguousStorageIfAvailable { b in write(tag, bytes: b) }
+        if done == nil { write(tag, bytes: Array(value)) }
+    }
+
+    /// A byte string field from contiguous memory.
+    public mutating func write(_ tag: UInt32, bytes value: UnsafeBufferPointer<UInt8>) {
+        reserve(20)
+        putVarint(UInt64(tag) << 3 | UInt64(WireType.bytes.rawValue))
+        putVarint(UInt64(value.count))
+        if let p = value.baseAddress { put(p, count: value.count) }
     }
 
     public mutating func write(_ tag: UInt32, _ value: String?) {
@@ -125,15 +200,8 @@ public struct BinaryWriter: Sendable {
 
     /// A string field. Native strings are copied from their contiguous UTF-8 in one go.
     public mutating func write(_ tag: UInt32, _ value: String) {
-        key(tag, .bytes)
-        let done: Void? = value.utf8.withContiguousStorageIfAvailable { u in
-            writeVarint(UInt64(u.count))
-            bytes.append(contentsOf: u)
-        }
-        if done == nil {
-            writeVarint(UInt64(value.utf8.count))
-            bytes.append(contentsOf: value.utf8)
-        }
+        let done: Void? = value.utf8.withContiguousStorageIfAvailable { u in write(tag, bytes: u) }
+        if done == nil { write(tag, bytes: Array(value.utf8)) }
     }
 
     /// A nested message written in place: the key, a one-byte length placeholder, the body, then the real length.
@@ -151,26 +219,27 @@ public struct BinaryWriter: Sendable {
     /// goes, to pass to `endNested` once the body is written.
     @inline(__always)
     mutating func beginNested(_ tag: UInt32) -> Int {
-        key(tag, .bytes)
-        bytes.append(0)
-        return bytes.count - 1
+        reserve(11)
+        putVarint(UInt64(tag) << 3 | UInt64(WireType.bytes.rawValue))
+        put(0)
+        return count - 1
     }
 
     /// Completes a nested message begun at `at` by `beginNested`.
     mutating func endNested(_ at: Int) {
-        let n = bytes.count - at - 1
+        let n = count - at - 1
         if n < 0x80 {
-            bytes[at] = UInt8(truncatingIfNeeded: n)
+            base[at] = UInt8(truncatingIfNeeded: n)
             return
         }
-        var length: [UInt8] = []
-        var v = UInt64(n)
-        while v >= 0x80 {
-            length.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        length.append(UInt8(v))
-        bytes.replaceSubrange(at..<(at + 1), with: length)
+        // The length takes more than its one-byte placeholder: shift the body right.
+        var width = 1
+        while UInt64(n) >> (7 * width) != 0 { width += 1 }
+        reserve(width - 1)
+        UnsafeMutableRawPointer(base + at + width).copyMemory(from: base + at + 1, byteCount: n)  // memmove
+        count = at
+        putVarint(UInt64(n))
+        count += n
     }
 
     /// A map of strings, as repeated (key, value) pairs in key order so that equal maps encode equally.

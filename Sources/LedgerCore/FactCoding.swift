@@ -282,14 +282,9 @@ extension FactMetadata {
             }
         }
         guard let source else { throw FactDecodingError("metadata lacks its source") }
-        // Stored field by field: delegating to the memberwise init built the metadata, then copied it into `self`.
-        self.source = source
-        self.signature = signature
-        self.receivedAt = receivedAt
-        self.observedAt = observedAt ?? 0
-        self.rawDigest = rawDigest
-        self.appUserId = appUserId
-        self.unknownFields = unknown
+        self.init(
+            source: source, signature: signature, receivedAt: receivedAt, observedAt: observedAt ?? 0,
+            rawDigest: rawDigest, appUserId: appUserId, unknownFields: unknown)
     }
 }
 
@@ -314,7 +309,7 @@ extension Fact {
         w.writeVarint(UInt64(Fact.formatVersion))
         w.writeVarint(UInt64(kind.code))
         encodeFields(into: &w)
-        return w.bytes
+        return w.finish()
     }
 
     func encodeFields(into w: inout BinaryWriter) {
@@ -368,11 +363,11 @@ extension LedgerEvent {
     public static func encode(factBytes: [UInt8], metadata: FactMetadata) -> [UInt8] {
         var m = BinaryWriter(capacity: 64)
         metadata.encode(into: &m)
-        var w = BinaryWriter(capacity: 16 + factBytes.count + m.bytes.count)
+        var w = BinaryWriter(capacity: 16 + factBytes.count + m.count)
         w.writeVarint(UInt64(Fact.formatVersion))
         w.write(1, bytes: factBytes)
-        w.write(2, bytes: m.bytes)
-        return w.bytes
+        m.withBytes { w.write(2, bytes: $0) }
+        return w.finish()
     }
 
     /// Decodes an event stored by `encode(fact:metadata:)`.

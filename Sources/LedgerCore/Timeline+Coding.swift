@@ -11,7 +11,7 @@ extension Timeline {
     public func encoded() -> [UInt8] {
         var w = BinaryWriter(capacity: estimatedSize)
         encode(into: &w)
-        return w.bytes
+        return w.finish()
     }
 
     /// `encoded()` after a header of `stamp` as eight big-endian bytes (how a store keeps a projection with the seq
@@ -20,7 +20,7 @@ extension Timeline {
         var w = BinaryWriter(capacity: 8 + estimatedSize)
         w.writeBigEndian(stamp)
         encode(into: &w)
-        return w.bytes
+        return w.finish()
     }
 
     /// Bytes to reserve for the encoding, so the buffer is allocated once: the periods kept as bytes (the tail
@@ -185,10 +185,14 @@ extension Period {
         if p.pointee.quantity != 1 { w.write(9, p.pointee.quantity) }
         if p.pointee.offer != nil { encodeOffer(p, into: &w) }
         if p.pointee.upgraded { w.write(11, true) }
-        for i in p.pointee.observedAs.indices { w.write(12, p.pointee.observedAs[i].id) }
+        if !p.pointee.observedAs.isEmpty { encodeIds(12, p.pointee.observedAs, into: &w) }
         if !p.pointee.revocations.isEmpty { encodeRevocations(p, into: &w) }
         w.write(14, p.pointee.seq)
-        for i in p.pointee.revokingTransactions.indices { w.write(15, p.pointee.revokingTransactions[i].id) }
+        if !p.pointee.revokingTransactions.isEmpty { encodeIds(15, p.pointee.revokingTransactions, into: &w) }
+    }
+
+    private static func encodeIds(_ tag: UInt32, _ ids: [TransactionID], into w: inout BinaryWriter) {
+        for id in ids { w.write(tag, id.id) }
     }
 
     /// The rarer parts of a period (an offer, revocations), out of line; each reads only its own field.

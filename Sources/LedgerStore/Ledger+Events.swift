@@ -146,6 +146,9 @@ final class EventReader {
     private let transaction: Transaction
     private let events: Database
     private var cursors: [Cursor] = []
+    /// `cursors`, unretained: the array keeps them alive, and a cursor taken out of it for each lookup was
+    /// retained and released.
+    private var unretained: [Unmanaged<Cursor>] = []
     /// Ordinals from here on share the last cursor (long histories are few).
     private static let cursorLimit = 32
 
@@ -157,8 +160,11 @@ final class EventReader {
     /// The stored event under `key`, the `ordinal`-th of its subscription; nil when absent.
     func event(ordinal: Int, key: [UInt8]) throws -> UnsafeRawBufferPointer? {
         let i = min(ordinal, Self.cursorLimit - 1)
-        while cursors.count <= i { cursors.append(try transaction.cursor(events)) }
-        return try cursors[i].find(key)?.value
+        while cursors.count <= i {
+            cursors.append(try transaction.cursor(events))
+            unretained.append(Unmanaged.passUnretained(cursors[cursors.count - 1]))
+        }
+        return try unretained[i]._withUnsafeGuaranteedRef { try $0.find(key)?.value }
     }
 }
 

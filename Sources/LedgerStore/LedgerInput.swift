@@ -44,7 +44,7 @@ public struct RejectedInput: Sendable, Hashable {
         w.write(3, message)
         w.write(4, bytes: raw)
         w.write(5, Int64(size))
-        return w.bytes
+        return w.finish()
     }
 
     init(number: UInt64, decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
