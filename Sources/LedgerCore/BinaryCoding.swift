@@ -275,7 +275,9 @@ public struct BinaryReader {
         self.offset = 0
     }
 
-    public var isAtEnd: Bool { offset >= buffer.count }
+    public var isAtEnd: Bool {
+        @inline(__always) get { offset >= buffer.count }
+    }
 
     public mutating func readByte() throws(FactDecodingError) -> UInt8 {
         guard offset < buffer.count else { throw FactDecodingError("truncated") }
@@ -283,12 +285,19 @@ public struct BinaryReader {
         return buffer[offset]
     }
 
+    /// Inlined for its one-byte case (keys, small lengths, flags: almost every varint); longer ones are read out of
+    /// line.
+    @inline(__always)
     public mutating func readVarint() throws(FactDecodingError) -> UInt64 {
-        // One-byte varints (keys, small lengths, flags) are the common case.
         if offset < buffer.count, buffer[offset] < 0x80 {
             defer { offset += 1 }
             return UInt64(buffer[offset])
         }
+        return try readLongVarint()
+    }
+
+    @inline(never)
+    mutating func readLongVarint() throws(FactDecodingError) -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -301,6 +310,7 @@ public struct BinaryReader {
     }
 
     /// The next field's tag and wire type, or nil at the end.
+    @inline(__always)
     public mutating func nextField() throws(FactDecodingError) -> (tag: UInt32, wire: WireType)? {
         guard !isAtEnd else { return nil }
         let key = try readVarint()
@@ -311,6 +321,7 @@ public struct BinaryReader {
         return (UInt32(key >> 3), wire)
     }
 
+    @inline(__always)
     public mutating func readBytes() throws(FactDecodingError) -> UnsafeRawBufferPointer {
         let n = try readVarint()
         guard n <= UInt64(buffer.count - offset) else { throw FactDecodingError("length \(n) past the end") }
@@ -337,6 +348,7 @@ public struct BinaryReader {
         return previous
     }
 
+    @inline(__always)
     public mutating func readInt64() throws(FactDecodingError) -> Int64 {
         let u = try readVarint()
         return Int64(bitPattern: u >> 1) ^ -Int64(bitPattern: u & 1)

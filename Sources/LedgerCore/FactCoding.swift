@@ -249,8 +249,14 @@ extension FactMetadata {
     }
 
     init(reading r: inout BinaryReader, parts: LedgerEvent.MetadataParts = .whole) throws(FactDecodingError) {
-        var source: FactSource?, signature = SignatureStatus.unsigned, receivedAt: Int64 = 0, observedAt: Int64?
-        var rawDigest: [UInt8] = [], appUserId: AppUserID?, unknown = UnknownFields()
+        self.init(source: .decodedJSON, receivedAt: 0)
+        try read(&r, parts: parts)
+    }
+
+    /// Reads the fields into this value (one made by the caller: a decoder that built and returned a new value
+    /// copied it on the way out, retaining each of its references).
+    mutating func read(_ r: inout BinaryReader, parts: LedgerEvent.MetadataParts) throws(FactDecodingError) {
+        var sawSource = false, sawObserved = false
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
@@ -259,32 +265,35 @@ extension FactMetadata {
                     throw FactDecodingError("unknown source")
                 }
                 source = v
+                sawSource = true
             case 2 where n:
                 guard let v = SignatureStatus(code: UInt8(truncatingIfNeeded: try r.readVarint())) else {
                     throw FactDecodingError("unknown signature status")
                 }
                 signature = v
             case 3 where n: receivedAt = try r.readInt64()
-            case 4 where n: observedAt = try r.readInt64()
+            case 4 where n:
+                observedAt = try r.readInt64()
+                sawObserved = true
             case 5 where s:
                 let digest = try r.readBytes()
                 if parts == .whole { rawDigest = Array(digest) }
             case 6 where s:
                 let user = try r.readBytes()
-                if parts == .whole { appUserId = AppUserID(String(decoding: user.assumingMemoryBound(to: UInt8.self), as: UTF8.self)) }
+                if parts == .whole {
+                    appUserId = AppUserID(String(decoding: user.assumingMemoryBound(to: UInt8.self), as: UTF8.self))
+                }
             case 1...6: throw FactDecodingError("metadata field \(tag) has the wrong wire type")
             default:
                 if parts == .whole {
-                    try r.readUnknown(tag: tag, wire: wire, into: &unknown)
+                    try r.readUnknown(tag: tag, wire: wire, into: &unknownFields)
                 } else {
                     try r.skip(wire)
                 }
             }
         }
-        guard let source else { throw FactDecodingError("metadata lacks its source") }
-        self.init(
-            source: source, signature: signature, receivedAt: receivedAt, observedAt: observedAt ?? 0,
-            rawDigest: rawDigest, appUserId: appUserId, unknownFields: unknown)
+        guard sawSource else { throw FactDecodingError("metadata lacks its source") }
+        if !sawObserved { observedAt = 0 }
     }
 }
 
@@ -396,22 +405,24 @@ extension LedgerEvent {
         let version = try r.readVarint()
         guard version == UInt64(Fact.formatVersion) else { throw FactDecodingError("unsupported version \(version)") }
         var fact: Fact?
-        var metadata: FactMetadata?
+        var metadata = FactMetadata(source: .decodedJSON, receivedAt: 0)
+        var sawMetadata = false
         while let (tag, wire) = try r.nextField() {
             switch (tag, wire) {
             case (1, .bytes): fact = try Fact(decoding: try r.readBytes(), strings: &strings)
             case (2, .bytes):
                 var inner = BinaryReader(try r.readBytes())
-                metadata = try FactMetadata(reading: &inner, parts: parts)
+                try metadata.read(&inner, parts: parts)
+                sawMetadata = true
             case (1, _), (2, _): throw FactDecodingError("event field \(tag) has the wrong wire type")
             default:
                 var ignored = UnknownFields()
                 try r.readUnknown(tag: tag, wire: wire, into: &ignored)
             }
         }
-        guard fact != nil, metadata != nil else { throw FactDecodingError("event lacks its fact or metadata") }
-        // Moved out, not bound by `guard let`: a bound copy retains each reference the fact and metadata hold.
-        self.init(seq: seq, fact: fact.take()!, metadata: metadata.take()!)
+        guard fact != nil, sawMetadata else { throw FactDecodingError("event lacks its fact or metadata") }
+        // Moved out, not bound by `guard let`: a bound copy retains each reference the fact holds.
+        self.init(seq: seq, fact: fact.take()!, metadata: metadata)
     }
 
     public init(seq: UInt64, decoding bytes: [UInt8]) throws(FactDecodingError) {
