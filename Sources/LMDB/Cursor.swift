@@ -43,6 +43,13 @@ public final class Cursor {
         try key.withUnsafeBytes { (k) throws in try move(MDB_SET_KEY, key: k) }
     }
 
+    /// Positions at exactly `key` (its first value in a dupSort database). Looking up keys in order through one
+    /// cursor is cheaper than `Transaction.get`: LMDB skips the descent from the root when the key lies on the page
+    /// the cursor stands on.
+    public func find(_ key: UnsafeRawBufferPointer) throws -> Entry? {
+        try move(MDB_SET_KEY, key: key)
+    }
+
     /// Positions at the first key ≥ `key`.
     public func seek(_ key: [UInt8]) throws -> Entry? {
         try key.withUnsafeBytes { (k) throws in try move(MDB_SET_RANGE, key: k) }

@@ -335,12 +335,14 @@ public struct BindingClaim: Hashable, Codable, Sendable {
     }
 }
 
-/// One canonical fact: what the ledger stores as an immutable event.
-public indirect enum Fact: Hashable, Sendable {
+/// One canonical fact: what the ledger stores as an immutable event. One reference in size: a transaction is its
+/// copy-on-write box, the other kinds (large structs, rarer) are boxed by the enum (`indirect`), so copying a fact
+/// never copies its fields and a decoded transaction costs one allocation, not two.
+public enum Fact: Hashable, Sendable {
     case transaction(TransactionFact)
-    case renewal(RenewalInfoFact)
-    case notification(NotificationFact)
-    case binding(BindingClaim)
+    indirect case renewal(RenewalInfoFact)
+    indirect case notification(NotificationFact)
+    indirect case binding(BindingClaim)
 
     /// The kind, as named on the wire and in `events`.
     public var kind: Kind {

@@ -82,11 +82,9 @@ extension Timeline {
         var keys: [FoldKey] = []
         keys.reserveCapacity(events.count)
         var transactions = 0
+        guard let base = events.baseAddress else { return timeline }
         for i in events.indices {
-            // The fact alone (one retain: it is boxed), not the whole event.
-            let fact = events[i].fact
-            guard timeline.concerns(fact) else { continue }
-            let (instant, kind) = FoldPosition.instantAndKind(fact, observedAt: events[i].metadata.observedAt)
+            guard let (instant, kind) = timeline.instantAndKind(ifMine: base + i) else { continue }
             keys.append(FoldKey(instant: instant, kind: kind, index: i))
             if kind == 1 { transactions += 1 }
         }
@@ -193,6 +191,26 @@ extension Timeline {
 
     /// True when the event belongs to this timeline.
     func concerns(_ event: LedgerEvent) -> Bool { concerns(event.fact) }
+
+    /// The instant and kind of the event's fold position (see `FoldPosition.instantAndKind`), or nil when the event
+    /// is not this timeline's: one switch on the fact, read where it lies.
+    @inline(__always)
+    private func instantAndKind(ifMine e: UnsafePointer<LedgerEvent>) -> (UnixMillis, UInt8)? {
+        switch e.pointee.fact {
+        case .transaction(let t):
+            guard t.environment == environment, t.originalTransactionId == originalTransactionId else { return nil }
+            return (t.signedDate ?? e.pointee.metadata.observedAt, 1)
+        case .renewal(let r):
+            guard r.environment == environment, r.originalTransactionId == originalTransactionId else { return nil }
+            return (r.signedDate ?? e.pointee.metadata.observedAt, 2)
+        case .notification(let n):
+            guard n.environment == environment, n.originalTransactionId == originalTransactionId else { return nil }
+            return (n.signedDate ?? e.pointee.metadata.observedAt, 3)
+        case .binding(let b):
+            guard b.environment == environment, b.originalTransactionId == originalTransactionId else { return nil }
+            return (b.claimedAt, 4)
+        }
+    }
 
     func concerns(_ fact: Fact) -> Bool {
         fact.environment == environment && fact.originalTransactionId == originalTransactionId

@@ -92,9 +92,11 @@ extension Ledger {
         var chunk = ReplayChunk()
         var digest = SHA256()
         let reader = EventReader(txn, layout)
+        // The stored projections, looked up in key order through their own cursor (see `Cursor.find`).
+        let stored = mode == .check ? try txn.cursor(layout.timelines) : nil
         while let e = entry, chunk.keys < Self.replayChunkSize {
-            let key = Array(e.key)
-            guard let (env, otid) = StoreLayout.decodeSubscriptionKey(e.key) else {
+            let key = e.key  // Valid until the cursor moves on to the next subscription.
+            guard let (env, otid) = StoreLayout.decodeSubscriptionKey(key) else {
                 throw LedgerError.corrupted("by_otid key is malformed")
             }
             let events = try Self.subscriptionEvents(
@@ -105,17 +107,17 @@ extension Ledger {
                 let rebuilt = ProjectionEngine.stamped(
                     Timeline.fold(events, originalTransactionId: otid, environment: env, rules: rules))
                 digest.update(length: key.count)
-                digest.update(data: key)
+                digest.update(bufferPointer: key)
                 digest.update(length: rebuilt.count)
                 digest.update(data: rebuilt)
                 switch mode {
                 case .check:
-                    let stored = try txn.get(layout.timelines, key: key)
-                    if stored.map({ !$0.bytesEqual(rebuilt) }) ?? true {
+                    let found = try stored?.find(key)
+                    if found.map({ !$0.value.bytesEqual(rebuilt) }) ?? true {
                         chunk.differences.append("\(env.rawValue)/\(otid)")
                     }
                 case .rewrite:
-                    try txn.put(layout.timelines, key: key, value: rebuilt)
+                    try txn.put(layout.timelines, key: Array(key), value: rebuilt)
                 case .report:
                     break
                 }
