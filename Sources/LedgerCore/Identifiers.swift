@@ -179,22 +179,43 @@ struct CompactID: Hashable, Codable, Sendable {
         return n
     }
 
-    /// Writes the `count` decimal digits of `v` (`digitCount(v)`) at `out`, two at a time from the end.
+    /// Writes the `count` decimal digits of `value` (`digitCount(value)`) at `out`: eight at a time from the end
+    /// (one 64-bit division each), then one at a time.
     @inline(__always)
     static func writeDigits(_ value: UInt64, count: Int, to out: UnsafeMutablePointer<UInt8>) {
         var v = value
         var i = count
-        while i >= 2 {
-            // Divisions by constants: multiplications and shifts.
-            let q = v / 100
-            let pair = v &- q &* 100
-            let tens = pair / 10
-            i -= 2
-            out[i] = UInt8(truncatingIfNeeded: 48 &+ tens)
-            out[i + 1] = UInt8(truncatingIfNeeded: 48 &+ pair &- tens &* 10)
+        while i >= 8 {
+            let q = v / 100_000_000
+            writeEightDigits(UInt32(truncatingIfNeeded: v &- q &* 100_000_000), to: out + (i - 8))
+            v = q
+            i -= 8
+        }
+        while i > 0 {
+            i -= 1
+            let q = v / 10
+            out[i] = UInt8(truncatingIfNeeded: 48 &+ v &- q &* 10)
             v = q
         }
-        if i == 1 { out[0] = UInt8(truncatingIfNeeded: 48 &+ v) }
+    }
+
+    /// The eight digits of `x` (< 10^8, leading zeros written): split into halves, then pairs, so that the
+    /// divisions (by constants: multiplications) do not wait on one another.
+    @inline(__always)
+    static func writeEightDigits(_ x: UInt32, to out: UnsafeMutablePointer<UInt8>) {
+        let high = x / 10_000, low = x &- high &* 10_000
+        let a = high / 100, b = high &- a &* 100, c = low / 100, d = low &- c &* 100
+        writePair(a, to: out)
+        writePair(b, to: out + 2)
+        writePair(c, to: out + 4)
+        writePair(d, to: out + 6)
+    }
+
+    @inline(__always)
+    private static func writePair(_ p: UInt32, to out: UnsafeMutablePointer<UInt8>) {
+        let tens = p / 10
+        out[0] = UInt8(truncatingIfNeeded: 48 &+ tens)
+        out[1] = UInt8(truncatingIfNeeded: 48 &+ p &- tens &* 10)
     }
 
     /// `numericLess` of the texts: decimal texts as numbers (shorter first), others by their UTF-8 bytes.

@@ -1,4 +1,5 @@
 @testable import LedgerCore
+import LedgerTestSupport
 import Testing
 
 /// The writer owns raw memory and grows it itself: what it writes must be the format, byte for byte, whatever the
@@ -34,6 +35,29 @@ import Testing
             var w = BinaryWriter(capacity: 1)
             w.write(4, CompactID(text))
             #expect(w.finish() == Self.field(4, Array(text.utf8)), "\(text)")
+        }
+    }
+
+    /// Numbers of every length, and the powers of ten and their neighbours, against the standard library's text.
+    @Test func decimalIdsOfEveryLength() {
+        var rng = SplitMix64(seed: 7)
+        var values: [UInt64] = [0, 1, 9, 10, 11, 99, 100, 101, .max]
+        var p: UInt64 = 1
+        for _ in 0..<19 {
+            p &*= 10
+            values += [p - 1, p, p + 1]
+        }
+        for digits in 1...20 {
+            for _ in 0..<40 {
+                let text = (0..<digits).map { i in String(i == 0 ? 1 + rng.next() % 9 : rng.next() % 10) }.joined()
+                if let v = UInt64(text) { values.append(v) }
+            }
+        }
+        for v in values {
+            var w = BinaryWriter(capacity: 1)
+            w.write(4, decimal: v)
+            #expect(w.finish() == Self.field(4, Array(String(v).utf8)), "\(v)")
+            #expect(CompactID.digitCount(v) == String(v).count)
         }
     }
 
