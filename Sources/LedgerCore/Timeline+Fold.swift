@@ -67,6 +67,17 @@ extension Timeline {
         }
     }
 
+    /// `fold(_:originalTransactionId:environment:rules:)` of an array (what the store passes): read in place, without
+    /// going through the generic `Sequence` entry point (not specialized across modules).
+    public static func fold(
+        _ events: [LedgerEvent], originalTransactionId: OriginalTransactionID, environment: AppStoreEnvironment,
+        rules: FoldRules
+    ) -> Timeline {
+        events.withUnsafeBufferPointer { buffer in
+            fold(buffer, originalTransactionId: originalTransactionId, environment: environment, rules: rules)
+        }
+    }
+
     /// What the sort moves: the first two parts of the event's `FoldPosition` and where the event is.
     private struct FoldKey {
         var instant: UnixMillis
@@ -241,7 +252,7 @@ extension Timeline {
         }
         let surelyNew =
             index.surelyUnknownId(id)
-            && (periods.last.map { $0.start < t.purchaseDate } ?? true)
+            && (periods.isEmpty || periods[periods.count - 1].start < t.purchaseDate)
             && (t.webOrderLineItem.map { index.surelyUnknownLineItem($0) } ?? true)
         if !surelyNew && storedPeriods != nil {
             needsEveryPeriod = true  // The scans below would miss the periods kept as bytes.
@@ -278,6 +289,10 @@ extension Timeline {
             claim(AppUserID(token), at: instant, cause: .appAccountToken, seq: seq, policy: rules.bindingPolicy)
         }
     }
+
+    /// The latest period's product, read in place (`periods.last` is a copy of the whole period, which retains and
+    /// releases each of its references).
+    private var lastProductId: String? { periods.isEmpty ? nil : periods[periods.count - 1].productId }
 
     /// True when `p` goes before the period at `i` (periods are ordered by start, then transaction id). Reads only
     /// the fields compared: a whole period read out of the array is a copy that retains and releases each of its
@@ -324,7 +339,7 @@ extension Timeline {
         } else if graceUntil == nil, new.isInBillingRetryPeriod == true, old?.isInBillingRetryPeriod != true {
             record(TimelineChange(at: instant, kind: .billingRetry, seq: seq))
         }
-        let current = new.productId ?? periods.last?.productId
+        let current = new.productId ?? lastProductId
         let oldPending = old.flatMap { o in o.autoRenewProductId.flatMap { $0 != (o.productId ?? current) ? $0 : nil } }
         if let target = new.autoRenewProductId, target != current {
             if target != oldPending { record(TimelineChange(at: instant, kind: .pendingChange, seq: seq, detail: target)) }
@@ -364,7 +379,7 @@ extension Timeline {
             case "UPGRADE": break  // The new period states it.
             case "DOWNGRADE": note(.pendingChange, n.autoRenewProductId)
             default:
-                if let target = n.autoRenewProductId, target != periods.last?.productId {
+                if let target = n.autoRenewProductId, target != lastProductId {
                     note(.pendingChange, target)  // V1: no subtype, the target product says it.
                 } else {
                     note(.pendingChangeCancelled)
