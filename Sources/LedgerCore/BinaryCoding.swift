@@ -79,6 +79,9 @@ public struct BinaryWriter: ~Copyable {
         try body(UnsafeBufferPointer(start: base, count: count))
     }
 
+    /// Forgets what was written, keeping the memory (for a writer reused from one message to the next).
+    public mutating func removeAll() { count = 0 }
+
     /// Makes room for `n` more bytes.
     @inline(__always)
     private mutating func reserve(_ n: Int) {

@@ -18,9 +18,14 @@ extension Timeline {
     /// it reflects), in one buffer.
     public func encoded(after stamp: UInt64) -> [UInt8] {
         var w = BinaryWriter(capacity: 8 + estimatedSize)
+        encode(after: stamp, into: &w)
+        return w.finish()
+    }
+
+    /// `encoded(after:)`, appended to `w` (a writer reused from one timeline to the next costs no allocation).
+    public func encode(after stamp: UInt64, into w: inout BinaryWriter) {
         w.writeBigEndian(stamp)
         encode(into: &w)
-        return w.finish()
     }
 
     /// Bytes to reserve for the encoding, so the buffer is allocated once: the periods kept as bytes (the tail

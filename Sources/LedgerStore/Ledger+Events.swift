@@ -103,27 +103,37 @@ extension Ledger {
 
     /// The events of the subscription whose first `by_otid` entry is `first`, where `cursor` stands; the cursor is
     /// left on one of its entries (`nextKey()` moves to the next subscription). `.forFold` for events that only go
-    /// into a fold. A scan of many subscriptions passes the same `reader` for all of them.
+    /// into a fold.
     static func subscriptionEvents(
         _ layout: StoreLayout, _ first: Entry, _ cursor: Cursor, upTo asOf: UInt64?,
-        metadata parts: LedgerEvent.MetadataParts = .whole, reader: EventReader? = nil, _ txn: Transaction
+        metadata parts: LedgerEvent.MetadataParts = .whole, _ txn: Transaction
     ) throws -> [LedgerEvent] {
-        var out: [LedgerEvent] = []
-        out.reserveCapacity(try cursor.duplicateCount())
-        var strings = RepeatedStrings()
-        var eventsKey: [UInt8] = []
+        var scan = SubscriptionScan(reader: nil)
+        try readSubscription(layout, first, cursor, upTo: asOf, metadata: parts, into: &scan, txn)
+        return scan.events
+    }
+
+    /// `subscriptionEvents(_:_:_:upTo:metadata:_:)` into `scan.events`, for a scan of many subscriptions that reuses
+    /// its buffers from one to the next (see `SubscriptionScan`).
+    static func readSubscription(
+        _ layout: StoreLayout, _ first: Entry, _ cursor: Cursor, upTo asOf: UInt64?,
+        metadata parts: LedgerEvent.MetadataParts, into scan: inout SubscriptionScan, _ txn: Transaction
+    ) throws {
+        scan.events.removeAll(keepingCapacity: true)
+        scan.events.reserveCapacity(try cursor.duplicateCount())
         var entry: Entry? = first
         while let e = entry {
-            guard let seq = StoreLayout.eventsKey(byOTIDValue: e.value, into: &eventsKey) else {
+            guard let seq = StoreLayout.eventsKey(byOTIDValue: e.value, into: &scan.eventsKey) else {
                 throw LedgerError.corrupted("a by_otid value of \(Array(e.key)) is malformed")
             }
             if let asOf, seq > asOf { break }
-            let found = try reader?.event(ordinal: out.count, key: eventsKey) ?? txn.get(layout.events, key: eventsKey)
+            let found =
+                try scan.reader?.event(ordinal: scan.events.count, key: scan.eventsKey)
+                ?? txn.get(layout.events, key: scan.eventsKey)
             guard let stored = found else { throw LedgerError.corrupted("by_otid names event \(seq), which is missing") }
-            out.append(try decodeEvent(seq: seq, stored, strings: &strings, metadata: parts))
+            scan.events.append(try decodeEvent(seq: seq, stored, strings: &scan.strings, metadata: parts))
             entry = try cursor.nextDuplicate()
         }
-        return out
     }
 
     func storedEvent(seq: UInt64, logValue: UnsafeRawBufferPointer, _ txn: Transaction) throws -> StoredEvent {
@@ -137,6 +147,21 @@ extension Ledger {
     }
 }
 
+/// What a scan of many subscriptions (a replay) reuses from one subscription to the next, so that each costs no
+/// allocation of its own: the events array, the strings that repeat (a product id is shared by many subscriptions
+/// too), the key buffer, and the `events` cursors.
+struct SubscriptionScan {
+    var events: [LedgerEvent] = []
+    var strings = RepeatedStrings()
+    var eventsKey: [UInt8] = []
+    let reader: EventReader?
+
+    init(reader: EventReader?) {
+        self.reader = reader
+        eventsKey.reserveCapacity(64)
+    }
+}
+
 /// Looks events up by key for a scan of many subscriptions in key order (a replay), with one `events` cursor per
 /// event ordinal: the first event of each subscription, the second, and so on. LMDB skips the descent from the root
 /// when the key sits on the page the cursor already stands on, and the n-th events of neighbouring subscriptions tend
@@ -145,10 +170,12 @@ extension Ledger {
 final class EventReader {
     private let transaction: Transaction
     private let events: Database
-    private var cursors: [Cursor] = []
+    // Unchecked: the reader belongs to one replay worker, and the dynamic exclusivity check of each lookup cost
+    // as much as LMDB's page search.
+    @exclusivity(unchecked) private var cursors: [Cursor] = []
     /// `cursors`, unretained: the array keeps them alive, and a cursor taken out of it for each lookup was
     /// retained and released.
-    private var unretained: [Unmanaged<Cursor>] = []
+    @exclusivity(unchecked) private var unretained: [Unmanaged<Cursor>] = []
     /// Ordinals from here on share the last cursor (long histories are few).
     private static let cursorLimit = 32
 

@@ -91,7 +91,9 @@ extension Ledger {
         var entry = try position(cursor, after: resume)
         var chunk = ReplayChunk()
         var digest = SHA256()
-        let reader = EventReader(txn, layout)
+        // Buffers reused from one subscription to the next: the events read, and the rebuilt projection's bytes.
+        var scan = SubscriptionScan(reader: EventReader(txn, layout))
+        var rebuilt = BinaryWriter(capacity: 4096)
         // The stored projections, looked up in key order through their own cursor (see `Cursor.find`).
         let stored = mode == .check ? try txn.cursor(layout.timelines) : nil
         while let e = entry, chunk.keys < Self.replayChunkSize {
@@ -99,28 +101,31 @@ extension Ledger {
             guard let (env, otid) = StoreLayout.decodeSubscriptionKey(key) else {
                 throw LedgerError.corrupted("by_otid key is malformed")
             }
-            let events = try Self.subscriptionEvents(
-                layout, e, cursor, upTo: limit, metadata: .forFold, reader: reader, txn)
-            chunk.events += events.count
+            try Self.readSubscription(layout, e, cursor, upTo: limit, metadata: .forFold, into: &scan, txn)
+            chunk.events += scan.events.count
             chunk.keys += 1
-            if !events.isEmpty {
-                let rebuilt = ProjectionEngine.stamped(
-                    Timeline.fold(events, originalTransactionId: otid, environment: env, rules: rules))
-                digest.update(length: key.count)
-                digest.update(bufferPointer: key)
-                digest.update(length: rebuilt.count)
-                digest.update(data: rebuilt)
-                switch mode {
-                case .check:
-                    let found = try stored?.find(key)
-                    if found.map({ !$0.value.bytesEqual(rebuilt) }) ?? true {
-                        chunk.differences.append("\(env.rawValue)/\(otid)")
+            if !scan.events.isEmpty {
+                let timeline = Timeline.fold(scan.events, originalTransactionId: otid, environment: env, rules: rules)
+                rebuilt.removeAll()
+                timeline.encode(after: timeline.lastSeq, into: &rebuilt)
+                let different = try rebuilt.withBytes { bytes in
+                    let bytes = UnsafeRawBufferPointer(bytes)
+                    digest.update(length: key.count)
+                    digest.update(bufferPointer: key)
+                    digest.update(length: bytes.count)
+                    digest.update(bufferPointer: bytes)
+                    switch mode {
+                    case .check:
+                        return try stored?.find(key).map { !$0.value.bytesEqual(bytes) } ?? true
+                    case .rewrite:
+                        // A copy of the key: what LMDB returns is valid only until the next write.
+                        try Array(key).withUnsafeBytes { k in try txn.put(layout.timelines, key: k, value: bytes) }
+                        return false
+                    case .report:
+                        return false
                     }
-                case .rewrite:
-                    try txn.put(layout.timelines, key: Array(key), value: rebuilt)
-                case .report:
-                    break
                 }
+                if different { chunk.differences.append("\(env.rawValue)/\(otid)") }
             }
             entry = try cursor.nextKey()
         }

@@ -180,8 +180,12 @@ struct StoreLayout {
 extension UnsafeRawBufferPointer {
     /// Whether these bytes equal `other` (memcmp, not a generic element-by-element loop).
     func bytesEqual(_ other: [UInt8]) -> Bool {
+        other.withUnsafeBytes { bytesEqual($0) }
+    }
+
+    func bytesEqual(_ other: UnsafeRawBufferPointer) -> Bool {
         guard count == other.count else { return false }
         guard count > 0 else { return true }
-        return other.withUnsafeBytes { memcmp(baseAddress!, $0.baseAddress!, count) == 0 }
+        return memcmp(baseAddress!, other.baseAddress!, count) == 0
     }
 }
