@@ -73,6 +73,38 @@ public struct Period: Hashable, Sendable {
         self.revokingTransactions = revokingTransactions
     }
 
+    /// The period the transaction `t` buys, stated by the event `seq`: its fields taken from `t` (as `take` does), a
+    /// revocation open if `t` states one (as `walkRevocation` does on a period without one). Computes every field
+    /// and stores each once: an initializer that delegates, or calls mutating methods, builds the value and then
+    /// copies it, retaining and releasing each reference.
+    init(bought t: borrowing TransactionFact, seq: UInt64, rules: FoldRules) {
+        let stated = Period.typeAndEnd(of: t, rules: rules)
+        self.transactionId = t.transactionId
+        self.lineItem = t.webOrderLineItem
+        self.productId = t.productId
+        self.start = t.purchaseDate
+        self.expiresDate = t.expiresDate
+        self.end = stated.end
+        self.originalPurchaseDate = t.originalPurchaseDate
+        self.type = stated.type
+        self.quantity = t.quantity ?? 1
+        self.offer = Offer(t)
+        self.upgraded = t.isUpgraded == true
+        self.observedAs = []
+        self.seq = seq
+        if t.isRefundLike, let date = t.revocationDate {
+            self.revocations = [
+                Revocation(
+                    date: date, reason: t.revocationReason, type: t.revocationType, percentage: t.revocationPercentage,
+                    seq: seq)
+            ]
+            self.revokingTransactions = [t.transactionId]
+        } else {
+            self.revocations = []
+            self.revokingTransactions = []
+        }
+    }
+
     /// True when `transactionId` is this period's transaction or one of its restored copies.
     public func contains(_ id: TransactionID) -> Bool { transactionId == id || observedAs.contains(id) }
 
@@ -144,7 +176,7 @@ public struct Offer: Hashable, Sendable, Codable {
     }
 
     /// The offer a transaction states, if any.
-    init?(_ t: TransactionFact) {
+    init?(_ t: borrowing TransactionFact) {
         let trial = t.isTrialPeriod == true || t.offerDiscountType == "FREE_TRIAL"
         guard t.offerType != nil || trial || t.isInIntroOfferPeriod == true else { return nil }
         self.init(

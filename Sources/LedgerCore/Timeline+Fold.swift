@@ -26,6 +26,17 @@ struct FoldPosition: Hashable, Sendable, Comparable {
         }
     }
 
+    /// The position of the event `e` points to, read in place.
+    init(_ e: UnsafePointer<LedgerEvent>) {
+        switch e.pointee.fact {
+        case .transaction(let t): self.init(instant: e.pointee.effectiveDate, kind: 1, id: t.transactionId.id)
+        case .renewal: self.init(instant: e.pointee.effectiveDate, kind: 2, id: CompactID(""))
+        case .notification(let n):
+            self.init(instant: e.pointee.effectiveDate, kind: 3, id: CompactID(n.notificationUUID))
+        case .binding(let b): self.init(instant: b.claimedAt, kind: 4, id: CompactID(b.appUserId.rawValue))
+        }
+    }
+
     init(_ event: LedgerEvent) {
         switch event.fact {
         case .transaction(let t): self.init(instant: event.effectiveDate, kind: 1, id: t.transactionId.id)
@@ -114,21 +125,22 @@ extension Timeline {
         }
         var previous: FoldKey?
         for key in keys {
-            // Events are read in place through the buffer, never bound to a local: a copy of an event retains and
-            // releases every reference it holds.
-            timeline.lastSeq = max(timeline.lastSeq, events[key.index].seq)
+            // Events are read in place, through pointers (`pointee` is an address; the buffer's subscript returns a
+            // copy of the whole event, which retains and releases every reference it holds).
+            let event = base + key.index
+            timeline.lastSeq = max(timeline.lastSeq, event.pointee.seq)
             // An identical fact at the same instant is the same revision delivered again: its first (smallest seq)
             // copy was folded.
             if let p = previous, p.instant == key.instant, p.kind == key.kind,
-                FoldPosition(events[p.index]) == FoldPosition(events[key.index]),
-                events[p.index].fact == events[key.index].fact
+                FoldPosition(base + p.index) == FoldPosition(event),
+                (base + p.index).pointee.fact == event.pointee.fact
             {
                 continue
             }
-            timeline.step(events[key.index].fact, seq: events[key.index].seq, at: key.instant, rules: rules)
+            timeline.step(event.pointee.fact, seq: event.pointee.seq, at: key.instant, rules: rules)
             previous = key
         }
-        timeline.frontier = keys.last.map { FoldPosition(events[$0.index]) }
+        timeline.frontier = keys.last.map { FoldPosition(base + $0.index) }
         return timeline
     }
 
@@ -252,7 +264,7 @@ extension Timeline {
         }
         let surelyNew =
             index.surelyUnknownId(id)
-            && (periods.isEmpty || periods[periods.count - 1].start < t.purchaseDate)
+            && (periods.isEmpty || start(ofPeriod: periods.count - 1) < t.purchaseDate)
             && (t.webOrderLineItem.map { index.surelyUnknownLineItem($0) } ?? true)
         if !surelyNew && storedPeriods != nil {
             needsEveryPeriod = true  // The scans below would miss the periods kept as bytes.
@@ -280,10 +292,12 @@ extension Timeline {
         } else {
             // When `surelyNew`, neither one of the periods' transactions nor a copy of one (no period has its id or
             // line item, none starts when it does): the scans above would find nothing.
-            var p = Period(transactionId: id, productId: t.productId, start: t.purchaseDate, seq: seq)
-            p.take(t, rules: rules)
-            p.walkRevocation(t, at: instant, seq: seq)
-            place(consume p, from: nil)
+            let p = Period(bought: t, seq: seq, rules: rules)
+            if periods.isEmpty || !goes(p, before: periods.count - 1) {
+                periods.append(p)  // The common case, appended here: passed to `place`, the period was copied.
+            } else {
+                place(p, from: nil)
+            }
         }
         if let token = t.appAccountToken, !token.isEmpty {
             claim(AppUserID(token), at: instant, cause: .appAccountToken, seq: seq, policy: rules.bindingPolicy)
@@ -292,14 +306,24 @@ extension Timeline {
 
     /// The latest period's product, read in place (`periods.last` is a copy of the whole period, which retains and
     /// releases each of its references).
-    private var lastProductId: String? { periods.isEmpty ? nil : periods[periods.count - 1].productId }
+    private var lastProductId: String? {
+        periods.withUnsafeBufferPointer { ps in ps.isEmpty ? nil : (ps.baseAddress! + ps.count - 1).pointee.productId }
+    }
 
     /// True when `p` goes before the period at `i` (periods are ordered by start, then transaction id). Reads only
     /// the fields compared: a whole period read out of the array is a copy that retains and releases each of its
     /// references.
     private func goes(_ p: Period, before i: Int) -> Bool {
-        let start = periods[i].start
-        return p.start != start ? p.start < start : p.transactionId < periods[i].transactionId
+        periods.withUnsafeBufferPointer { ps in
+            let other = ps.baseAddress! + i
+            return p.start != other.pointee.start
+                ? p.start < other.pointee.start : p.transactionId < other.pointee.transactionId
+        }
+    }
+
+    /// The start of the period at `i`, read in place (`periods[i].start` copied the whole period first).
+    private func start(ofPeriod i: Int) -> UnixMillis {
+        periods.withUnsafeBufferPointer { $0[i].start }
     }
 
     /// Puts a period at its place in start order (usually the end), replacing the one at `old`. Takes the period
@@ -451,14 +475,22 @@ extension Period {
         quantity = t.quantity ?? 1
         offer = Offer(t)
         upgraded = t.isUpgraded == true
+        (type, end) = Period.typeAndEnd(of: t, rules: rules)
+    }
+
+    /// The product type a revision states (catalog first, then Apple's `type`, then inferred: an expiry means a
+    /// subscription) and when access ends without a refund.
+    static func typeAndEnd(of t: borrowing TransactionFact, rules: FoldRules) -> (type: ProductType, end: UnixMillis?) {
         let config = rules.catalog.configuration(for: t.productId)
-        type = config?.type ?? t.type ?? (t.expiresDate != nil ? .autoRenewable : .nonConsumable)
+        let type = config?.type ?? t.type ?? (t.expiresDate != nil ? .autoRenewable : .nonConsumable)
+        var end: UnixMillis?
         switch type {
         case .autoRenewable: end = t.expiresDate ?? t.purchaseDate
         case .nonRenewing: end = config?.duration?.added(to: t.originalPurchaseDate ?? t.purchaseDate) ?? t.expiresDate
         case .nonConsumable, .consumable: end = nil
         }
-        if upgraded, let d = t.revocationDate { end = min(end ?? d, d) }
+        if t.isUpgraded == true, let d = t.revocationDate { end = min(end ?? d, d) }
+        return (type, end)
     }
 
     /// Opens a revocation (refund, Family Sharing revoke) this revision states, or reverses the open one when a
