@@ -176,6 +176,8 @@ final class EventReader {
     /// `cursors`, unretained: the array keeps them alive, and a cursor taken out of it for each lookup was
     /// retained and released.
     @exclusivity(unchecked) private var unretained: [Unmanaged<Cursor>] = []
+    /// Whether each cursor stands on an entry (after its first lookup).
+    @exclusivity(unchecked) private var positioned: [Bool] = []
     /// Ordinals from here on share the last cursor (long histories are few).
     private static let cursorLimit = 32
 
@@ -184,14 +186,22 @@ final class EventReader {
         self.events = layout.events
     }
 
-    /// The stored event under `key`, the `ordinal`-th of its subscription; nil when absent.
+    /// The stored event under `key`, the `ordinal`-th of its subscription; nil when absent. Tries the entry after
+    /// the cursor's first: often the one sought (consecutive ids), and one step and one comparison cost less than a
+    /// search of the page.
     func event(ordinal: Int, key: [UInt8]) throws -> UnsafeRawBufferPointer? {
         let i = min(ordinal, Self.cursorLimit - 1)
         while cursors.count <= i {
             cursors.append(try transaction.cursor(events))
             unretained.append(Unmanaged.passUnretained(cursors[cursors.count - 1]))
+            positioned.append(false)
         }
-        return try unretained[i]._withUnsafeGuaranteedRef { try $0.find(key)?.value }
+        let tryNext = positioned[i]
+        positioned[i] = true
+        return try unretained[i]._withUnsafeGuaranteedRef { cursor in
+            if tryNext, let next = try cursor.next(), next.key.bytesEqual(key) { return next.value }
+            return try cursor.find(key)?.value
+        }
     }
 }
 

@@ -96,6 +96,7 @@ extension Ledger {
         var rebuilt = BinaryWriter(capacity: 4096)
         // The stored projections, looked up in key order through their own cursor (see `Cursor.find`).
         let stored = mode == .check ? try txn.cursor(layout.timelines) : nil
+        var storedPositioned = false
         while let e = entry, chunk.keys < Self.replayChunkSize {
             let key = e.key  // Valid until the cursor moves on to the next subscription.
             guard let (env, otid) = StoreLayout.decodeSubscriptionKey(key) else {
@@ -116,7 +117,15 @@ extension Ledger {
                     digest.update(bufferPointer: bytes)
                     switch mode {
                     case .check:
-                        return try stored?.find(key).map { !$0.value.bytesEqual(bytes) } ?? true
+                        // The stored projections are in the same key order: the one sought is usually the next.
+                        var found: Entry?
+                        if storedPositioned, let next = try stored?.next(), next.key.bytesEqual(key) {
+                            found = next
+                        } else {
+                            found = try stored?.find(key)
+                        }
+                        storedPositioned = true
+                        return found.map { !$0.value.bytesEqual(bytes) } ?? true
                     case .rewrite:
                         // A copy of the key: what LMDB returns is valid only until the next write.
                         try Array(key).withUnsafeBytes { k in try txn.put(layout.timelines, key: k, value: bytes) }
