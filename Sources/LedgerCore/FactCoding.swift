@@ -248,13 +248,8 @@ extension FactMetadata {
         w.write(unknownFields)
     }
 
-    init(reading r: inout BinaryReader, parts: LedgerEvent.MetadataParts = .whole) throws(FactDecodingError) {
-        self.init(source: .decodedJSON, receivedAt: 0)
-        try read(&r, parts: parts)
-    }
-
-    /// Reads the fields into this value (one made by the caller: a decoder that built and returned a new value
-    /// copied it on the way out, retaining each of its references).
+    /// Reads the stored fields into this value, made by the caller (`LedgerEvent`'s decoder): a decoder that built
+    /// and returned a new value copied it on the way out, retaining each of its references.
     mutating func read(_ r: inout BinaryReader, parts: LedgerEvent.MetadataParts) throws(FactDecodingError) {
         var sawSource = false, sawObserved = false
         while let (tag, wire) = try r.nextField() {

@@ -484,20 +484,6 @@ public struct FactMetadata: Hashable, Codable, Sendable {
         self.appUserId = appUserId
         self.unknownFields = UnknownFields()
     }
-
-    /// Every field, for the decoder.
-    init(
-        source: FactSource, signature: SignatureStatus, receivedAt: UnixMillis, observedAt: UnixMillis,
-        rawDigest: [UInt8], appUserId: AppUserID?, unknownFields: UnknownFields
-    ) {
-        self.source = source
-        self.signature = signature
-        self.receivedAt = receivedAt
-        self.observedAt = observedAt
-        self.rawDigest = rawDigest
-        self.appUserId = appUserId
-        self.unknownFields = unknownFields
-    }
 }
 
 /// An immutable event of the log: a fact, how it arrived, and its sequence number.

@@ -15,17 +15,6 @@ struct FoldPosition: Hashable, Sendable, Comparable {
         self.id = id
     }
 
-    /// The position's instant and kind, without its id.
-    @inline(__always)
-    static func instantAndKind(_ fact: Fact, observedAt: UnixMillis) -> (UnixMillis, UInt8) {
-        switch fact {
-        case .transaction(let t): (t.signedDate ?? observedAt, 1)
-        case .renewal(let r): (r.signedDate ?? observedAt, 2)
-        case .notification(let n): (n.signedDate ?? observedAt, 3)
-        case .binding(let b): (b.claimedAt, 4)
-        }
-    }
-
     /// The position of the event `e` points to, read in place.
     init(_ e: UnsafePointer<LedgerEvent>) {
         switch e.pointee.fact {
@@ -215,8 +204,8 @@ extension Timeline {
     /// True when the event belongs to this timeline.
     func concerns(_ event: LedgerEvent) -> Bool { concerns(event.fact) }
 
-    /// The instant and kind of the event's fold position (see `FoldPosition.instantAndKind`), or nil when the event
-    /// is not this timeline's: one switch on the fact, read where it lies.
+    /// The instant and kind of the event's fold position (`FoldPosition` without its id), or nil when the event is
+    /// not this timeline's (`concerns`): one switch on the fact, read where it lies.
     @inline(__always)
     private func instantAndKind(ifMine e: UnsafePointer<LedgerEvent>) -> (UnixMillis, UInt8)? {
         switch e.pointee.fact {

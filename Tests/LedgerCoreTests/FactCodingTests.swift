@@ -155,6 +155,31 @@ import Testing
         }
     }
 
+    /// A replay decodes events for the fold only: the fact whole, of the metadata what the fold reads (the instants,
+    /// source and signature), the rest (raw digest, envelope user, unknown fields) left empty.
+    @Test func eventsDecodedForTheFoldKeepTheFactAndTheInstants() throws {
+        var metadata = FactMetadata(
+            source: .receipt, signature: .verified, receivedAt: 1_605_243_572_000, observedAt: 1_605_243_571_500,
+            rawDigest: Array(repeating: 7, count: 32), appUserId: "bob")
+        metadata.unknownFields.fields.append(UnknownField(tag: 40, wireType: .bytes, varint: 0, bytes: [1, 2]))
+        for fact in Self.facts {
+            let stored = LedgerEvent.encode(fact: fact, metadata: metadata)
+            var strings = RepeatedStrings()
+            let event = try stored.withUnsafeBytes { b in
+                try LedgerEvent(seq: 7, decoding: b, strings: &strings, metadata: .forFold)
+            }
+            #expect(event.seq == 7)
+            #expect(event.fact == fact)
+            #expect(event.metadata.source == .receipt)
+            #expect(event.metadata.signature == .verified)
+            #expect(event.metadata.receivedAt == 1_605_243_572_000)
+            #expect(event.metadata.observedAt == 1_605_243_571_500)
+            #expect(event.effectiveDate == (fact.signedDate ?? 1_605_243_571_500))
+            #expect(event.metadata.rawDigest.isEmpty && event.metadata.appUserId == nil)
+            #expect(event.metadata.unknownFields.isEmpty)
+        }
+    }
+
     @Test func malformedBytesAreRefusedNotTrapped() {
         let good = Fact.transaction(Self.fullTransaction()).encoded()
         // Every truncation of a valid encoding either fails cleanly or (at a field boundary) decodes to something.

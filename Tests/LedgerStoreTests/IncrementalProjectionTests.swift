@@ -1,6 +1,8 @@
 import Foundation
+import LMDB
 import LedgerCore
 import LedgerStore
+import Logging
 import LedgerTestSupport
 import Testing
 
@@ -179,6 +181,56 @@ func content(_ view: some Encodable) throws -> NSDictionary {
 }
 
 @Suite struct ReplayChunkingTests {
+    /// `replay --check` finds the stored projections by walking them in key order (the next entry first, a search
+    /// when it is not the one): a projection changed, one missing, one at a chunk's edge and one of no subscription
+    /// must each be reported, and nothing else; a rewriting replay repairs the first three.
+    @Test func aCheckNamesEveryTamperedProjectionAndARewriteRepairsThem() throws {
+        let t = try TemporaryLedger()
+        // 1,200 subscriptions (three chunks), three renewals each, appended renewal by renewal as they happen.
+        var inputs: [LedgerInput] = []
+        for renewal in 0..<3 {
+            for s in 0..<1_200 {
+                let purchase = 1_605_243_570_000 + Int64(renewal) * 30 * 86_400_000
+                inputs.append(input([.transaction(transaction("\(100_000 + renewal * 10_000 + s)", otid: "\(60_000 + s)", purchase: purchase))]))
+            }
+        }
+        _ = try t.ledger.appendAndWait(inputs)
+        #expect(try t.ledger.replay(check: true).differences.isEmpty)
+
+        let copy = NSTemporaryDirectory() + "ledger-tampered-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: copy) }
+        try t.ledger.copy(to: copy)
+        let key = { (otid: Int) in [AppStoreEnvironment.production.code] + Array(String(otid).utf8) }
+        do {
+            let env = try Environment(path: copy)
+            let timelines = try env.openDatabase("timelines")
+            try env.write { txn in
+                // One byte of a projection changed (its last), one projection gone, the last of a chunk changed.
+                for otid in [60_010, 60_499] {
+                    var value = try #require(try txn.value(timelines, key: key(otid)))
+                    value[value.count - 1] ^= 0x01
+                    try txn.put(timelines, key: key(otid), value: value)
+                }
+                #expect(try txn.delete(timelines, key: key(60_700)))
+                // And a projection of a subscription the log knows nothing of.
+                let orphan = try #require(try txn.value(timelines, key: key(60_001)))
+                try txn.put(timelines, key: key(99_999), value: orphan)
+            }
+        }
+        let tampered = try Ledger(directory: copy, logger: Logger(label: "t"))
+        let check = try tampered.replay(check: true)
+        #expect(check.subscriptions == 1_200)
+        #expect(check.events == 3_600)
+        #expect(
+            check.differences == [
+                "Production/60010", "Production/60499", "Production/60700", "1 stored timelines have no events",
+            ])
+        // A rewriting replay rebuilds every projection from the log (the orphan stays: no event names it).
+        #expect(try tampered.replay(check: false).rewrote)
+        #expect(try tampered.replay(check: true).differences == ["1 stored timelines have no events"])
+    }
+
     /// More subscriptions than one replay chunk: the parallel reading replay and the sequential rewriting one visit
     /// every subscription once and agree on the digest.
     @Test func replaysAcrossManyChunksAgree() throws {
