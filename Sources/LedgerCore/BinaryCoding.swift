@@ -197,6 +197,15 @@ public struct BinaryWriter: ~Copyable {
         if let p = value.baseAddress { put(p, count: value.count) }
     }
 
+    /// A byte string field whose bytes are `count` bytes this writer wrote at `offset` (a value that repeats).
+    mutating func write(_ tag: UInt32, bytesAt offset: Int, count n: Int) {
+        reserve(20 + n)
+        putVarint(UInt64(tag) << 3 | UInt64(WireType.bytes.rawValue))
+        putVarint(UInt64(n))
+        (base + count).update(from: base + offset, count: n)  // Earlier bytes: the regions never overlap.
+        count &+= n
+    }
+
     public mutating func write(_ tag: UInt32, _ value: String?) {
         if let value { write(tag, value) }
     }
@@ -228,12 +237,14 @@ public struct BinaryWriter: ~Copyable {
         return count - 1
     }
 
-    /// Completes a nested message begun at `at` by `beginNested`.
-    mutating func endNested(_ at: Int) {
+    /// Completes a nested message begun at `at` by `beginNested`. Returns how far the body moved right to make room
+    /// for a length of more than one byte (0 for a body under 128 bytes): offsets into it taken before are stale.
+    @discardableResult
+    mutating func endNested(_ at: Int) -> Int {
         let n = count - at - 1
         if n < 0x80 {
             base[at] = UInt8(truncatingIfNeeded: n)
-            return
+            return 0
         }
         // The length takes more than its one-byte placeholder: shift the body right.
         var width = 1
@@ -243,6 +254,7 @@ public struct BinaryWriter: ~Copyable {
         count = at
         putVarint(UInt64(n))
         count += n
+        return width - 1
     }
 
     /// A map of strings, as repeated (key, value) pairs in key order so that equal maps encode equally.

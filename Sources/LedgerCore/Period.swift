@@ -77,6 +77,7 @@ public struct Period: Hashable, Sendable {
     /// revocation open if `t` states one (as `walkRevocation` does on a period without one). Computes every field
     /// and stores each once: an initializer that delegates, or calls mutating methods, builds the value and then
     /// copies it, retaining and releasing each reference.
+    @inline(__always)  // Built where the caller keeps it: out of line, the period was copied on the way out.
     init(bought t: borrowing TransactionFact, seq: UInt64, rules: FoldRules) {
         let stated = Period.typeAndEnd(of: t, rules: rules)
         self.transactionId = t.transactionId

@@ -1,4 +1,4 @@
-import LedgerCore
+@testable import LedgerCore
 import LedgerTestSupport
 import Testing
 
@@ -112,6 +112,30 @@ import Testing
         #expect(whole.encoded() == s.timeline().encoded())
     }
 
+
+    /// Periods of one product share their product's bytes in the encoding (copied from where they were first
+    /// written); a period record of 128 bytes or more moves when its length is written: the products of the periods
+    /// around such records must still round-trip, whatever their sizes.
+    @Test(arguments: [0, 1, 8, 20, 200])
+    func productsRoundTripAroundLongPeriodRecords(restores: Int) throws {
+        var periods: [Period] = []
+        for month in 0..<4 {
+            var p = Period(
+                transactionId: TransactionID("\(1_000 + month)"), productId: month == 3 ? "com.example.other" : "com.example.premium.monthly",
+                start: Self.t0 + Int64(month) * 30 * Scenario.day, expiresDate: Self.t0 + Int64(month + 1) * 30 * Scenario.day,
+                end: Self.t0 + Int64(month + 1) * 30 * Scenario.day, seq: UInt64(month + 1))
+            // The first period of each product restored many times: its record, where the product's bytes are
+            // written, grows past 127 bytes (then past 16 KB).
+            if month == 0 || month == 3 { p.observedAs = (0..<restores).map { TransactionID("\(2_000_000_000_000_000 + $0)") } }
+            periods.append(p)
+        }
+        var t = Timeline(originalTransactionId: "1000", environment: .production)
+        t.periods = periods
+        let decoded = try Timeline(decoding: t.encoded())
+        #expect(decoded.periods.map(\.productId) == periods.map(\.productId))
+        #expect(decoded.periods == periods)
+        #expect(decoded.encoded() == t.encoded())
+    }
 
     @Test func malformedBytesAreRefused() {
         let bytes = Self.rich().encoded()
