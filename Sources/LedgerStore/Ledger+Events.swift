@@ -170,8 +170,8 @@ struct SubscriptionScan {
 final class EventReader {
     private let transaction: Transaction
     private let events: Database
-    // Unchecked: the reader belongs to one replay worker, and the dynamic exclusivity check of each lookup cost
-    // as much as LMDB's page search.
+    // Unchecked: a reader belongs to one chunk of one replay worker, and the dynamic exclusivity check of each
+    // lookup cost as much as LMDB's page search.
     @exclusivity(unchecked) private var cursors: [Cursor] = []
     /// `cursors`, unretained: the array keeps them alive, and a cursor taken out of it for each lookup was
     /// retained and released.
@@ -186,9 +186,9 @@ final class EventReader {
         self.events = layout.events
     }
 
-    /// The stored event under `key`, the `ordinal`-th of its subscription; nil when absent. Tries the entry after
-    /// the cursor's first: often the one sought (consecutive ids), and one step and one comparison cost less than a
-    /// search of the page.
+    /// The stored event under `key`, the `ordinal`-th of its subscription; nil when absent. First tries the entry
+    /// after the one the cursor stands on: often the one sought (consecutive ids), and one step and one comparison
+    /// cost less than a search of the page.
     func event(ordinal: Int, key: [UInt8]) throws -> UnsafeRawBufferPointer? {
         let i = min(ordinal, Self.cursorLimit - 1)
         while cursors.count <= i {
