@@ -1,0 +1,54 @@
+@testable import LedgerCore
+import LedgerTestSupport
+import Testing
+
+/// The fold builds a new period in one go (`Period(bought:)`), where a revision goes through `take` and
+/// `walkRevocation`: the two must agree on every field, whatever the transaction states, or a period would depend on
+/// whether it was first seen new or revised.
+@Suite struct PeriodTests {
+    static let rules = FoldRules(
+        catalog: Catalog(products: [
+            "pass.month": ProductConfiguration(type: .nonRenewing, duration: CalendarDuration(months: 1)),
+            "coins": ProductConfiguration(type: .consumable),
+        ]))
+
+    /// Transactions with every field the fold reads drawn at random (present or absent).
+    static func transaction(_ rng: inout SplitMix64) -> TransactionFact {
+        func maybe<T>(_ value: T) -> T? { rng.next() % 3 == 0 ? nil : value }
+        let purchase = 1_700_000_000_000 + Int64(rng.next() % 1_000_000_000)
+        let products = ["com.example.premium.monthly", "pass.month", "coins", "lifetime"]
+        var t = TransactionFact(
+            transactionId: TransactionID("\(2_000_000_000_000_000 + rng.next() % 1_000_000)"),
+            originalTransactionId: "2000000000000001", productId: products[Int(rng.next() % 4)], purchaseDate: purchase)
+        t.webOrderLineItemId = maybe("\(3_000_000_000_000_000 + rng.next() % 1_000_000)")
+        t.expiresDate = maybe(purchase + 30 * 86_400_000)
+        t.originalPurchaseDate = maybe(purchase - Int64(rng.next() % 1_000_000))
+        t.quantity = maybe(Int64(1 + rng.next() % 3))
+        t.type = maybe(ProductType.allCases[Int(rng.next() % 4)])
+        t.isUpgraded = maybe(rng.next() % 2 == 0)
+        t.revocationDate = maybe(purchase + Int64(rng.next() % 1_000_000))
+        t.revocationReason = maybe(Int64(rng.next() % 2))
+        t.revocationType = maybe(["REFUND_FULL", "REFUND_PRORATED", "FAMILY_REVOKE"][Int(rng.next() % 3)])
+        t.revocationPercentage = maybe(Int64(rng.next() % 100_000))
+        t.offerType = maybe(Int64(1 + rng.next() % 4))
+        t.offerIdentifier = maybe("offer-\(rng.next() % 5)")
+        t.offerDiscountType = maybe(["FREE_TRIAL", "PAY_AS_YOU_GO", "PAY_UP_FRONT"][Int(rng.next() % 3)])
+        t.isTrialPeriod = maybe(rng.next() % 2 == 0)
+        t.isInIntroOfferPeriod = maybe(rng.next() % 2 == 0)
+        return t
+    }
+
+    @Test func aNewPeriodEqualsOneTakenAndWalkedFromTheSameTransaction() {
+        var rng = SplitMix64(seed: 4)
+        for _ in 0..<2_000 {
+            let t = Self.transaction(&rng)
+            let seq = rng.next() % 1_000
+            let instant = t.purchaseDate + 1
+            var walked = Period(transactionId: t.transactionId, productId: t.productId, start: t.purchaseDate, seq: seq)
+            walked.take(t, rules: Self.rules)
+            walked.walkRevocation(t, at: instant, seq: seq)
+            let bought = Period(bought: t, seq: seq, rules: Self.rules)
+            #expect(bought == walked, "\(t)")
+        }
+    }
+}
