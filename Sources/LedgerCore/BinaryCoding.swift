@@ -167,9 +167,6 @@ public struct BinaryWriter: ~Copyable {
         count &+= 8
     }
 
-    @inline(__always)
-    mutating func key(_ tag: UInt32, _ wire: WireType) { writeVarint(UInt64(tag) << 3 | UInt64(wire.rawValue)) }
-
     public mutating func write(_ tag: UInt32, _ value: UInt64) {
         reserve(20)
         putVarint(UInt64(tag) << 3 | UInt64(WireType.varint.rawValue))
