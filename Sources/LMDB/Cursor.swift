@@ -1,4 +1,9 @@
 internal import CLMDB
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A key and its value, both zero-copy views into the map (valid while the transaction lives).
 public typealias Entry = (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
@@ -48,6 +53,19 @@ public final class Cursor {
     /// the cursor stands on.
     public func find(_ key: UnsafeRawBufferPointer) throws -> Entry? {
         try move(MDB_SET_KEY, key: key)
+    }
+
+    /// Positions at exactly `key`, for lookups made in ascending key order: looks at the entry after the current one
+    /// first (one step and one comparison, where a search compares the key with the page's bounds and then
+    /// bisects), and searches only when that is not it. On a cursor not yet positioned the step lands on the first
+    /// entry, so the first lookup works too.
+    public func findForward(_ key: UnsafeRawBufferPointer) throws -> Entry? {
+        if let next = try next(), next.key.count == key.count,
+            key.count == 0 || memcmp(next.key.baseAddress!, key.baseAddress!, key.count) == 0
+        {
+            return next
+        }
+        return try find(key)
     }
 
     /// Positions at the first key ≥ `key`.

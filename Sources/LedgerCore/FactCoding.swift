@@ -417,9 +417,7 @@ extension LedgerEvent {
         }
         guard fact != nil, sawMetadata else { throw FactDecodingError("event lacks its fact or metadata") }
         // Moved out, not bound by `guard let`: a bound copy retains each reference the fact holds.
-        self.seq = seq
-        self.fact = fact.take()!
-        self.metadata = metadata  // Its last use: moved, where passing it to an initializer copied it.
+        self.init(seq: seq, fact: fact.take()!, metadata: metadata)
     }
 
     public init(seq: UInt64, decoding bytes: [UInt8]) throws(FactDecodingError) {

@@ -471,7 +471,6 @@ public struct FactMetadata: Hashable, Codable, Sendable {
     public var appUserId: AppUserID?
     public var unknownFields: UnknownFields
 
-    @inline(__always)  // Built in place by the decoder (out of line, the result was copied into the caller's value).
     public init(
         source: FactSource, signature: SignatureStatus = .unsigned, receivedAt: UnixMillis, observedAt: UnixMillis? = nil,
         rawDigest: [UInt8] = [], appUserId: AppUserID? = nil

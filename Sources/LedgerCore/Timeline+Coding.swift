@@ -45,12 +45,12 @@ extension Timeline {
         // retains and releases each of the period's references).
         periods.withUnsafeBufferPointer { ps in
             guard let base = ps.baseAddress else { return }
-            var product = RepeatedString()
+            var product = RepeatedStringField()
             for i in 0..<ps.count {
                 let at = w.beginNested(3)
                 Period.encode(base + i, into: &w, product: &product)
                 // A long record moved right to make room for its length: where the product was written moved too.
-                if w.endNested(at) > 0 { product = RepeatedString() }
+                if w.endNested(at) > 0 { product = RepeatedStringField() }
             }
         }
         for c in statedChanges { w.writeNested(4) { c.encode(into: &$0) } }
@@ -179,7 +179,7 @@ extension Timeline {
 /// A string field that repeats from one record to the next (a timeline's periods name the same product): when the
 /// string is the one written last (the same string, which the fold shares between periods), its bytes are copied from
 /// where they were written, without reading the string, which retained and released it (atomically) each time.
-struct RepeatedString {
+struct RepeatedStringField {
     private var last: String?
     private var at = 0
     private var count = 0
@@ -202,7 +202,7 @@ extension Period {
     /// Writes the period `p` points to, reading it field by field in place: a period passed as a value (even
     /// borrowed, even inlined) was copied first, for fear `w` aliased it, retaining and releasing each of its
     /// references.
-    static func encode(_ p: UnsafePointer<Period>, into w: inout BinaryWriter, product: inout RepeatedString) {
+    static func encode(_ p: UnsafePointer<Period>, into w: inout BinaryWriter, product: inout RepeatedStringField) {
         w.write(1, p.pointee.transactionId.id)
         w.write(2, p.pointee.lineItem)
         product.write(3, p.pointee.productId, into: &w)

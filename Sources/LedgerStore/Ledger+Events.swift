@@ -163,21 +163,17 @@ struct SubscriptionScan {
 }
 
 /// Looks events up by key for a scan of many subscriptions in key order (a replay), with one `events` cursor per
-/// event ordinal: the first event of each subscription, the second, and so on. LMDB skips the descent from the root
-/// when the key sits on the page the cursor already stands on, and the n-th events of neighbouring subscriptions tend
-/// to be neighbours: subscriptions bought about the same time renew about the same time, and Apple's ids grow with
-/// time. Valid for the transaction it was made in.
+/// event ordinal: the first event of each subscription, the second, and so on. The n-th events of neighbouring
+/// subscriptions tend to be neighbours (subscriptions bought about the same time renew about the same time, and
+/// Apple's ids grow with time), so each cursor's lookups go forward (`Cursor.findForward`). Valid for the transaction
+/// it was made in.
 final class EventReader {
     private let transaction: Transaction
     private let events: Database
-    // Unchecked: a reader belongs to one chunk of one replay worker, and the dynamic exclusivity check of each
-    // lookup cost as much as LMDB's page search.
-    @exclusivity(unchecked) private var cursors: [Cursor] = []
-    /// `cursors`, unretained: the array keeps them alive, and a cursor taken out of it for each lookup was
-    /// retained and released.
-    @exclusivity(unchecked) private var unretained: [Unmanaged<Cursor>] = []
-    /// Whether each cursor stands on an entry (after its first lookup).
-    @exclusivity(unchecked) private var positioned: [Bool] = []
+    /// Retained here and released in `deinit`: a cursor taken out of an array of references for each lookup was
+    /// retained and released. Unchecked: a reader belongs to one chunk of one replay worker, and the dynamic
+    /// exclusivity check of each lookup cost as much as LMDB's page search.
+    @exclusivity(unchecked) private var cursors: [Unmanaged<Cursor>] = []
     /// Ordinals from here on share the last cursor (long histories are few).
     private static let cursorLimit = 32
 
@@ -186,21 +182,14 @@ final class EventReader {
         self.events = layout.events
     }
 
-    /// The stored event under `key`, the `ordinal`-th of its subscription; nil when absent. First tries the entry
-    /// after the one the cursor stands on: often the one sought (consecutive ids), and one step and one comparison
-    /// cost less than a search of the page.
+    deinit { for cursor in cursors { cursor.release() } }
+
+    /// The stored event under `key`, the `ordinal`-th of its subscription; nil when absent.
     func event(ordinal: Int, key: [UInt8]) throws -> UnsafeRawBufferPointer? {
         let i = min(ordinal, Self.cursorLimit - 1)
-        while cursors.count <= i {
-            cursors.append(try transaction.cursor(events))
-            unretained.append(Unmanaged.passUnretained(cursors[cursors.count - 1]))
-            positioned.append(false)
-        }
-        let tryNext = positioned[i]
-        positioned[i] = true
-        return try unretained[i]._withUnsafeGuaranteedRef { cursor in
-            if tryNext, let next = try cursor.next(), next.key.bytesEqual(key) { return next.value }
-            return try cursor.find(key)?.value
+        while cursors.count <= i { cursors.append(Unmanaged.passRetained(try transaction.cursor(events))) }
+        return try cursors[i]._withUnsafeGuaranteedRef { cursor in
+            try key.withUnsafeBytes { k in try cursor.findForward(k)?.value }
         }
     }
 }

@@ -95,9 +95,8 @@ extension Ledger {
         // Buffers reused from one subscription to the next: the events read, and the rebuilt projection's bytes.
         var scan = SubscriptionScan(reader: EventReader(txn, layout))
         var rebuilt = BinaryWriter(capacity: 4096)
-        // The stored projections, looked up in key order through their own cursor (see `Cursor.find`).
+        // The stored projections, in the same key order: looked up going forward through their own cursor.
         let stored = mode == .check ? try txn.cursor(layout.timelines) : nil
-        var storedPositioned = false
         while let e = entry, chunk.keys < Self.replayChunkSize {
             let key = e.key  // Valid until the cursor moves on to the next subscription.
             guard let (env, otid) = StoreLayout.decodeSubscriptionKey(key) else {
@@ -118,15 +117,7 @@ extension Ledger {
                     digest.update(bufferPointer: bytes)
                     switch mode {
                     case .check:
-                        // The stored projections are in the same key order: the one sought is usually the next.
-                        var found: Entry?
-                        if storedPositioned, let next = try stored?.next(), next.key.bytesEqual(key) {
-                            found = next
-                        } else {
-                            found = try stored?.find(key)
-                        }
-                        storedPositioned = true
-                        guard let found else { return true }
+                        guard let found = try stored?.findForward(key) else { return true }
                         chunk.storedFound += 1
                         return !found.value.bytesEqual(bytes)
                     case .rewrite:

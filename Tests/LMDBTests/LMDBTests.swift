@@ -23,6 +23,30 @@ struct Boom: Error {}
         }
     }
 
+    /// `findForward` looks at the next entry before searching: whatever the order of the lookups (forward, skipping,
+    /// backward, missing keys, the first lookup of a fresh cursor), it must find exactly what `find` finds.
+    @Test func findForwardFindsWhatFindFinds() throws {
+        try withTemporaryDirectory { dir in
+            let env = try Environment(path: dir)
+            let db = try env.openDatabase("kv")
+            let keys = (0..<500).map { i in Array(String(format: "k%05d", i * 2).utf8) }  // even numbers only
+            try env.write { txn in for (i, k) in keys.enumerated() { try txn.put(db, key: k, value: [UInt8(i % 256)]) } }
+            // Mostly the next key; every fourth lookup a jump either way, often to an odd (absent) number.
+            let lookups = (0..<3_000).map { n in n % 4 == 0 ? (n * 7_919) % 1_000 : (n * 2) % 1_000 }
+            try env.read { txn in
+                let forward = try txn.cursor(db)
+                let search = try txn.cursor(db)
+                for n in lookups {
+                    let key = Array(String(format: "k%05d", n).utf8)
+                    let expected = try search.find(key).map { (Array($0.key), Array($0.value)) }
+                    let found = try key.withUnsafeBytes { k in try forward.findForward(k) }.map { (Array($0.key), Array($0.value)) }
+                    #expect(found?.0 == expected?.0 && found?.1 == expected?.1, "k\(n)")
+                    #expect((found != nil) == (n % 2 == 0))
+                }
+            }
+        }
+    }
+
     @Test func writeAbortsOnThrow() throws {
         try withTemporaryDirectory { dir in
             let env = try Environment(path: dir)

@@ -114,48 +114,31 @@ let benchmarks: @Sendable () -> Void = {
         try measureAppend(benchmark, ledgerUnderTest, stream.inputs(benchmark.scaledIterations.count))
     }
 
-    // Replay: every projection rebuilt from the log and compared byte for byte (`storeledger replay --check`),
-    // over a ledger of 1M events (200k subscriptions × 5 renewals). Figures per event.
+    // Replay: every projection rebuilt from the log and compared byte for byte (`storeledger replay --check`), over
+    // ledgers of 1M events in three shapes. Figures per event.
     nonisolated(unsafe) var replayLedger: Ledger!
-    Benchmark(
-        "Replay --check, 1M events (figures per event)",
-        configuration: .init(
-            metrics: [.wallClock, .throughput, .cpuTotal, .instructions, .peakMemoryResident], scalingFactor: .mega,
-            maxDuration: .seconds(20), maxIterations: 10,
-            setup: { replayLedger = try populatedLedger(events: 1_000_000, subscriptions: 200_000).0 },
-            teardown: { remove(replayLedger) })
-    ) { benchmark in
-        let report = try replayLedger.replay(check: true)
-        precondition(report.events == 1_000_000 && report.differences.isEmpty)
+    func replayBenchmark(_ name: String, subscriptions: Int, iterations: Int = 10) {
+        Benchmark(
+            name,
+            configuration: .init(
+                metrics: [.wallClock, .throughput, .cpuTotal, .peakMemoryResident], scalingFactor: .mega,
+                maxDuration: .seconds(20), maxIterations: iterations,
+                setup: { replayLedger = try populatedLedger(events: 1_000_000, subscriptions: subscriptions).0 },
+                teardown: { remove(replayLedger) })
+        ) { benchmark in
+            let report = try replayLedger.replay(check: true)
+            precondition(report.events == 1_000_000 && report.differences.isEmpty)
+        }
     }
-
-    // The same log size in long histories: 10k subscriptions × 100 monthly renewals (a subscription's life over eight
-    // years), so the per-subscription work (cursor, timeline encoding, digest, comparison) is spread over more events.
-    Benchmark(
-        "Replay --check, 1M events in 10k subscriptions of 100 (figures per event)",
-        configuration: .init(
-            metrics: [.wallClock, .throughput, .cpuTotal, .peakMemoryResident], scalingFactor: .mega,
-            maxDuration: .seconds(20), maxIterations: 10,
-            setup: { replayLedger = try populatedLedger(events: 1_000_000, subscriptions: 10_000).0 },
-            teardown: { remove(replayLedger) })
-    ) { benchmark in
-        let report = try replayLedger.replay(check: true)
-        precondition(report.events == 1_000_000 && report.differences.isEmpty)
-    }
-
+    // 200k subscriptions × 5 renewals.
+    replayBenchmark("Replay --check, 1M events (figures per event)", subscriptions: 200_000)
+    // Long histories: 10k subscriptions × 100 monthly renewals (a subscription's life over eight years), so the
+    // per-subscription work (cursor, timeline encoding, digest, comparison) is spread over more events.
+    replayBenchmark("Replay --check, 1M events in 10k subscriptions of 100 (figures per event)", subscriptions: 10_000)
     // The full rebuild the incremental update is compared with: 1M subscriptions of one event each (the ledger the
     // incremental benchmarks below update), so the per-subscription work weighs the most.
-    Benchmark(
-        "Replay --check, 1M events in 1M subscriptions (figures per event)",
-        configuration: .init(
-            metrics: [.wallClock, .throughput, .cpuTotal], scalingFactor: .mega, maxDuration: .seconds(20),
-            maxIterations: 5,
-            setup: { replayLedger = try populatedLedger(events: 1_000_000, subscriptions: 1_000_000).0 },
-            teardown: { remove(replayLedger) })
-    ) { benchmark in
-        let report = try replayLedger.replay(check: true)
-        precondition(report.events == 1_000_000 && report.differences.isEmpty)
-    }
+    replayBenchmark(
+        "Replay --check, 1M events in 1M subscriptions (figures per event)", subscriptions: 1_000_000, iterations: 5)
 
     // One incremental update in a ledger of 1M subscriptions: a renewal after everything known of its OTID, in its
     // own write transaction. Without fsync, so the figure is the CPU cost (durable commits add ~0.3–0.9 ms of I/O).
