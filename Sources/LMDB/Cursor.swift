@@ -1,9 +1,4 @@
 internal import CLMDB
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A key and its value, both zero-copy views into the map (valid while the transaction lives).
 public typealias Entry = (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
@@ -60,11 +55,7 @@ public final class Cursor {
     /// bisects), and searches only when that is not it. On a cursor not yet positioned the step lands on the first
     /// entry, so the first lookup works too.
     public func findForward(_ key: UnsafeRawBufferPointer) throws -> Entry? {
-        if let next = try next(), next.key.count == key.count,
-            key.count == 0 || memcmp(next.key.baseAddress!, key.baseAddress!, key.count) == 0
-        {
-            return next
-        }
+        if let next = try next(), next.key.sameBytes(as: key) { return next }
         return try find(key)
     }
 
@@ -116,6 +107,26 @@ public final class Cursor {
 }
 
 extension UnsafeRawBufferPointer {
+    /// Whether both hold the same bytes: compared eight at a time, inline (keys are short; a call to `memcmp` cost
+    /// more than the comparison).
+    @inline(__always)
+    public func sameBytes(as other: UnsafeRawBufferPointer) -> Bool {
+        guard count == other.count else { return false }
+        guard let a = baseAddress, let b = other.baseAddress else { return count == 0 }
+        var i = 0
+        while i + 8 <= count {
+            if a.loadUnaligned(fromByteOffset: i, as: UInt64.self) != b.loadUnaligned(fromByteOffset: i, as: UInt64.self) {
+                return false
+            }
+            i += 8
+        }
+        while i < count {
+            if a.load(fromByteOffset: i, as: UInt8.self) != b.load(fromByteOffset: i, as: UInt8.self) { return false }
+            i += 1
+        }
+        return true
+    }
+
     /// Reads a big-endian UInt64 from the first 8 bytes (keys of the log).
     public var bigEndianUInt64: UInt64 {
         precondition(count >= 8, "need 8 bytes for a UInt64")

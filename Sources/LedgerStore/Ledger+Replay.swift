@@ -119,7 +119,7 @@ extension Ledger {
                     case .check:
                         guard let found = try stored?.findForward(key) else { return true }
                         chunk.storedFound += 1
-                        return !found.value.bytesEqual(bytes)
+                        return !found.value.sameBytes(as: bytes)
                     case .rewrite:
                         // A copy of the key: what LMDB returns is valid only until the next write.
                         try Array(key).withUnsafeBytes { k in try txn.put(layout.timelines, key: k, value: bytes) }

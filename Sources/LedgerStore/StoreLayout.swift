@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import LMDB
 import LedgerCore
 
@@ -178,14 +173,8 @@ struct StoreLayout {
 }
 
 extension UnsafeRawBufferPointer {
-    /// Whether these bytes equal `other` (memcmp, not a generic element-by-element loop).
+    /// Whether these bytes equal `other` (`sameBytes(as:)`: eight at a time, not a generic element-by-element loop).
     func bytesEqual(_ other: [UInt8]) -> Bool {
-        other.withUnsafeBytes { bytesEqual($0) }
-    }
-
-    func bytesEqual(_ other: UnsafeRawBufferPointer) -> Bool {
-        guard count == other.count else { return false }
-        guard count > 0 else { return true }
-        return memcmp(baseAddress!, other.baseAddress!, count) == 0
+        other.withUnsafeBytes { sameBytes(as: $0) }
     }
 }

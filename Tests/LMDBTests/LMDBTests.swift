@@ -23,7 +23,7 @@ struct Boom: Error {}
         }
     }
 
-    /// `findForward` looks at the next entry before searching: whatever the order of the lookups (forward, skipping,
+    /// `findForward` looks at the next entry before searching (comparing keys with `sameBytes(as:)`): whatever the order of the lookups (forward, skipping,
     /// backward, missing keys, the first lookup of a fresh cursor), it must find exactly what `find` finds.
     @Test func findForwardFindsWhatFindFinds() throws {
         try withTemporaryDirectory { dir in
