@@ -1,4 +1,9 @@
 internal import CLMDB
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A key and its value, both zero-copy views into the map (valid while the transaction lives).
 public typealias Entry = (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
@@ -107,12 +112,14 @@ public final class Cursor {
 }
 
 extension UnsafeRawBufferPointer {
-    /// Whether both hold the same bytes: compared eight at a time, inline (keys are short; a call to `memcmp` cost
-    /// more than the comparison).
+    /// Whether both hold the same bytes. Short ones (keys) eight bytes at a time, inline: a call to `memcmp` cost
+    /// more than the comparison (2% of a replay's cycles); long ones (values) with `memcmp`, which is vectorised
+    /// (the loop cost 8% of a replay that compares each rebuilt projection with the stored one).
     @inline(__always)
     public func sameBytes(as other: UnsafeRawBufferPointer) -> Bool {
         guard count == other.count else { return false }
         guard let a = baseAddress, let b = other.baseAddress else { return count == 0 }
+        if count > 64 { return memcmp(a, b, count) == 0 }
         var i = 0
         while i + 8 <= count {
             if a.loadUnaligned(fromByteOffset: i, as: UInt64.self) != b.loadUnaligned(fromByteOffset: i, as: UInt64.self) {
