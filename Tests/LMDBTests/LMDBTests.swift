@@ -47,6 +47,23 @@ struct Boom: Error {}
         }
     }
 
+    /// Both ways of comparing (inline up to 64 bytes, `memcmp` past that) tell equal bytes from bytes that differ
+    /// anywhere, or in length.
+    @Test func sameBytesSeesEveryDifference() {
+        for length in [0, 1, 7, 8, 9, 63, 64, 65, 200] {
+            let a = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37) }
+            a.withUnsafeBytes { x in
+                a.withUnsafeBytes { y in #expect(x.sameBytes(as: y)) }
+                (a + [0]).withUnsafeBytes { y in #expect(!x.sameBytes(as: y), "length \(length) vs \(length + 1)") }
+                for position in 0..<length {
+                    var b = a
+                    b[position] ^= 0x40
+                    b.withUnsafeBytes { y in #expect(!x.sameBytes(as: y), "length \(length), byte \(position)") }
+                }
+            }
+        }
+    }
+
     @Test func writeAbortsOnThrow() throws {
         try withTemporaryDirectory { dir in
             let env = try Environment(path: dir)
