@@ -91,6 +91,19 @@ struct AppleObject {
         return result
     }
 
+    /// An array of strings.
+    func strings(_ key: String) throws(InputError) -> [String]? {
+        guard let v = value(key) else { return nil }
+        guard case .array(let a) = v else { throw .wrongType(name(key), expected: "an array of strings") }
+        var result: [String] = []
+        result.reserveCapacity(a.count)
+        for (i, element) in a.enumerated() {
+            guard case .string(let s) = element else { throw .wrongType("\(name(key))[\(i)]", expected: "a string") }
+            result.append(s)
+        }
+        return result
+    }
+
     func environment(_ key: String) throws(InputError) -> AppStoreEnvironment? {
         guard let s = try string(key) else { return nil }
         guard let e = AppStoreEnvironment(appleName: s) else { throw .unknownEnvironment(s, field: name(key)) }

@@ -136,12 +136,21 @@ public final class InputDecoder: Sendable {
     private static func detect(_ o: [String: JSON]) throws(InputError) -> InputType {
         func has(_ key: String) -> Bool { o[key] != nil }
         if has("signedPayload") || has("notification_type") || has("notificationType") { return .notification }
-        if has("status") || has("receipt") || has("latest_receipt_info") { return .receipt }
+        // The App Store Server API's answers: Get All Subscription Statuses, Get Transaction History.
+        if has("signedTransactions") || isStatusResponse(o) { return .transaction }
+        // A status item (`lastTransactions[]`) has a `status` too: its signed fields say it is no receipt.
         if has("signedTransactionInfo") || has("transactionId") { return .transaction }
+        if has("status") || has("receipt") || has("latest_receipt_info") { return .receipt }
         if has("appUserId") && has("originalTransactionId") { return .binding }
         if has("signedRenewalInfo") || has("originalTransactionId") { return .renewal }
         throw .unknownInputType(
             "the document is none of: verifyReceipt response, V1/V2 notification, signed or decoded transaction or renewal info, binding")
+    }
+
+    /// Get All Subscription Statuses: `{"data": [{"subscriptionGroupIdentifier", "lastTransactions": [...]}]}`.
+    private static func isStatusResponse(_ o: [String: JSON]) -> Bool {
+        guard case .array(let groups)? = o["data"], case .object(let first)? = groups.first else { return false }
+        return first["lastTransactions"] != nil
     }
 
     // MARK: - Per kind
@@ -188,6 +197,8 @@ public final class InputDecoder: Sendable {
                 }
                 throw .missingField("signedPayload")
             case .transaction, .renewal:
+                if root.has("signedTransactions") { return try decodeTransactionHistory(root, context: context) }
+                if Self.isStatusResponse(object) { return try decodeStatusResponse(root, context: context) }
                 if root.has("signedTransactionInfo") || root.has("signedRenewalInfo") {
                     return try decodeSignedPair(root, type: type, context: context)
                 }
@@ -197,10 +208,14 @@ public final class InputDecoder: Sendable {
             case .binding:
                 let user = try root.requiredString("appUserId")
                 let otid = try root.requiredIdentifier("originalTransactionId")
+                // Without an environment a binding applies wherever the subscription is known or appears later.
+                let environment = try root.environment("environment")
                 let claim = BindingClaim(
                     appUserId: AppUserID(user), originalTransactionId: OriginalTransactionID(otid),
                     claimedAt: try root.int64("claimedAt") ?? context.receivedAt, cause: .claim,
-                    environment: try root.environment("environment") ?? .production)
+                    environment: environment ?? .production,
+                    appAccountToken: try root.string("appAccountToken").map { $0.lowercased() },
+                    everyEnvironment: environment == nil)
                 return Decoded(facts: [.binding(claim)], type: .binding, source: .binding, signature: .unsigned, observedAt: nil)
             }
         }
@@ -262,6 +277,45 @@ public final class InputDecoder: Sendable {
         return Decoded(facts: facts, type: type, source: .signedTransaction, signature: signature, observedAt: nil)
     }
 
+    /// Get Transaction History (one page): every `signedTransactions` item, each verified.
+    private func decodeTransactionHistory(_ root: AppleObject, context: Context) throws(InputError) -> Decoded {
+        guard case .array(let items)? = root.value("signedTransactions") else {
+            throw .wrongType("signedTransactions", expected: "an array of JWS strings")
+        }
+        var facts = [Fact]()
+        var signature = SignatureStatus.verified
+        for (i, item) in items.enumerated() {
+            let field = "signedTransactions[\(i)]"
+            guard case .string(let jws) = item else { throw .wrongType(field, expected: "a JWS string") }
+            let opened = try verifier.open(Array(jws.utf8), field: field, fallbackDate: context.receivedAt)
+            signature = Self.weakest(signature, opened.signature)
+            facts.append(.transaction(try V2Mapping.transaction(AppleObject(opened.payload, path: field))))
+        }
+        guard !facts.isEmpty else { throw .missingField("signedTransactions") }
+        return Decoded(facts: facts, type: .transaction, source: .signedTransaction, signature: signature, observedAt: nil)
+    }
+
+    /// Get All Subscription Statuses: each `data[].lastTransactions[]` item's signed transaction and renewal info.
+    private func decodeStatusResponse(_ root: AppleObject, context: Context) throws(InputError) -> Decoded {
+        var facts = [Fact]()
+        var signature = SignatureStatus.verified
+        for group in try root.objects("data") {
+            for item in try group.objects("lastTransactions") {
+                for (key, isTransaction) in [("signedTransactionInfo", true), ("signedRenewalInfo", false)] {
+                    guard let jws = try item.string(key) else { continue }
+                    let field = item.name(key)
+                    let opened = try verifier.open(Array(jws.utf8), field: field, fallbackDate: context.receivedAt)
+                    signature = Self.weakest(signature, opened.signature)
+                    let payload = AppleObject(opened.payload, path: field)
+                    facts.append(
+                        isTransaction ? .transaction(try V2Mapping.transaction(payload)) : .renewal(try V2Mapping.renewal(payload)))
+                }
+            }
+        }
+        guard !facts.isEmpty else { throw .missingField("data[].lastTransactions") }
+        return Decoded(facts: facts, type: .transaction, source: .signedTransaction, signature: signature, observedAt: nil)
+    }
+
     private static func weakest(_ a: SignatureStatus, _ b: SignatureStatus) -> SignatureStatus {
         if a == .unsigned || b == .unsigned { return .unsigned }
         if a == .unverified || b == .unverified { return .unverified }
@@ -314,12 +368,16 @@ public final class InputDecoder: Sendable {
                         environment: fact.environment))
             }
         }
+        // A token is a UUID the app chose for its user, not the user's id: when the caller names the user, the claim
+        // says whose token it is, and the fold maps the token to that user (docs/domain.md, "Owners").
         for fact in decoded.facts {
-            guard case .transaction(let t) = fact, let token = t.appAccountToken, !token.isEmpty else { continue }
+            guard case .transaction(let t) = fact, let stated = t.appAccountToken, !stated.isEmpty else { continue }
+            let token = stated.lowercased()
             add(
                 BindingClaim(
-                    appUserId: AppUserID(token.lowercased()), originalTransactionId: t.originalTransactionId,
-                    claimedAt: t.purchaseDate, cause: .appAccountToken, environment: t.environment))
+                    appUserId: decoded.type == .binding ? AppUserID(token) : (context.appUserId ?? AppUserID(token)),
+                    originalTransactionId: t.originalTransactionId, claimedAt: t.purchaseDate, cause: .appAccountToken,
+                    environment: t.environment, appAccountToken: token))
         }
         return claims
     }

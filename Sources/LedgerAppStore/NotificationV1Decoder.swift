@@ -31,7 +31,7 @@ enum NotificationV1Decoder {
         let bundleId = try root.string("bid")
 
         var transactions = [TransactionFact]()
-        var seen = Set<TransactionFact>()
+        var positions: [TransactionID: Int] = [:]
         let sources: [AppleObject]
         if let unified {
             sources = try unified.objects("latest_receipt_info")
@@ -42,7 +42,7 @@ enum NotificationV1Decoder {
         }
         for o in sources {
             V1Mapping.appendDeduplicated(
-                try V1Mapping.transaction(o, environment: environment, bundleId: bundleId), to: &transactions, seen: &seen)
+                try V1Mapping.transaction(o, environment: environment, bundleId: bundleId), to: &transactions, positions: &positions)
         }
 
         // The latest transaction the notification concerns: the newest purchase, ties broken by the larger id.

@@ -31,12 +31,12 @@ enum ReceiptDecoder {
         let requestDate = try receipt?.v1Date("request_date")
 
         var transactions = [TransactionFact]()
-        var seen = Set<TransactionFact>()
+        var positions: [TransactionID: Int] = [:]
         func add(_ objects: [AppleObject]) throws(InputError) {
             for o in objects {
                 V1Mapping.appendDeduplicated(
                     try V1Mapping.transaction(o, environment: environment, bundleId: bundleId), to: &transactions,
-                    seen: &seen)
+                    positions: &positions)
             }
         }
         if let receipt {

@@ -88,16 +88,27 @@ enum V1Mapping {
         return r
     }
 
-    /// Appends `fact` unless an identical one is already there (the same transaction in `in_app` and
-    /// `latest_receipt_info`), keeping first-seen order.
-    /// Short lists are searched (an `==` that differs at `transactionId` is cheaper than hashing a whole fact); from
-    /// 16 entries on, `seen` takes over.
-    static func appendDeduplicated(_ t: TransactionFact, to list: inout [TransactionFact], seen: inout Set<TransactionFact>) {
+    /// Adds `t` to the document's transactions, one per transaction id, keeping first-seen order. The same
+    /// transaction may stand in `in_app` and in `latest_receipt_info`; when the copies differ, the one stating a
+    /// revocation wins (a copy without it never undoes it: docs/domain.md, "Refunds"), else the later one
+    /// (`latest_receipt_info` is read after `in_app`).
+    /// Short lists are searched; from 16 entries on, `positions` (id → index) takes over.
+    static func appendDeduplicated(
+        _ t: TransactionFact, to list: inout [TransactionFact], positions: inout [TransactionID: Int]
+    ) {
+        let found: Int?
         if list.count < 16 {
-            if !list.contains(t) { list.append(t) }
+            found = list.firstIndex { $0.transactionId == t.transactionId }
+        } else {
+            if positions.isEmpty { for (i, e) in list.enumerated() { positions[e.transactionId] = i } }
+            found = positions[t.transactionId]
+        }
+        guard let i = found else {
+            if !positions.isEmpty { positions[t.transactionId] = list.count }
+            list.append(t)
             return
         }
-        if seen.isEmpty { seen = Set(list) }
-        if seen.insert(t).inserted { list.append(t) }
+        if list[i] == t || (list[i].revocationDate != nil && t.revocationDate == nil) { return }
+        list[i] = t
     }
 }

@@ -10,13 +10,16 @@ enum V2Mapping {
         "subscriptionGroupIdentifier", "purchaseDate", "originalPurchaseDate", "expiresDate", "quantity",
         "appAccountToken", "inAppOwnershipType", "signedDate", "revocationDate", "revocationReason", "revocationType",
         "revocationPercentage", "isUpgraded", "offerType", "offerIdentifier", "offerDiscountType", "environment",
-        "storefront", "transactionReason", "price", "currency",
+        "storefront", "transactionReason", "price", "currency", "appTransactionId", "offerPeriod", "billingPlanType",
+        "commitmentInfo",
     ]
 
     static let renewalKeys: Set<String> = [
         "originalTransactionId", "productId", "autoRenewProductId", "autoRenewStatus", "expirationIntent",
         "isInBillingRetryPeriod", "gracePeriodExpiresDate", "priceIncreaseStatus", "renewalDate", "offerType",
-        "offerIdentifier", "signedDate", "recentSubscriptionStartDate", "environment",
+        "offerIdentifier", "signedDate", "recentSubscriptionStartDate", "environment", "renewalPrice", "currency",
+        "offerDiscountType", "offerPeriod", "eligibleWinBackOfferIds", "appAccountToken", "appTransactionId",
+        "renewalBillingPlanType",
     ]
 
     /// A transaction payload; `transactionId`, `originalTransactionId`, `productId` and `purchaseDate` are required.
@@ -50,14 +53,29 @@ enum V2Mapping {
         t.transactionReason = try o.string("transactionReason")
         t.price = try o.int64("price")
         t.currency = try o.string("currency")
+        t.appTransactionId = try o.identifier("appTransactionId")
+        t.offerPeriod = try o.string("offerPeriod")
+        t.billingPlanType = try o.string("billingPlanType")
+        if let c = try o.object("commitmentInfo") {
+            t.commitment = TransactionFact.Commitment(
+                billingPeriodNumber: try c.int64("billingPeriodNumber"),
+                totalBillingPeriods: try c.int64("totalBillingPeriods"),
+                expiresDate: try c.int64("commitmentExpiresDate"), price: try c.int64("commitmentPrice"))
+            // The rest of it (fields Apple adds) stays with the transaction, under its Apple path.
+            for (key, value) in c.extras(excluding: commitmentKeys) { t.extra["commitmentInfo." + key] = value }
+        }
         var known = transactionKeys
         if let typeName = try o.string("type"), let type = ProductType(rawValue: typeName) {
             t.type = type
             known.insert("type")
         }
-        t.extra = o.extras(excluding: known)
+        t.extra.merge(o.extras(excluding: known)) { nested, _ in nested }
         return t
     }
+
+    static let commitmentKeys: Set<String> = [
+        "billingPeriodNumber", "totalBillingPeriods", "commitmentExpiresDate", "commitmentPrice",
+    ]
 
     /// A renewal info payload; `originalTransactionId` is required.
     static func renewal(_ o: AppleObject) throws(InputError) -> RenewalInfoFact {
@@ -76,6 +94,14 @@ enum V2Mapping {
         r.offerIdentifier = try o.string("offerIdentifier")
         r.signedDate = try o.int64("signedDate")
         r.recentSubscriptionStartDate = try o.int64("recentSubscriptionStartDate")
+        r.renewalPrice = try o.int64("renewalPrice")
+        r.currency = try o.string("currency")
+        r.offerDiscountType = try o.string("offerDiscountType")
+        r.offerPeriod = try o.string("offerPeriod")
+        r.eligibleWinBackOfferIds = try o.strings("eligibleWinBackOfferIds")
+        r.appAccountToken = try o.string("appAccountToken").map { $0.lowercased() }
+        r.appTransactionId = try o.identifier("appTransactionId")
+        r.renewalBillingPlanType = try o.string("renewalBillingPlanType")
         r.extra = o.extras(excluding: renewalKeys)
         return r
     }

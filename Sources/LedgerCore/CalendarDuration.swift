@@ -80,7 +80,8 @@ public struct CalendarDuration: Hashable, Sendable, Codable, CustomStringConvert
             let nm = total - ny * 12 + 1
             day = Self.days(fromCivil: ny, nm, min(d, Self.daysInMonth(ny, nm)))
         }
-        return (day + Int64(days)) * msPerDay + msOfDay
+        // Saturates: an instant near the ends of Int64 (stored by an older build) must not trap.
+        return day.saturatingAdd(Int64(days)).saturatingMultiply(msPerDay).saturatingAdd(msOfDay)
     }
 
     // Howard Hinnant's civil-calendar algorithms (proleptic Gregorian, day 0 = 1970-01-01).

@@ -75,11 +75,16 @@ public enum Entitlements {
                 }
             }
 
-            // Credits of the consumables the user owns now.
+            // Credits of the consumables the user owns now. A refund takes them back: all of them, or the share a
+            // prorated refund states (`revocationPercentage`, milliunits of 100%).
             if ownsNow {
-                for p in timeline.periods where p.type == .consumable && p.start <= at && p.revocation(at: at) == nil {
+                for p in timeline.periods where p.type == .consumable && p.start <= at {
+                    let kept = Self.keptShare(of: p.revocation(at: at))
+                    guard kept > 0 else { continue }
                     for (name, amount) in rules.catalog.credits(for: p.productId) {
-                        credits[name, default: 0] += amount * p.quantity
+                        let granted = amount.saturatingMultiply(p.quantity)
+                        let left = kept == 100_000 ? granted : granted / 100_000 * kept + granted % 100_000 * kept / 100_000
+                        credits[name, default: 0] = credits[name, default: 0].saturatingAdd(left)
                     }
                 }
             }
@@ -94,6 +99,15 @@ public enum Entitlements {
             appUserId: user.rawValue, environment: environment.rawValue, at: at, asOf: asOf,
             entitlements: entitlements, subscriptions: subscriptions, credits: credits, bindings: bindings,
             refusedClaims: refused)
+    }
+
+    /// The share of a consumable's credits a revocation leaves, in milliunits of 100%: all (100,000) without one,
+    /// none after a full refund or revoke, the rest after a prorated refund.
+    static func keptShare(of revocation: Revocation?) -> Int64 {
+        guard let revocation else { return 100_000 }
+        guard revocation.type == "REFUND_PRORATED", let taken = revocation.percentage, taken >= 0, taken < 100_000
+        else { return 0 }
+        return 100_000 - taken
     }
 
     /// Nil is "no end": later than any instant.

@@ -33,7 +33,34 @@ extension TransactionFact {
         w.write(28, price)
         w.write(29, currency)
         w.write(30, extra)
+        w.write(31, appTransactionId)
+        w.write(32, offerPeriod)
+        w.write(33, billingPlanType)
+        if let commitment {
+            w.writeNested(34) { c in
+                c.write(1, commitment.billingPeriodNumber)
+                c.write(2, commitment.totalBillingPeriods)
+                c.write(3, commitment.expiresDate)
+                c.write(4, commitment.price)
+            }
+        }
         w.write(unknownFields)
+    }
+
+    static func decodeCommitment(_ bytes: UnsafeRawBufferPointer) throws(FactDecodingError) -> Commitment {
+        var r = BinaryReader(bytes)
+        var c = Commitment()
+        while let (tag, wire) = try r.nextField() {
+            guard wire == .varint else { throw FactDecodingError("commitment field \(tag) has the wrong wire type") }
+            switch tag {
+            case 1: c.billingPeriodNumber = try r.readInt64()
+            case 2: c.totalBillingPeriods = try r.readInt64()
+            case 3: c.expiresDate = try r.readInt64()
+            case 4: c.price = try r.readInt64()
+            default: throw FactDecodingError("unknown commitment field \(tag)")
+            }
+        }
+        return c
     }
 
     init(reading r: inout BinaryReader, strings: inout RepeatedStrings) throws(FactDecodingError) {
@@ -46,6 +73,7 @@ extension TransactionFact {
         var offerType: Int64?, offerIdentifier: String?, discountType: String?, trial: Bool?, intro: Bool?
         var environment = AppStoreEnvironment.production, storefront: String?, transactionReason: String?
         var price: Int64?, currency: String?, extra: [String: String] = [:], unknown = UnknownFields()
+        var appTransactionId: String?, offerPeriod: String?, billingPlanType: String?, commitment: Commitment?
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
@@ -79,7 +107,11 @@ extension TransactionFact {
             case 28 where n: price = try r.readInt64()
             case 29 where s: currency = try r.readString()
             case 30 where s: try r.readMapEntry(into: &extra)
-            case 1...30: throw FactDecodingError("transaction field \(tag) has the wrong wire type")
+            case 31 where s: appTransactionId = try r.readString()
+            case 32 where s: offerPeriod = try r.readString()
+            case 33 where s: billingPlanType = try r.readString()
+            case 34 where s: commitment = try Self.decodeCommitment(try r.readBytes())
+            case 1...34: throw FactDecodingError("transaction field \(tag) has the wrong wire type")
             default: try r.readUnknown(tag: tag, wire: wire, into: &unknown)
             }
         }
@@ -99,7 +131,8 @@ extension TransactionFact {
                     isUpgraded: upgraded, offerType: offerType, offerIdentifier: offerIdentifier,
                     offerDiscountType: discountType, isTrialPeriod: trial, isInIntroOfferPeriod: intro,
                     environment: environment, storefront: storefront, transactionReason: transactionReason,
-                    price: price, currency: currency, extra: extra, unknownFields: unknown)))
+                    price: price, currency: currency, appTransactionId: appTransactionId, offerPeriod: offerPeriod,
+                    billingPlanType: billingPlanType, commitment: commitment, extra: extra, unknownFields: unknown)))
     }
 }
 
@@ -120,6 +153,18 @@ extension RenewalInfoFact {
         w.write(13, recentSubscriptionStartDate)
         w.write(14, UInt64(environment.code))
         w.write(15, extra)
+        w.write(16, renewalPrice)
+        w.write(17, currency)
+        w.write(18, offerDiscountType)
+        w.write(19, offerPeriod)
+        // An empty list is Apple's word too ("no offer now"): written as the count, then the ids.
+        if let ids = eligibleWinBackOfferIds {
+            w.write(20, UInt64(ids.count))
+            for id in ids { w.write(21, id) }
+        }
+        w.write(22, appAccountToken)
+        w.write(23, appTransactionId)
+        w.write(24, renewalBillingPlanType)
         w.write(unknownFields)
     }
 
@@ -144,7 +189,18 @@ extension RenewalInfoFact {
             case 13 where n: self.recentSubscriptionStartDate = try r.readInt64()
             case 14 where n: self.environment = try readEnvironment(&r)
             case 15 where s: try r.readMapEntry(into: &self.extra)
-            case 1...15: throw FactDecodingError("renewal field \(tag) has the wrong wire type")
+            case 16 where n: self.renewalPrice = try r.readInt64()
+            case 17 where s: self.currency = try r.readString()
+            case 18 where s: self.offerDiscountType = try r.readString()
+            case 19 where s: self.offerPeriod = try r.readString()
+            case 20 where n:
+                _ = try r.readVarint()
+                if self.eligibleWinBackOfferIds == nil { self.eligibleWinBackOfferIds = [] }
+            case 21 where s: self.eligibleWinBackOfferIds = (self.eligibleWinBackOfferIds ?? []) + [try r.readString()]
+            case 22 where s: self.appAccountToken = try r.readString()
+            case 23 where s: self.appTransactionId = try r.readString()
+            case 24 where s: self.renewalBillingPlanType = try r.readString()
+            case 1...24: throw FactDecodingError("renewal field \(tag) has the wrong wire type")
             default: try r.readUnknown(tag: tag, wire: wire, into: &self.unknownFields)
             }
         }
@@ -209,6 +265,8 @@ extension BindingClaim {
         w.write(3, claimedAt)
         w.write(4, cause.rawValue)
         w.write(5, UInt64(environment.code))
+        w.write(6, appAccountToken)
+        if everyEnvironment { w.write(7, UInt64(1)) }
         w.write(unknownFields)
     }
 
@@ -226,7 +284,9 @@ extension BindingClaim {
                 guard let c = Cause(rawValue: name) else { throw FactDecodingError("unknown binding cause \(name)") }
                 self.cause = c
             case 5 where n: self.environment = try readEnvironment(&r)
-            case 1...5: throw FactDecodingError("binding field \(tag) has the wrong wire type")
+            case 6 where s: self.appAccountToken = try r.readString()
+            case 7 where n: self.everyEnvironment = try r.readVarint() != 0
+            case 1...7: throw FactDecodingError("binding field \(tag) has the wrong wire type")
             default: try r.readUnknown(tag: tag, wire: wire, into: &self.unknownFields)
             }
         }

@@ -57,8 +57,34 @@ public struct TransactionFact: Hashable, Codable, Sendable {
         var transactionReason: String?
         var price: Int64?
         var currency: String?
+        var appTransactionId: String?
+        var offerPeriod: String?
+        var billingPlanType: String?
+        var commitment: Commitment?
         var extra: [String: String]
         var unknownFields: UnknownFields
+    }
+
+    /// A subscription billed in installments over a longer commitment (V2 `commitmentInfo`, with `billingPlanType`
+    /// `MONTHLY`): a monthly-billed annual plan is one commitment of twelve billing periods.
+    public struct Commitment: Hashable, Codable, Sendable {
+        /// Which billing period of the commitment this transaction pays (1-based).
+        public var billingPeriodNumber: Int64?
+        public var totalBillingPeriods: Int64?
+        /// When the commitment ends (the last billing period's end).
+        public var expiresDate: UnixMillis?
+        /// The whole commitment's price, in milliunits of the transaction's currency.
+        public var price: Int64?
+
+        public init(
+            billingPeriodNumber: Int64? = nil, totalBillingPeriods: Int64? = nil, expiresDate: UnixMillis? = nil,
+            price: Int64? = nil
+        ) {
+            self.billingPeriodNumber = billingPeriodNumber
+            self.totalBillingPeriods = totalBillingPeriods
+            self.expiresDate = expiresDate
+            self.price = price
+        }
     }
 
     private var box: CopyOnWriteBox<Fields>
@@ -168,7 +194,7 @@ public struct TransactionFact: Hashable, Codable, Sendable {
         get { box.value.offerIdentifier }
         set { fields.offerIdentifier = newValue }
     }
-    /// `FREE_TRIAL`, `PAY_AS_YOU_GO`, `PAY_UP_FRONT`.
+    /// `FREE_TRIAL`, `PAY_AS_YOU_GO`, `PAY_UP_FRONT`, `ONE_TIME`.
     public var offerDiscountType: String? {
         get { box.value.offerDiscountType }
         set { fields.offerDiscountType = newValue }
@@ -205,6 +231,26 @@ public struct TransactionFact: Hashable, Codable, Sendable {
         get { box.value.currency }
         set { fields.currency = newValue }
     }
+    /// The App Store's id of the app download (links the purchase to its `AppTransaction`).
+    public var appTransactionId: String? {
+        get { box.value.appTransactionId }
+        set { fields.appTransactionId = newValue }
+    }
+    /// The offer's length as an ISO-8601 duration (`P1M`), for offers that last several periods.
+    public var offerPeriod: String? {
+        get { box.value.offerPeriod }
+        set { fields.offerPeriod = newValue }
+    }
+    /// `MONTHLY` for a commitment billed monthly; nil for the usual upfront billing.
+    public var billingPlanType: String? {
+        get { box.value.billingPlanType }
+        set { fields.billingPlanType = newValue }
+    }
+    /// V2 `commitmentInfo`.
+    public var commitment: Commitment? {
+        get { box.value.commitment }
+        set { fields.commitment = newValue }
+    }
     /// Fields Apple sent that this version does not model, by their Apple name, as compact JSON text.
     public var extra: [String: String] {
         get { box.value.extra }
@@ -229,6 +275,7 @@ public struct TransactionFact: Hashable, Codable, Sendable {
                 revocationReason: nil, revocationType: nil, revocationPercentage: nil, isUpgraded: nil, offerType: nil,
                 offerIdentifier: nil, offerDiscountType: nil, isTrialPeriod: nil, isInIntroOfferPeriod: nil,
                 environment: environment, storefront: nil, transactionReason: nil, price: nil, currency: nil,
+                appTransactionId: nil, offerPeriod: nil, billingPlanType: nil, commitment: nil,
                 extra: [:], unknownFields: UnknownFields()))
     }
 
@@ -259,6 +306,19 @@ public struct RenewalInfoFact: Hashable, Codable, Sendable {
     public var signedDate: UnixMillis?
     public var recentSubscriptionStartDate: UnixMillis?
     public var environment: AppStoreEnvironment
+    /// The price of the next renewal, in milliunits of `currency`.
+    public var renewalPrice: Int64?
+    public var currency: String?
+    /// The discount of the offer applied at the next renewal (`FREE_TRIAL`, `PAY_AS_YOU_GO`, `PAY_UP_FRONT`,
+    /// `ONE_TIME`) and its length (ISO-8601).
+    public var offerDiscountType: String?
+    public var offerPeriod: String?
+    /// Win-back offers the customer may redeem now.
+    public var eligibleWinBackOfferIds: [String]?
+    public var appAccountToken: String?
+    public var appTransactionId: String?
+    /// `MONTHLY` when the next renewal is billed in installments.
+    public var renewalBillingPlanType: String?
     public var extra: [String: String]
     public var unknownFields: UnknownFields
 
@@ -303,6 +363,17 @@ public struct NotificationFact: Hashable, Codable, Sendable {
     }
 }
 
+extension NotificationFact {
+    /// A string field the notification carried in `extra` (kept there as compact JSON text), or nil when absent or
+    /// not a plain string.
+    public func statedString(_ key: String) -> String? {
+        guard let text = extra[key], text.utf8.count >= 2, text.first == "\"", text.last == "\"",
+            !text.contains("\\")
+        else { return nil }
+        return String(text.dropFirst().dropLast())
+    }
+}
+
 /// An app user presents an OTID as theirs (after a purchase or a restore), or a transaction names the user by its
 /// `appAccountToken`.
 public struct BindingClaim: Hashable, Codable, Sendable {
@@ -319,19 +390,43 @@ public struct BindingClaim: Hashable, Codable, Sendable {
     /// The claim's instant (valid time).
     public var claimedAt: UnixMillis
     public var cause: Cause
+    /// The environment the claim is about; ignored when `everyEnvironment`.
     public var environment: AppStoreEnvironment
+    /// The `appAccountToken` the claim is about: the token a transaction carried (cause `appAccountToken`), or one
+    /// the app's backend names as this user's. Either way, where `appUserId` is not the token itself, the claim maps
+    /// the token to that user on this subscription (docs/domain.md, "Owners"). Nil on claims stored before tokens
+    /// were kept: a token claim's user id then is the token.
+    public var appAccountToken: String?
+    /// A claim that named no environment: it applies in every environment where the subscription is known, and in
+    /// one where it appears later.
+    public var everyEnvironment: Bool
     public var unknownFields: UnknownFields
 
     public init(
         appUserId: AppUserID, originalTransactionId: OriginalTransactionID, claimedAt: UnixMillis,
-        cause: Cause = .claim, environment: AppStoreEnvironment = .production
+        cause: Cause = .claim, environment: AppStoreEnvironment = .production, appAccountToken: String? = nil,
+        everyEnvironment: Bool = false
     ) {
         self.appUserId = appUserId
         self.originalTransactionId = originalTransactionId
         self.claimedAt = claimedAt
         self.cause = cause
         self.environment = environment
+        self.appAccountToken = appAccountToken
+        self.everyEnvironment = everyEnvironment
         self.unknownFields = UnknownFields()
+    }
+
+    /// The token a claim of cause `appAccountToken` is about (claims stored before tokens were kept name it as
+    /// their user).
+    public var claimedToken: String? {
+        appAccountToken ?? (cause == .appAccountToken ? appUserId.rawValue : nil)
+    }
+
+    /// True when the claim applies to a subscription of `environment`.
+    @inline(__always)
+    public func applies(to environment: AppStoreEnvironment) -> Bool {
+        everyEnvironment || self.environment == environment
     }
 }
 

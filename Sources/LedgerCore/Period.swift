@@ -31,6 +31,15 @@ public struct Period: Hashable, Sendable {
     public var revocations: [Revocation]
     /// Provenance: the sequence number of the event that created the period.
     public var seq: UInt64
+    /// What the customer paid, in milliunits of `currency` (Apple's `price`; V1 receipts do not state it).
+    public var price: Int64?
+    public var currency: String?
+    /// `PURCHASE` or `RENEWAL` (V2 `transactionReason`): a renewal after a lapse in billing is still a renewal.
+    public var transactionReason: String?
+    /// `MONTHLY` for a period billed as one installment of a longer commitment.
+    public var billingPlanType: String?
+    /// When the commitment this period is an installment of ends.
+    public var commitmentExpiresDate: UnixMillis?
     /// Fold state: the transaction ids whose latest revision states the open revocation. A later revision of one of
     /// them without a revocation date reverses it; a restored copy that never mentioned it does not.
     var revokingTransactions: [TransactionID]
@@ -73,6 +82,26 @@ public struct Period: Hashable, Sendable {
         self.revokingTransactions = revokingTransactions
     }
 
+    /// Every field, fold state included, for the decoder: one initialisation, no copy of a half-built period.
+    init(
+        transactionId: TransactionID, lineItem: CompactID?, productId: String, start: UnixMillis,
+        expiresDate: UnixMillis?, end: UnixMillis?, originalPurchaseDate: UnixMillis?, type: ProductType,
+        quantity: Int64, offer: Offer?, upgraded: Bool, observedAs: [TransactionID], revocations: [Revocation],
+        seq: UInt64, revokingTransactions: [TransactionID], price: Int64?, currency: String?,
+        transactionReason: String?, billingPlanType: String?, commitmentExpiresDate: UnixMillis?
+    ) {
+        self.init(
+            transactionId: transactionId, lineItem: lineItem, productId: productId, start: start,
+            expiresDate: expiresDate, end: end, originalPurchaseDate: originalPurchaseDate, type: type,
+            quantity: quantity, offer: offer, upgraded: upgraded, observedAs: observedAs, revocations: revocations,
+            seq: seq, revokingTransactions: revokingTransactions)
+        self.price = price
+        self.currency = currency
+        self.transactionReason = transactionReason
+        self.billingPlanType = billingPlanType
+        self.commitmentExpiresDate = commitmentExpiresDate
+    }
+
     /// The period the transaction `t` buys, stated by the event `seq`: its fields taken from `t` (as `take` does), a
     /// revocation open if `t` states one (as `walkRevocation` does on a period without one). Each field computed and
     /// stored once: built as a blank period then taken and walked, it cost one more retain per new period (counted
@@ -83,7 +112,7 @@ public struct Period: Hashable, Sendable {
         self.transactionId = t.transactionId
         self.lineItem = t.webOrderLineItem
         self.productId = t.productId
-        self.start = t.purchaseDate
+        self.start = Period.start(of: t, type: stated.type)
         self.expiresDate = t.expiresDate
         self.end = stated.end
         self.originalPurchaseDate = t.originalPurchaseDate
@@ -93,6 +122,11 @@ public struct Period: Hashable, Sendable {
         self.upgraded = t.isUpgraded == true
         self.observedAs = []
         self.seq = seq
+        self.price = t.price
+        self.currency = t.currency
+        self.transactionReason = t.transactionReason
+        self.billingPlanType = t.billingPlanType
+        self.commitmentExpiresDate = t.commitment?.expiresDate
         if t.isRefundLike, let date = t.revocationDate {
             self.revocations = [
                 Revocation(
@@ -104,6 +138,14 @@ public struct Period: Hashable, Sendable {
             self.revocations = []
             self.revokingTransactions = []
         }
+    }
+
+    /// Where access starts: the purchase date, except that a one-time purchase known only by a restored copy (whose
+    /// purchase date is the restore's) started at its original purchase.
+    @inline(__always)
+    static func start(of t: borrowing TransactionFact, type: ProductType) -> UnixMillis {
+        guard type == .nonConsumable, let original = t.originalPurchaseDate else { return t.purchaseDate }
+        return min(t.purchaseDate, original)
     }
 
     /// True when `transactionId` is this period's transaction or one of its restored copies.
@@ -168,12 +210,18 @@ public struct Offer: Hashable, Sendable, Codable {
     public var discountType: String?
     /// V1 `is_trial_period`.
     public var isTrial: Bool
+    /// How long the offer lasts (V2 `offerPeriod`, ISO-8601: `P3M`).
+    public var period: String?
 
-    public init(type: Int64? = nil, identifier: String? = nil, discountType: String? = nil, isTrial: Bool = false) {
+    public init(
+        type: Int64? = nil, identifier: String? = nil, discountType: String? = nil, isTrial: Bool = false,
+        period: String? = nil
+    ) {
         self.type = type
         self.identifier = identifier
         self.discountType = discountType
         self.isTrial = isTrial
+        self.period = period
     }
 
     /// The offer a transaction states, if any.
@@ -181,6 +229,7 @@ public struct Offer: Hashable, Sendable, Codable {
         let trial = t.isTrialPeriod == true || t.offerDiscountType == "FREE_TRIAL"
         guard t.offerType != nil || trial || t.isInIntroOfferPeriod == true else { return nil }
         self.init(
-            type: t.offerType ?? 1, identifier: t.offerIdentifier, discountType: t.offerDiscountType, isTrial: trial)
+            type: t.offerType ?? 1, identifier: t.offerIdentifier, discountType: t.offerDiscountType, isTrial: trial,
+            period: t.offerPeriod)
     }
 }

@@ -12,6 +12,13 @@ public struct RenewalState: Hashable, Sendable {
     /// 0 not yet consented, 1 consented.
     public var priceIncreaseStatus: Int64?
     public var renewalDate: UnixMillis?
+    /// The next renewal's price, in milliunits of `currency`.
+    public var renewalPrice: Int64?
+    public var currency: String?
+    /// Win-back offers the customer may redeem (nil: Apple did not say).
+    public var eligibleWinBackOfferIds: [String]?
+    /// `MONTHLY` when the next renewal is billed in installments.
+    public var renewalBillingPlanType: String?
     /// Provenance.
     public var seq: UInt64
 
@@ -31,13 +38,18 @@ public struct RenewalState: Hashable, Sendable {
         gracePeriodExpiresDate = r.gracePeriodExpiresDate
         priceIncreaseStatus = r.priceIncreaseStatus
         renewalDate = r.renewalDate
+        renewalPrice = r.renewalPrice
+        currency = r.currency
+        eligibleWinBackOfferIds = r.eligibleWinBackOfferIds
+        renewalBillingPlanType = r.renewalBillingPlanType
     }
 
-    /// Apple's expiry reason names for `expirationIntent`, matching the EXPIRED notification's subtypes.
+    /// Apple's expiry reason names for `expirationIntent`: the EXPIRED notification's subtypes, so that one reason
+    /// has one spelling whichever way Apple stated it (V1 intent 2 and V2 EXPIRED/BILLING_RETRY are the same).
     public static func expirationReason(intent: Int64?) -> String? {
         switch intent {
         case 1: "VOLUNTARY"
-        case 2: "BILLING_ERROR"
+        case 2: "BILLING_RETRY"
         case 3: "PRICE_INCREASE"
         case 4: "PRODUCT_NOT_FOR_SALE"
         case 5: "OTHER"

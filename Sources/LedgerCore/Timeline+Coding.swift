@@ -69,6 +69,34 @@ extension Timeline {
         // decode the periods to rebuild them.
         let bounds = index.built ? index : PeriodIndex(periods: periods)
         w.writeNested(10) { bounds.encode(into: &$0) }
+        if let accountToken {
+            w.writeNested(11) { a in
+                a.write(1, accountToken.token)
+                a.write(2, accountToken.appUserId.rawValue)
+            }
+        }
+        // In token order: equal timelines encode to identical bytes.
+        for token in tokenUsers.keys.sorted() {
+            w.writeNested(12) { a in
+                a.write(1, token)
+                a.write(2, tokenUsers[token]!.rawValue)
+            }
+        }
+    }
+
+    /// A (token, user) pair of fields 11 and 12.
+    private static func decodeTokenUser(_ bytes: UnsafeRawBufferPointer) throws(FactDecodingError) -> (String, AppUserID) {
+        var r = BinaryReader(bytes)
+        var token: String?, user: String?
+        while let (tag, wire) = try r.nextField() {
+            switch tag {
+            case 1 where wire == .bytes: token = try r.readString()
+            case 2 where wire == .bytes: user = try r.readString()
+            default: throw FactDecodingError("bad timeline token field \(tag)")
+            }
+        }
+        guard let token, let user else { throw FactDecodingError("timeline token lacks its token or user") }
+        return (token, AppUserID(user))
     }
 
     /// Decodes what `encoded()` wrote.
@@ -121,6 +149,8 @@ extension Timeline {
         var refused: [RefusedClaim] = []
         var lastSeq: UInt64 = 0
         var frontier: FoldPosition?
+        var accountToken: AccountTokenClaim?
+        var tokenUsers: [String: AppUserID] = [:]
         while true {
             let at = r.offset
             guard let (tag, wire) = try r.nextField() else { break }
@@ -149,7 +179,13 @@ extension Timeline {
                 }
                 frontier = position
             case 10 where s: index = try PeriodIndex(decoding: try r.readBytes())
-            case 1...10: throw FactDecodingError("timeline field \(tag) has the wrong wire type")
+            case 11 where s:
+                let (token, user) = try Self.decodeTokenUser(try r.readBytes())
+                accountToken = AccountTokenClaim(token: token, appUserId: user)
+            case 12 where s:
+                let (token, user) = try Self.decodeTokenUser(try r.readBytes())
+                tokenUsers[token] = user
+            case 1...12: throw FactDecodingError("timeline field \(tag) has the wrong wire type")
             default: try r.skip(wire)
             }
         }
@@ -160,6 +196,8 @@ extension Timeline {
         self.renewal = renewal
         self.owners = owners
         self.refusedClaims = refused
+        self.accountToken = accountToken
+        self.tokenUsers = tokenUsers
         self.lastSeq = lastSeq
         self.frontier = frontier
         // Without stored bounds (an older encoding) the index is rebuilt from the periods on first use.
@@ -218,6 +256,11 @@ extension Period {
         if !p.pointee.revocations.isEmpty { encodeRevocations(p, into: &w) }
         w.write(14, p.pointee.seq)
         if !p.pointee.revokingTransactions.isEmpty { encodeIds(15, p.pointee.revokingTransactions, into: &w) }
+        w.write(16, p.pointee.price)
+        w.write(17, p.pointee.currency)
+        w.write(18, p.pointee.transactionReason)
+        w.write(19, p.pointee.billingPlanType)
+        w.write(20, p.pointee.commitmentExpiresDate)
     }
 
     private static func encodeIds(_ tag: UInt32, _ ids: [TransactionID], into w: inout BinaryWriter) {
@@ -232,6 +275,7 @@ extension Period {
             o.write(2, offer.identifier)
             o.write(3, offer.discountType)
             if offer.isTrial { o.write(4, true) }
+            o.write(5, offer.period)
         }
     }
 
@@ -262,6 +306,8 @@ extension Period {
         var type = ProductType.autoRenewable, quantity: Int64 = 1, offer: Offer?, upgraded = false
         var observedAs: [TransactionID] = [], revocations: [Revocation] = [], seq: UInt64 = 0
         var revokingTransactions: [TransactionID] = []
+        var price: Int64?, currency: String?, transactionReason: String?, billingPlanType: String?
+        var commitmentExpiresDate: Int64?
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
@@ -286,6 +332,7 @@ extension Period {
                     case 2: o2.identifier = try o.readString()
                     case 3: o2.discountType = try o.readString()
                     case 4: o2.isTrial = try o.readBool()
+                    case 5: o2.period = try o.readString()
                     default: throw FactDecodingError("bad offer field \(t)")
                     }
                 }
@@ -310,7 +357,12 @@ extension Period {
                 revocations.append(rev)
             case 14 where n: seq = try r.readVarint()
             case 15 where s: revokingTransactions.append(TransactionID(try r.readID()))
-            case 1...15: throw FactDecodingError("period field \(tag) has the wrong wire type")
+            case 16 where n: price = try r.readInt64()
+            case 17 where s: currency = try r.readString()
+            case 18 where s: transactionReason = try r.readString()
+            case 19 where s: billingPlanType = try r.readString()
+            case 20 where n: commitmentExpiresDate = try r.readInt64()
+            case 1...20: throw FactDecodingError("period field \(tag) has the wrong wire type")
             default: try r.skip(wire)
             }
         }
@@ -319,7 +371,9 @@ extension Period {
             transactionId: TransactionID(tid), lineItem: lineItem, productId: product, start: start,
             expiresDate: expiresDate, end: end, originalPurchaseDate: originalPurchaseDate, type: type,
             quantity: quantity, offer: offer, upgraded: upgraded, observedAs: observedAs, revocations: revocations,
-            seq: seq, revokingTransactions: revokingTransactions)
+            seq: seq, revokingTransactions: revokingTransactions, price: price, currency: currency,
+            transactionReason: transactionReason, billingPlanType: billingPlanType,
+            commitmentExpiresDate: commitmentExpiresDate)
     }
 }
 
@@ -365,6 +419,13 @@ extension RenewalState {
         w.write(8, priceIncreaseStatus)
         w.write(9, renewalDate)
         w.write(10, seq)
+        w.write(11, renewalPrice)
+        w.write(12, currency)
+        if let ids = eligibleWinBackOfferIds {
+            w.write(13, UInt64(ids.count))
+            for id in ids { w.write(14, id) }
+        }
+        w.write(15, renewalBillingPlanType)
     }
 
     init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
@@ -382,6 +443,13 @@ extension RenewalState {
             case 8: s.priceIncreaseStatus = try r.readInt64()
             case 9: s.renewalDate = try r.readInt64()
             case 10: s.seq = try r.readVarint()
+            case 11: s.renewalPrice = try r.readInt64()
+            case 12: s.currency = try r.readString()
+            case 13:
+                _ = try r.readVarint()
+                if s.eligibleWinBackOfferIds == nil { s.eligibleWinBackOfferIds = [] }
+            case 14: s.eligibleWinBackOfferIds = (s.eligibleWinBackOfferIds ?? []) + [try r.readString()]
+            case 15: s.renewalBillingPlanType = try r.readString()
             default: throw FactDecodingError("bad renewal state field \(tag)")
             }
         }

@@ -105,6 +105,13 @@ extension Timeline {
             let px = FoldPosition(x), py = FoldPosition(y)
             if px != py { return px < py }
             if x.fact == y.fact { return x.seq < y.seq }
+            // Two revisions of one transaction stated at one instant (one receipt's `in_app` and
+            // `latest_receipt_info`): the one stating a revocation folds last, so a copy without it never undoes it.
+            if case .transaction(let a) = x.fact, case .transaction(let b) = y.fact,
+                (a.revocationDate == nil) != (b.revocationDate == nil)
+            {
+                return a.revocationDate == nil
+            }
             return x.fact.encoded().lexicographicallyPrecedes(y.fact.encoded())
         }
         var previous: FoldKey?
@@ -214,13 +221,16 @@ extension Timeline {
             guard n.environment == environment, n.originalTransactionId == originalTransactionId else { return nil }
             return (n.signedDate ?? e.pointee.metadata.observedAt, 3)
         case .binding(let b):
-            guard b.environment == environment, b.originalTransactionId == originalTransactionId else { return nil }
+            guard b.applies(to: environment), b.originalTransactionId == originalTransactionId else { return nil }
             return (b.claimedAt, 4)
         }
     }
 
     func concerns(_ fact: Fact) -> Bool {
-        fact.environment == environment && fact.originalTransactionId == originalTransactionId
+        if case .binding(let b) = fact {
+            return b.applies(to: environment) && b.originalTransactionId == originalTransactionId
+        }
+        return fact.environment == environment && fact.originalTransactionId == originalTransactionId
     }
 
     // MARK: - The step function
@@ -230,12 +240,33 @@ extension Timeline {
         case .transaction(let t): stepTransaction(t, at: instant, seq: seq, rules: rules)
         case .renewal(let r): stepRenewal(r, at: instant, seq: seq)
         case .notification(let n): stepNotification(n, at: instant, seq: seq)
-        case .binding(let b): claim(b.appUserId, at: b.claimedAt, cause: b.cause, seq: seq, policy: rules.bindingPolicy)
+        case .binding(let b): stepClaim(b, seq: seq, policy: rules.bindingPolicy)
         }
     }
 
+    /// A binding claim. A token claim (a transaction's `appAccountToken`) claims only when the token is new on the
+    /// subscription or names another user than when it last claimed: Apple repeats the token on every renewal, and
+    /// a repetition must not take the subscription back from a user it was bound to since (docs/domain.md).
+    mutating func stepClaim(_ b: BindingClaim, seq: UInt64, policy: BindingPolicy) {
+        guard let token = b.claimedToken, !token.isEmpty else {
+            claim(b.appUserId, at: b.claimedAt, cause: b.cause, seq: seq, policy: policy)
+            return
+        }
+        // A claim naming a user for the token maps the token to that user here.
+        if b.appUserId.rawValue != token { tokenUsers[token] = b.appUserId }
+        guard b.cause == .appAccountToken else {
+            claim(b.appUserId, at: b.claimedAt, cause: b.cause, seq: seq, policy: policy)
+            return
+        }
+        let user = b.appUserId.rawValue != token ? b.appUserId : (tokenUsers[token] ?? b.appUserId)
+        if let last = accountToken, last.token == token, last.appUserId == user { return }
+        accountToken = AccountTokenClaim(token: token, appUserId: user)
+        claim(user, at: b.claimedAt, cause: .appAccountToken, seq: seq, policy: policy)
+    }
+
     /// One revision of one transaction: creates or updates its period, joins restored copies to the period they copy,
-    /// opens or reverses a revocation, and claims the subscription for the user its `appAccountToken` names.
+    /// opens or reverses a revocation. (Its `appAccountToken` claims through the binding claim the decoder states
+    /// beside it: see `stepClaim`.)
     /// - Complexity: O(1) for a transaction after every known one (a renewal: id, line item and start above all the
     ///   periods'), O(periods) otherwise (a revision, a restored copy, a refund).
     mutating func stepTransaction(_ t: borrowing TransactionFact, at instant: UnixMillis, seq: UInt64, rules: FoldRules) {
@@ -246,9 +277,11 @@ extension Timeline {
             index.noteId(id)
             if let w = t.webOrderLineItem { index.noteLineItem(w) }
         }
+        // A one-time purchase (no expiry) may be a restored copy of one already known, whatever its dates.
+        let oneTime = t.expiresDate == nil ? Period.typeAndEnd(of: t, rules: rules).type == .nonConsumable : false
         let surelyNew =
             index.surelyUnknownId(id)
-            && (periods.isEmpty || start(ofPeriod: periods.count - 1) < t.purchaseDate)
+            && (periods.isEmpty || (!oneTime && start(ofPeriod: periods.count - 1) < t.purchaseDate))
             && (t.webOrderLineItem.map { index.surelyUnknownLineItem($0) } ?? true)
         if !surelyNew && storedPeriods != nil {
             needsEveryPeriod = true  // The scans below would miss the periods kept as bytes.
@@ -261,7 +294,7 @@ extension Timeline {
             place(consume p, from: i)
             return
         }
-        if !surelyNew, let i = periods.lastIndex(where: { $0.isCopied(by: t) }) {
+        if !surelyNew, let i = periods.lastIndex(where: { $0.isCopied(by: t, oneTime: oneTime) }) {
             var p = periods[i]
             if id < p.transactionId {
                 // The smaller id is the original: it becomes the period's transaction and states its fields.
@@ -278,15 +311,12 @@ extension Timeline {
             // line item, none starts when it does): the scans above would find nothing.
             let p = Period(bought: t, seq: seq, rules: rules)
             if periods.isEmpty || !goes(p, before: periods.count - 1) {
-                // The common case, appended here: handed to `place`, the new period was copied on the way in (4%
-                // more cycles in `replay --check` of 1M events, `perf stat -e cycles:u`).
+                // The common case, appended here: `place` takes its period as an argument, a copy.
                 periods.append(p)
+                endUpgradedPeriod(at: periods.count - 2)
             } else {
                 place(p, from: nil)
             }
-        }
-        if let token = t.appAccountToken, !token.isEmpty {
-            claim(AppUserID(token), at: instant, cause: .appAccountToken, seq: seq, policy: rules.bindingPolicy)
         }
     }
 
@@ -316,21 +346,41 @@ extension Timeline {
     /// (`consuming`): borrowed, it was copied into the array (2.4% more instructions in a replay).
     /// - Complexity: O(1) when it stays last or in place, O(periods) otherwise.
     mutating func place(_ p: consuming Period, from old: Int?) {
-        if let old {
-            let fitsBefore = old == 0 || !goes(p, before: old - 1)
-            let fitsAfter = old == periods.count - 1 || goes(p, before: old + 1)
-            if fitsBefore && fitsAfter {
-                periods[old] = p
-                return
-            }
-            periods.remove(at: old)
-        }
-        var i = periods.count
-        while i > 0 && goes(p, before: i - 1) { i -= 1 }
-        if i == periods.count {
-            periods.append(p)  // The common case; `insert` goes through a generic replaceSubrange.
+        var i: Int
+        if let old, old == 0 || !goes(p, before: old - 1), old == periods.count - 1 || goes(p, before: old + 1) {
+            periods[old] = p
+            i = old
         } else {
-            periods.insert(p, at: i)
+            if let old { periods.remove(at: old) }
+            i = periods.count
+            while i > 0 && goes(p, before: i - 1) { i -= 1 }
+            if i == periods.count {
+                periods.append(p)  // The common case; `insert` goes through a generic replaceSubrange.
+            } else {
+                periods.insert(p, at: i)
+            }
+        }
+        endUpgradedPeriod(at: i - 1)
+        endUpgradedPeriod(at: i)
+    }
+
+    /// Ends the period at `i` where the next one begins, when the next is another product of the subscription that
+    /// begins before it ends: an upgrade (or an immediate crossgrade). Apple marks the old side (`isUpgraded`, a
+    /// revocation date) in V1 and in a revision of the old transaction, but a V2 notification of the upgrade carries
+    /// only the new transaction; either way periods never overlap (docs/domain.md, "Plan changes").
+    /// The old side's own revocation at that instant, when Apple stated one without `isUpgraded`, is the upgrade's,
+    /// not a refund.
+    mutating func endUpgradedPeriod(at i: Int) {
+        guard i >= 0, i + 1 < periods.count else { return }
+        let next = periods[i + 1]
+        guard periods[i].type == .autoRenewable, next.type == .autoRenewable, periods[i].productId != next.productId,
+            periods[i].start < next.start, periods[i].end.map({ next.start < $0 }) ?? false
+        else { return }
+        periods[i].end = next.start
+        periods[i].upgraded = true
+        if let r = periods[i].revocations.last, r.date == next.start, r.reversedAt == nil, !r.isFamilyRevoke {
+            periods[i].revocations.removeLast()
+            periods[i].revokingTransactions = []
         }
     }
 
@@ -347,6 +397,15 @@ extension Timeline {
             record(TimelineChange(at: instant, kind: .gracePeriod, seq: seq, until: g))
         } else if graceUntil == nil, new.isInBillingRetryPeriod == true, old?.isInBillingRetryPeriod != true {
             record(TimelineChange(at: instant, kind: .billingRetry, seq: seq))
+        }
+        // Apple stops retrying: the subscription expired (an expiration intent says why) or the billing recovered.
+        // V1 receipts have no notification for either; the renewal info is all they state.
+        if old?.isInBillingRetryPeriod == true, new.isInBillingRetryPeriod == false {
+            if let reason = RenewalState.expirationReason(intent: new.expirationIntent) {
+                record(TimelineChange(at: instant, kind: .expired, seq: seq, detail: reason))
+            } else {
+                record(TimelineChange(at: instant, kind: .recovered, seq: seq))
+            }
         }
         let current = new.productId ?? lastProductId
         let oldPending = old.flatMap { o in o.autoRenewProductId.flatMap { $0 != (o.productId ?? current) ? $0 : nil } }
@@ -402,15 +461,21 @@ extension Timeline {
         case "PRICE_INCREASE", "PRICE_INCREASE_CONSENT": note(.priceIncrease, subtype)
         case "OFFER_REDEEMED": note(.offerRedeemed, subtype)
         case "RENEWAL_EXTENDED": note(.renewalExtended)
-        default: break
+        case "CONSUMPTION_REQUEST": note(.refundRequested, n.statedString("data.consumptionRequestReason"))
+        // The transaction each of these carries states what happened (a purchase, a renewal, a refund, a revoke, an
+        // upgrade): the timeline shows it as that.
+        case "SUBSCRIBED", "DID_RENEW", "ONE_TIME_CHARGE", "REFUND", "REVOKE", "INITIAL_BUY", "RENEWAL",
+            "INTERACTIVE_RENEWAL", "CANCEL":
+            break
+        default: note(.notification, subtype.map { n.notificationType + "/" + $0 } ?? n.notificationType)
         }
     }
 
     /// Records a stated change, merging it into one of the same kind stated within `sameChangeWindow` before.
     mutating func record(_ change: TimelineChange) {
         var i = statedChanges.count - 1
-        while i >= 0 && change.at - statedChanges[i].at <= sameChangeWindow {
-            if statedChanges[i].kind == change.kind {
+        while i >= 0 && change.at.saturatingSubtract(statedChanges[i].at) <= sameChangeWindow {
+            if statedChanges[i].kind == change.kind && (change.kind != .notification || statedChanges[i].detail == change.detail) {
                 if statedChanges[i].detail == nil { statedChanges[i].detail = change.detail }
                 if let u = change.until { statedChanges[i].until = max(statedChanges[i].until ?? u, u) }
                 return
@@ -445,7 +510,10 @@ extension Timeline {
 extension Period {
     /// True when the transaction is a restored copy of this period: the same `webOrderLineItemId`, or (when either
     /// lacks one, as V1 restores may) the same product and purchase date.
-    func isCopied(by t: TransactionFact) -> Bool {
+    /// A one-time purchase (`oneTime`: the transaction is a non-consumable) is restored with a new id and the
+    /// restore's date as its purchase date: within one OTID every transaction of the product is that purchase.
+    func isCopied(by t: TransactionFact, oneTime: Bool) -> Bool {
+        if oneTime && type == .nonConsumable { return productId == t.productId }
         if let a = lineItem, let b = t.webOrderLineItem { return a == b }
         return productId == t.productId && start == t.purchaseDate
     }
@@ -454,13 +522,18 @@ extension Period {
     mutating func take(_ t: TransactionFact, rules: FoldRules) {
         productId = t.productId
         if let w = t.webOrderLineItem { lineItem = w }
-        start = t.purchaseDate
         expiresDate = t.expiresDate
         originalPurchaseDate = t.originalPurchaseDate
         quantity = t.quantity ?? 1
         offer = Offer(t)
         upgraded = t.isUpgraded == true
         (type, end) = Period.typeAndEnd(of: t, rules: rules)
+        start = Period.start(of: t, type: type)
+        price = t.price
+        currency = t.currency
+        transactionReason = t.transactionReason
+        billingPlanType = t.billingPlanType
+        commitmentExpiresDate = t.commitment?.expiresDate
     }
 
     /// The product type a revision states (catalog first, then Apple's `type`, then inferred: an expiry means a

@@ -25,6 +25,12 @@ public struct Timeline: Hashable, Sendable {
     public internal(set) var owners: [OwnerInterval]
     /// Claims refused under the `keep` policy.
     public internal(set) var refusedClaims: [RefusedClaim]
+    /// The `appAccountToken` that last claimed the subscription, and the user it claimed for: a later transaction
+    /// repeating it claims nothing (docs/domain.md, "Owners").
+    public internal(set) var accountToken: AccountTokenClaim?
+    /// App users that claims named for a token on this subscription (token → user), so that a token Apple repeats
+    /// alone claims for the app's user, not for the UUID.
+    public internal(set) var tokenUsers: [String: AppUserID]
     /// The largest seq folded (0 for an empty timeline).
     public internal(set) var lastSeq: UInt64
     /// Fold state: the position of the last event stepped; `apply` steps only events after it.
@@ -47,6 +53,8 @@ public struct Timeline: Hashable, Sendable {
         renewal = nil
         owners = []
         refusedClaims = []
+        accountToken = nil
+        tokenUsers = [:]
         lastSeq = 0
         frontier = nil
         index.built = true  // No periods: nothing to index.
@@ -107,7 +115,7 @@ public struct Timeline: Hashable, Sendable {
             return StatusAt(status: .expired, period: nil, expiresAt: nil)
         }
         let endedAt = last.end ?? instant
-        if let r = last.revocation(at: max(last.start, min(instant, endedAt - 1))) {
+        if let r = last.revocation(at: max(last.start, min(instant, endedAt.saturatingSubtract(1)))) {
             return StatusAt(status: .revoked, period: last, expiresAt: r.date)
         }
         // Past the end: replay what was stated since the period began to tell grace, billing retry and expiry apart.
@@ -297,4 +305,15 @@ func isDecimal(_ s: String) -> Bool {
     // Native strings expose their UTF-8 in place (no copy, unlike `withUTF8` on a copy); others take the slow path.
     s.utf8.withContiguousStorageIfAvailable { u in !u.isEmpty && u.allSatisfy { $0 &- 48 < 10 } }
         ?? (!s.isEmpty && s.utf8.allSatisfy { $0 &- 48 < 10 })
+}
+
+/// The token that last claimed a subscription, and the user it claimed for.
+public struct AccountTokenClaim: Hashable, Sendable {
+    public var token: String
+    public var appUserId: AppUserID
+
+    public init(token: String, appUserId: AppUserID) {
+        self.token = token
+        self.appUserId = appUserId
+    }
 }

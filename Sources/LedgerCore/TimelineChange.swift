@@ -41,6 +41,13 @@ public enum ChangeKind: String, Hashable, Sendable, Codable, CaseIterable, ByteC
     case priceIncrease = "price_increase", offerRedeemed = "offer_redeemed", renewalExtended = "renewal_extended"
     // Derived from the owners.
     case ownerChanged = "owner_changed", claimRefused = "claim_refused"
+    // Stated by notifications (new kinds go last: the byte code is the position).
+    /// A customer asked Apple for a refund; Apple asks the app for consumption data (CONSUMPTION_REQUEST).
+    case refundRequested = "refund_requested"
+    /// Any other notification about the subscription, by `TYPE` or `TYPE/SUBTYPE` in `detail` (METADATA_UPDATE,
+    /// MIGRATION, PRICE_CHANGE, RENEWAL_EXTENSION/FAILURE, and types Apple adds later): kept on the timeline, never
+    /// dropped.
+    case notification
 
     /// Stable small number: binary encoding and ordering.
     nonisolated(unsafe) static let byCode = makeCodeTable()

@@ -22,11 +22,16 @@ public struct TimelineView: Hashable, Sendable, Codable {
     public var priceIncreaseStatus: Int64?
     public var refusedClaims: [RefusedClaimView]
     public var lastSeq: UInt64
+    /// The next renewal's price (milliunits of `renewalCurrency`), from the latest renewal info.
+    public var renewalPrice: Int64?
+    public var renewalCurrency: String?
+    /// Win-back offers the customer may redeem, per the latest renewal info.
+    public var eligibleWinBackOfferIds: [String]?
 
     enum CodingKeys: String, CodingKey {
         case originalTransactionId, environment, at, asOf, status, productId, expiresAt, autoRenew, pendingProductId
         case periods, changes, owners, expirationReason, gracePeriodExpiresAt, productType, inBillingRetry
-        case priceIncreaseStatus, refusedClaims, lastSeq
+        case priceIncreaseStatus, refusedClaims, lastSeq, renewalPrice, renewalCurrency, eligibleWinBackOfferIds
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -50,6 +55,9 @@ public struct TimelineView: Hashable, Sendable, Codable {
         try c.encode(priceIncreaseStatus, forKey: .priceIncreaseStatus)
         try c.encode(refusedClaims, forKey: .refusedClaims)
         try c.encode(lastSeq, forKey: .lastSeq)
+        try c.encode(renewalPrice, forKey: .renewalPrice)
+        try c.encode(renewalCurrency, forKey: .renewalCurrency)
+        try c.encode(eligibleWinBackOfferIds, forKey: .eligibleWinBackOfferIds)
     }
 }
 
@@ -71,10 +79,18 @@ public struct PeriodView: Hashable, Sendable, Codable {
     public var expiresDate: UnixMillis?
     public var quantity: Int64
     public var productType: String
+    /// Milliunits of `currency`.
+    public var price: Int64?
+    public var currency: String?
+    /// `PURCHASE` or `RENEWAL`.
+    public var transactionReason: String?
+    public var billingPlanType: String?
+    public var commitmentExpiresDate: UnixMillis?
 
     enum CodingKeys: String, CodingKey {
         case transactionId, webOrderLineItemId, productId, start, end, offer, revokedAt, revocation, upgraded
-        case observedAs, reinstatedAt, expiresDate, quantity, productType
+        case observedAs, reinstatedAt, expiresDate, quantity, productType, price, currency, transactionReason
+        case billingPlanType, commitmentExpiresDate
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -93,6 +109,11 @@ public struct PeriodView: Hashable, Sendable, Codable {
         try c.encode(expiresDate, forKey: .expiresDate)
         try c.encode(quantity, forKey: .quantity)
         try c.encode(productType, forKey: .productType)
+        try c.encode(price, forKey: .price)
+        try c.encode(currency, forKey: .currency)
+        try c.encode(transactionReason, forKey: .transactionReason)
+        try c.encode(billingPlanType, forKey: .billingPlanType)
+        try c.encode(commitmentExpiresDate, forKey: .commitmentExpiresDate)
     }
 }
 
@@ -177,15 +198,19 @@ extension Timeline {
         guard index > 0 else { return .purchase }
         let p = periods[index], prev = periods[index - 1]
         let gap = prev.end.map { p.start > $0 } ?? false
-        // A renewal that came late because billing was retried is still a renewal.
-        let retried =
-            gap
-            && statedChanges.contains {
-                $0.at >= prev.start && $0.at <= p.start
-                    && ($0.kind == .billingRetry || $0.kind == .gracePeriod || $0.kind == .recovered)
-            }
-        if p.productId == prev.productId { return gap && !retried ? .resubscribe : .renewal }
-        if gap && !retried { return .resubscribe }
+        // A renewal that came late because billing was retried is still a renewal: Apple says so
+        // (`transactionReason` RENEWAL), or the retry was stated in between.
+        let renewed =
+            p.transactionReason == "RENEWAL"
+            || (gap
+                && statedChanges.contains {
+                    $0.at >= prev.start && $0.at <= p.start
+                        && ($0.kind == .billingRetry || $0.kind == .gracePeriod || $0.kind == .recovered)
+                })
+        if p.productId == prev.productId { return gap && !renewed ? .resubscribe : .renewal }
+        // The old side of an upgrade ends where the new product starts (Apple's instants may differ by a moment):
+        // a plan change, never a resubscription.
+        if gap && !renewed && !prev.upgraded { return .resubscribe }
         if let a = rules.catalog.configuration(for: prev.productId)?.level,
             let b = rules.catalog.configuration(for: p.productId)?.level
         {
@@ -223,7 +248,8 @@ extension Timeline {
             refusedClaims: refusedClaims.map {
                 RefusedClaimView(appUserId: $0.appUserId.rawValue, at: $0.at, seq: $0.seq, cause: $0.cause.rawValue)
             },
-            lastSeq: lastSeq)
+            lastSeq: lastSeq, renewalPrice: renewalKnown?.renewalPrice, renewalCurrency: renewalKnown?.currency,
+            eligibleWinBackOfferIds: renewalKnown?.eligibleWinBackOfferIds)
     }
 }
 
@@ -238,7 +264,9 @@ extension PeriodView {
                     date: $0.date, reason: $0.reason, type: $0.type, percentage: $0.percentage, reversedAt: $0.reversedAt)
             },
             upgraded: p.upgraded, observedAs: p.observedAs.map(\.rawValue), reinstatedAt: last?.reversedAt,
-            expiresDate: p.expiresDate, quantity: p.quantity, productType: p.type.catalogName)
+            expiresDate: p.expiresDate, quantity: p.quantity, productType: p.type.catalogName, price: p.price,
+            currency: p.currency, transactionReason: p.transactionReason, billingPlanType: p.billingPlanType,
+            commitmentExpiresDate: p.commitmentExpiresDate)
     }
 }
 

@@ -58,13 +58,18 @@ struct AppendBatch {
                         layout.log, key: seq.bigEndianBytes,
                         value: StoreLayout.LogEntry.encode(link: state.chainHead, rawKey: rawKey!, eventKey: key),
                         flags: .append)
-                    if let otid = fact.originalTransactionId {
+                    if case .binding(let claim) = fact, claim.everyEnvironment {
+                        // Indexed under each environment of the subscription by the projection engine.
+                        try txn.put(
+                            layout.bindingsAny, key: StoreLayout.anyEnvironmentKey(claim.originalTransactionId),
+                            value: StoreLayout.eventKey(seq: seq, key), flags: .appendDuplicate)
+                    } else if let otid = fact.originalTransactionId {
                         try txn.put(
                             layout.byOTID, key: StoreLayout.subscriptionKey(fact.environment, otid),
                             value: StoreLayout.eventKey(seq: seq, key), flags: .appendDuplicate)
-                    }
-                    if case .binding(let claim) = fact {
-                        try index(user: claim.appUserId, otid: claim.originalTransactionId, claim.environment, txn)
+                        if case .binding(let claim) = fact {
+                            try index(user: claim.appUserId, otid: claim.originalTransactionId, claim.environment, txn)
+                        }
                     }
                     written.append(LedgerEvent(seq: seq, fact: fact, metadata: metadata))
                     result.status = .appended

@@ -30,6 +30,10 @@ extension Ledger {
         var withOTID = 0
         var bindings = Set<[UInt8]>()
         var rawInputs = 0
+        // Claims that named no environment are indexed under every environment their subscription is known in:
+        // counted once the whole log is read.
+        var claimsOfEveryEnvironment: [(claim: BindingClaim, seq: UInt64)] = []
+        var knownSubscriptions = Set<[UInt8]>()
         let chunk: UInt64 = 20_000
 
         // 1. The log: contiguous, every event present and decodable, chained, indexed; in chunks of short read
@@ -54,11 +58,16 @@ extension Ledger {
                         case .failure(let fault): return .fault(fault.description)
                         case .success(let checked): event = checked
                         }
-                        if event.fact.originalTransactionId != nil { withOTID += 1 }
-                        if case .binding(let claim) = event.fact {
-                            bindings.insert(
-                                StoreLayout.userKey(claim.environment, claim.appUserId) + [0]
-                                    + StoreLayout.subscriptionKey(claim.environment, claim.originalTransactionId))
+                        if case .binding(let claim) = event.fact, claim.everyEnvironment {
+                            claimsOfEveryEnvironment.append((claim, seq))
+                        } else if let otid = event.fact.originalTransactionId {
+                            withOTID += 1
+                            knownSubscriptions.insert(StoreLayout.subscriptionKey(event.fact.environment, otid))
+                            if case .binding(let claim) = event.fact {
+                                bindings.insert(
+                                    StoreLayout.userKey(claim.environment, claim.appUserId) + [0]
+                                        + StoreLayout.subscriptionKey(claim.environment, claim.originalTransactionId))
+                            }
                         }
                         if log.rawKey == seq { rawInputs += 1 }
                         report.events = seq
@@ -76,6 +85,21 @@ extension Ledger {
                 }
                 if try txn.statistics(layout.events).entries != Int(last) { return .fault("events holds entries the log lacks") }
                 if try txn.statistics(layout.raw).entries != rawInputs { return .fault("raw holds inputs no event came from") }
+                for (claim, seq) in claimsOfEveryEnvironment {
+                    for environment in AppStoreEnvironment.allCases {
+                        let otidKey = StoreLayout.subscriptionKey(environment, claim.originalTransactionId)
+                        guard knownSubscriptions.contains(otidKey) else { continue }
+                        let value = StoreLayout.eventKey(seq: seq, Fact.binding(claim).eventKey)
+                        if try txn.cursor(layout.byOTID).find(otidKey, value: value) == nil {
+                            return .fault("by_otid index lacks claim \(seq) of \(claim.originalTransactionId) in \(environment.rawValue)")
+                        }
+                        withOTID += 1
+                        bindings.insert(StoreLayout.userKey(environment, claim.appUserId) + [0] + otidKey)
+                    }
+                }
+                if try txn.statistics(layout.bindingsAny).entries != claimsOfEveryEnvironment.count {
+                    return .fault("bindings_any holds entries no claim made")
+                }
                 if try txn.statistics(layout.byOTID).entries != withOTID { return .fault("by_otid holds entries the log lacks") }
                 if try txn.statistics(layout.byUser).entries != bindings.count {
                     return .fault("by_user holds entries no claim made")
@@ -118,14 +142,21 @@ extension Ledger {
         guard !(try layout.isKnown(event.fact.encoded(), key: event.fact.eventKey, before: seq, txn)) else {
             return .failure(Fault("event \(seq) repeats a fact already stored under \(event.fact.eventKey)"))
         }
-        if let otid = event.fact.originalTransactionId {
+        if case .binding(let claim) = event.fact, claim.everyEnvironment {
+            let value = StoreLayout.eventKey(seq: seq, event.fact.eventKey)
+            if try txn.cursor(layout.bindingsAny).find(StoreLayout.anyEnvironmentKey(claim.originalTransactionId), value: value)
+                == nil
+            {
+                return .failure(Fault("bindings_any index lacks claim \(seq) of \(claim.originalTransactionId)"))
+            }
+        } else if let otid = event.fact.originalTransactionId {
             let c = try txn.cursor(layout.byOTID)
             let value = StoreLayout.eventKey(seq: seq, event.fact.eventKey)
             if try c.find(StoreLayout.subscriptionKey(event.fact.environment, otid), value: value) == nil {
                 return .failure(Fault("by_otid index lacks event \(seq) of \(otid)"))
             }
         }
-        if case .binding(let claim) = event.fact {
+        if case .binding(let claim) = event.fact, !claim.everyEnvironment {
             let userKey = StoreLayout.userKey(claim.environment, claim.appUserId)
             let otidKey = StoreLayout.subscriptionKey(claim.environment, claim.originalTransactionId)
             if try txn.cursor(layout.byUser).find(userKey, value: otidKey) == nil {

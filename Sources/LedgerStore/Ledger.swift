@@ -47,11 +47,17 @@ public final class Ledger: Sendable {
         if environment.staleReadersCleared > 0 {
             logger.notice("cleared stale LMDB readers", metadata: ["count": "\(environment.staleReadersCleared)"])
         }
+        // Read-only, the schema first: a ledger of an older schema may lack databases this build opens. For writing,
+        // every database is created before a new ledger's schema is written, so a ledger whose creation was cut
+        // short is one without a schema, not one missing databases.
+        if options.readOnly {
+            _ = try Self.checkSchema(environment, try environment.openDatabase("meta"), readOnly: true)
+        }
         let layout = try StoreLayout(environment: environment)
         self.layout = layout
         let batch = AppendBatch(layout: layout, projections: ProjectionEngine(layout: layout, rules: rules))
         self.batch = batch
-        let upgrade = try Self.checkSchema(environment, layout, readOnly: options.readOnly)
+        let upgrade = options.readOnly ? false : try Self.checkSchema(environment, layout.meta, readOnly: false)
         if options.readOnly {
             writer = nil
         } else {
@@ -61,7 +67,7 @@ public final class Ledger: Sendable {
                 maxBatchInputs: options.maxBatchInputs, onCommit: { info in observers.committed(info) })
         }
         if upgrade {
-            // Schema 1 → 2: the events are unchanged; the projections are rebuilt (and so gain their period bounds).
+            // An older schema: the events are unchanged; the projections are rebuilt by this build's fold.
             let report = try replay(check: false)
             try environment.write { txn in
                 try txn.put(layout.meta, key: StoreLayout.metaSchema, value: StoreLayout.schemaVersion.bigEndianBytes)
@@ -74,16 +80,16 @@ public final class Ledger: Sendable {
 
     deinit { writer?.stop() }
 
-    /// Checks the ledger's schema version; true when it is schema 1 opened for writing, to be upgraded.
-    private static func checkSchema(_ env: Environment, _ layout: StoreLayout, readOnly: Bool) throws -> Bool {
-        let found = try env.read { txn in try txn.get(layout.meta, key: StoreLayout.metaSchema).map(\.bigEndianUInt64) }
+    /// Checks the ledger's schema version; true when it is an older schema opened for writing, to be upgraded.
+    private static func checkSchema(_ env: Environment, _ meta: Database, readOnly: Bool) throws -> Bool {
+        let found = try env.read { txn in try txn.get(meta, key: StoreLayout.metaSchema).map(\.bigEndianUInt64) }
         if let found {
             if found == StoreLayout.schemaVersion { return false }
-            guard found == 1, !readOnly else { throw LedgerError.schemaMismatch(found: found) }
+            guard found < StoreLayout.schemaVersion, !readOnly else { throw LedgerError.schemaMismatch(found: found) }
             return true
         } else if !readOnly {
             try env.write { txn in
-                try txn.put(layout.meta, key: StoreLayout.metaSchema, value: StoreLayout.schemaVersion.bigEndianBytes)
+                try txn.put(meta, key: StoreLayout.metaSchema, value: StoreLayout.schemaVersion.bigEndianBytes)
             }
         }
         return false

@@ -33,7 +33,7 @@ public struct LedgerError: Error, Hashable, CustomStringConvertible, Sendable {
         LedgerError(
             code: "schema_mismatch",
             message: "ledger schema \(found), this build reads \(StoreLayout.schemaVersion)"
-                + (found == 1 ? "; open it once for writing (storeledger serve, or storeledger replay) to upgrade it" : ""))
+                + (found < StoreLayout.schemaVersion ? "; open it once for writing (storeledger serve, or storeledger replay) to upgrade it" : ""))
     }
     public static let readOnly = LedgerError(code: "read_only", message: "the ledger was opened read-only")
 }

@@ -16,15 +16,32 @@ struct ProjectionEngine {
         // Group by subscription, keeping log order inside each group.
         var order: [[UInt8]] = []
         var groups: [[UInt8]: [LedgerEvent]] = [:]
+        var claimsOfEveryEnvironment: [(BindingClaim, LedgerEvent)] = []
         for event in events {
             guard let otid = event.fact.originalTransactionId else { continue }
+            if case .binding(let claim) = event.fact, claim.everyEnvironment {
+                claimsOfEveryEnvironment.append((claim, event))
+                continue
+            }
             let key = StoreLayout.subscriptionKey(event.fact.environment, otid)
             if groups[key] == nil { order.append(key) }
             groups[key, default: []].append(event)
         }
+        // A claim that named no environment joins the subscription in every environment where it is known.
+        for (claim, event) in claimsOfEveryEnvironment {
+            for environment in AppStoreEnvironment.allCases {
+                let key = StoreLayout.subscriptionKey(environment, claim.originalTransactionId)
+                guard try groups[key] != nil || txn.get(layout.timelines, key: key) != nil else { continue }
+                try index(claim, seq: event.seq, in: environment, txn)
+                if groups[key] == nil { order.append(key) }
+                groups[key, default: []].append(event)
+            }
+        }
         for key in order {
             let group = groups[key]!
-            let first = group[0]
+            guard let (environment, otid) = key.withUnsafeBytes({ StoreLayout.decodeSubscriptionKey($0) }) else {
+                throw LedgerError.corrupted("a subscription key of \(key) does not decode")
+            }
             var timeline: Timeline
             if let stored = try txn.get(layout.timelines, key: key) {
                 // The common case, events after everything known about the latest period: only that period is
@@ -36,15 +53,63 @@ struct ProjectionEngine {
                 timeline = try decodeTimeline(stored)
                 // `apply` leaves the timeline untouched when it declines, so a refold starts from the facts alone.
                 if !timeline.apply(contentsOf: group, rules: rules) {
-                    let all = try Ledger.subscriptionEvents(
-                        layout, first.fact.environment, first.fact.originalTransactionId!, upTo: nil, metadata: .forFold,
-                        txn)
-                    timeline = Timeline.fold(all, rules: rules)
+                    timeline = try refold(environment, otid, txn)
                 }
+            } else if try adoptClaimsOfEveryEnvironment(environment, otid, txn) {
+                // New in this environment, and claimed before without one: those claims apply here too.
+                timeline = try refold(environment, otid, txn)
             } else {
-                timeline = Timeline.fold(group, rules: rules)
+                timeline = Timeline.fold(group, originalTransactionId: otid, environment: environment, rules: rules)
             }
             try txn.put(layout.timelines, key: key, value: Self.stamped(timeline))
+        }
+    }
+
+    /// The subscription folded from every event the store has of it.
+    private func refold(_ environment: AppStoreEnvironment, _ otid: OriginalTransactionID, _ txn: Transaction) throws
+        -> Timeline
+    {
+        let all = try Ledger.subscriptionEvents(layout, environment, otid, upTo: nil, metadata: .forFold, txn)
+        return Timeline.fold(all, originalTransactionId: otid, environment: environment, rules: rules)
+    }
+
+    /// Indexes the claims that named no environment of a subscription under `environment` (where it has just
+    /// appeared); false when there are none.
+    private func adoptClaimsOfEveryEnvironment(
+        _ environment: AppStoreEnvironment, _ otid: OriginalTransactionID, _ txn: Transaction
+    ) throws -> Bool {
+        let cursor = try txn.cursor(layout.bindingsAny)
+        var entry = try cursor.find(StoreLayout.anyEnvironmentKey(otid))
+        guard entry != nil else { return false }
+        var eventsKey: [UInt8] = []
+        while let e = entry {
+            guard let seq = StoreLayout.eventsKey(byOTIDValue: e.value, into: &eventsKey),
+                let stored = try txn.get(layout.events, key: eventsKey),
+                case .binding(let claim) = try LedgerEvent(seq: seq, decoding: stored).fact
+            else { throw LedgerError.corrupted("bindings_any names a claim of \(otid) that is missing") }
+            try index(claim, seq: seq, in: environment, txn)
+            entry = try cursor.nextDuplicate()
+        }
+        return true
+    }
+
+    /// `by_otid` and `by_user` entries of a claim that named no environment, in `environment`.
+    private func index(_ claim: BindingClaim, seq: UInt64, in environment: AppStoreEnvironment, _ txn: Transaction) throws {
+        for (database, key, value) in [
+            (
+                layout.byOTID, StoreLayout.subscriptionKey(environment, claim.originalTransactionId),
+                StoreLayout.eventKey(seq: seq, Fact.binding(claim).eventKey)
+            ),
+            (
+                layout.byUser, StoreLayout.userKey(environment, claim.appUserId),
+                StoreLayout.subscriptionKey(environment, claim.originalTransactionId)
+            ),
+        ] {
+            do {
+                try txn.put(database, key: key, value: value, flags: .noDuplicateData)
+            } catch let error as LMDBError where error == .keyExists {
+                // Indexed already (by an earlier claim of the same user, or this claim in the same batch).
+            }
         }
     }
 

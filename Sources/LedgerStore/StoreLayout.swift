@@ -14,15 +14,21 @@ import LedgerCore
 /// | `by_user`   | environment (1) ‖ app user id        | environment (1) ‖ OTID, dupsort                  |
 /// | `timelines` | environment (1) ‖ OTID               | stamp seq (BE, 8) ‖ Timeline.encoded()           |
 /// | `rejected`  | rejection number (BE, 8), appended   | RejectedInput.encoded()                          |
+/// | `bindings_any` | OTID                              | seq (BE, 8) ‖ event key, dupsort: claims that named no environment |
 ///
+/// A claim that names no environment is indexed in `bindings_any`, and in `by_otid` and `by_user` under every
+/// environment where its subscription is known; when the subscription appears in another environment later, the
+/// projection engine adds it there (docs/domain.md, "Owners").
 /// Idempotency needs no index of its own: equal facts have equal event keys, so a fact is known when one of the
 /// stored revisions under its key has the same canonical bytes. Keys that grow with time are appended in order (log,
 /// raw) or cluster by id (events), so a commit dirties few pages; only the per-subscription databases take random
 /// writes.
 struct StoreLayout {
     /// 2: timelines carry their period bounds (field 10), which the tail path of the incremental core reads.
-    /// A schema-1 ledger opened for writing is upgraded by rebuilding its projections from the log.
-    static let schemaVersion: UInt64 = 2
+    /// 3: the fold of docs/domain.md (token claims, restored one-time purchases, upgrades that end the old period,
+    /// billing retry that ends), prices on periods, and claims that name no environment (`bindings_any`).
+    /// An older ledger opened for writing is upgraded by rebuilding its projections from the log.
+    static let schemaVersion: UInt64 = 3
 
     let meta: Database
     let raw: Database
@@ -32,6 +38,7 @@ struct StoreLayout {
     let byUser: Database
     let timelines: Database
     let rejected: Database
+    let bindingsAny: Database
 
     init(environment: Environment) throws {
         meta = try environment.openDatabase("meta")
@@ -42,10 +49,16 @@ struct StoreLayout {
         byUser = try environment.openDatabase("by_user", flags: [.dupSort])
         timelines = try environment.openDatabase("timelines")
         rejected = try environment.openDatabase("rejected")
+        bindingsAny = try environment.openDatabase("bindings_any", flags: [.dupSort])
     }
 
     /// Every database, for statistics and verification.
-    var all: [Database] { [meta, raw, events, log, byOTID, byUser, timelines, rejected] }
+    var all: [Database] { [meta, raw, events, log, byOTID, byUser, timelines, rejected, bindingsAny] }
+
+    /// The `bindings_any` key of a subscription.
+    static func anyEnvironmentKey(_ otid: OriginalTransactionID) -> [UInt8] {
+        otid.withUTF8 { Array($0) }
+    }
 
     // MARK: - Keys
 

@@ -75,7 +75,7 @@ struct InputDecoderTests {
         #expect(r.isInBillingRetryPeriod == false)
         #expect(r.priceIncreaseStatus == 0)
         #expect(r.renewalDate == F.epoch + 30 * F.day)
-        #expect(r.extra["renewalPrice"] == "4990")
+        #expect(r.renewalPrice == 4990)
         #expect(input.metadata.signature == .unsigned)
     }
 
@@ -132,7 +132,9 @@ struct InputDecoderTests {
         #expect(signed != receivedAt)
         #expect(input.bindings[0] == BindingClaim(
             appUserId: "u9", originalTransactionId: "2000000000000001", claimedAt: signed, cause: .claim))
-        #expect(input.bindings[1].appUserId == "aaaaaaaa-0000-0000-0000-000000000001")
+        // The token's claim is for the user the caller named, and says which token (docs/domain.md, "Owners").
+        #expect(input.bindings[1].appUserId == "u9")
+        #expect(input.bindings[1].appAccountToken == "aaaaaaaa-0000-0000-0000-000000000001")
         #expect(input.bindings[1].cause == .appAccountToken)
     }
 

@@ -67,7 +67,8 @@ struct NotificationV2Tests {
             #expect(t.type == .autoRenewable)
             #expect(t.price == 9990)
             #expect(t.currency == "USD")
-            #expect(t.extra["appTransactionId"] == #""71134""#)
+            #expect(t.appTransactionId == "71134", "a field the ledger models is a fact, not extra")
+            #expect(t.extra["appTransactionId"] == nil)
             #expect(t.extra["storefrontId"] == #""143441""#)
             #expect(t.revocationDate == (refund ? F.epoch + 31 * F.day : nil))
             #expect(t.revocationType == (refund ? (kind.type == "REVOKE" ? "FAMILY_REVOKE" : "REFUND_FULL") : nil))
@@ -77,7 +78,7 @@ struct NotificationV2Tests {
             }
             let r = try #require(input.renewals.first)
             #expect(r.autoRenewStatus == (kind.subtype != "AUTO_RENEW_DISABLED"))
-            #expect(r.extra["eligibleWinBackOfferIds"] == #"["w1"]"#)
+            #expect(r.eligibleWinBackOfferIds == ["w1"])
             if kind.subtype == "DOWNGRADE" { #expect(r.autoRenewProductId == "com.example.basic.monthly") }
             if kind.subtype == "GRACE_PERIOD" { #expect(r.gracePeriodExpiresDate == F.epoch + 46 * F.day) }
             if kind.type == "CONSUMPTION_REQUEST" {

@@ -27,17 +27,30 @@ import Testing
                 webOrderLineItemId: "w\(nextId)")
             nextId += 1 + rng.below(3)
             if i == 0 && rng.chance(30) { tx.offerType = 1; tx.offerDiscountType = "FREE_TRIAL" }
-            if rng.chance(20) { tx.appAccountToken = ["u1", "u2", "u3"][rng.below(3)] }
+            if rng.chance(20) { tx.appAccountToken = ["t1", "t2", "t3"][rng.below(3)] }
+            if rng.chance(30) { tx.transactionReason = rng.chance(50) ? "RENEWAL" : "PURCHASE" }
+            if rng.chance(30) { tx.price = Int64(rng.below(20_000)); tx.currency = ["USD", "EUR"][rng.below(2)] }
             facts.append((.transaction(tx), tx.signedDate!))
             periods.append(tx)
-            // An upgrade in the middle of this period.
+            // The token claim the decoder states beside it: for the token itself, or the caller's user.
+            if let token = tx.appAccountToken {
+                let user = rng.chance(50) ? token : ["u1", "u2", "u3"][rng.below(3)]
+                let b = BindingClaim(
+                    appUserId: AppUserID(user), originalTransactionId: s.originalTransactionId, claimedAt: t,
+                    cause: .appAccountToken, appAccountToken: token)
+                facts.append((.binding(b), t))
+            }
+            // An upgrade in the middle of this period: V1 and a revision state the old side; a V2 notification only
+            // the new transaction.
             if i < count - 1 && rng.chance(15) {
                 let at = t + Int64(1 + rng.below(20)) * day
-                var old = tx
-                old.signedDate = at
-                old.isUpgraded = true
-                old.revocationDate = at
-                facts.append((.transaction(old), at))
+                if rng.chance(50) {
+                    var old = tx
+                    old.signedDate = at
+                    old.isUpgraded = true
+                    old.revocationDate = at
+                    facts.append((.transaction(old), at))
+                }
                 product = products[(products.firstIndex(of: product)! + 1) % 3]
                 t = at
             } else {
@@ -89,7 +102,7 @@ import Testing
             r.productId = products[rng.below(3)]
             r.autoRenewProductId = rng.chance(30) ? products[rng.below(3)] : r.productId
             r.autoRenewStatus = rng.chance(70)
-            r.isInBillingRetryPeriod = rng.chance(20)
+            r.isInBillingRetryPeriod = rng.chance(35)
             if rng.chance(15) { r.gracePeriodExpiresDate = at + Int64(rng.below(16)) * day }
             if rng.chance(20) { r.expirationIntent = Int64(1 + rng.below(5)) }
             facts.append((.renewal(r), at))
@@ -110,7 +123,9 @@ import Testing
             let at = later(periods[0].purchaseDate - 10 * day)
             let b = BindingClaim(
                 appUserId: AppUserID(["u1", "u2", "u3"][rng.below(3)]), originalTransactionId: s.originalTransactionId,
-                claimedAt: at, cause: rng.chance(20) ? .appAccountToken : .claim)
+                claimedAt: at, cause: rng.chance(20) ? .appAccountToken : .claim,
+                appAccountToken: rng.chance(20) ? ["t1", "t2", "t3"][rng.below(3)] : nil,
+                everyEnvironment: rng.chance(30))
             facts.append((.binding(b), at))
         }
         var sandbox = periods[0]
@@ -228,5 +243,57 @@ import Testing
             }
         }
         #expect(applied > 20 * refolds, "in order, the incremental path should be the common one (applied \(applied), refolds \(refolds))")
+    }
+
+    /// A one-time purchase restored on new devices (V1: new ids, the restore's date as purchase date, no line item),
+    /// maybe refunded and reversed, delivered in any order and more than once: always one period, from the original
+    /// purchase, whose revocations are the original's; and the incremental path agrees.
+    @Test func restoredOneTimePurchasesAreOnePeriodWhateverTheOrder() {
+        let rules = FoldRules(catalog: Catalog(products: ["lifetime": ProductConfiguration(type: .nonConsumable)]))
+        for seed in UInt64(1)...200 {
+            var rng = SplitMix64(seed: seed)
+            let s = Scenario(otid: "7000", rules: rules)
+            let bought = Scenario.utc(2022, 5, 1) + Int64(rng.below(1000)) * 1000
+            let original = s.transactionFact("7000", product: "lifetime", purchased: bought, expires: nil)
+            var facts: [(Fact, UnixMillis)] = [(.transaction(original), bought)]
+            var nextId = 7001
+            for _ in 0..<rng.below(4) {
+                let at = bought + Int64(1 + rng.below(300)) * Self.day
+                var copy = s.transactionFact("\(nextId)", product: "lifetime", purchased: at, expires: nil)
+                copy.originalPurchaseDate = bought
+                nextId += 1 + rng.below(3)
+                facts.append((.transaction(copy), at))
+            }
+            var refunded: UnixMillis?
+            if rng.chance(40) {
+                let at = bought + Int64(1 + rng.below(400)) * Self.day
+                var r = original
+                r.revocationDate = at
+                facts.append((.transaction(r), at))
+                refunded = at
+            }
+            let claimAt = bought + Int64(rng.below(10)) * Self.day
+            facts.append((.binding(BindingClaim(appUserId: "u1", originalTransactionId: "7000", claimedAt: claimAt)), claimAt))
+            let reference = Self.fold(Self.events(facts), rules: rules)
+            for _ in 0..<rng.below(4) { facts.append(facts[rng.below(facts.count)]) }
+            rng.shuffle(&facts)
+            let events = Self.events(facts)
+            let folded = Self.fold(events, rules: rules)
+            #expect(folded.periods.count == 1, "seed \(seed): \(folded.periods.count) periods")
+            #expect(folded.periods.first?.transactionId == "7000", "seed \(seed)")
+            #expect(folded.periods.first?.start == bought, "seed \(seed)")
+            #expect(folded.withoutProvenance() == reference.withoutProvenance(), "seed \(seed): delivery order changed it")
+            let status = folded.status(at: bought + 500 * Self.day).status
+            #expect(status == (refunded == nil ? .active : .revoked), "seed \(seed): \(status)")
+            var incremental = Timeline(originalTransactionId: "7000", environment: .production)
+            for (i, e) in events.enumerated() where !incremental.apply(e, rules: rules) {
+                incremental = Self.fold(Array(events[...i]), rules: rules)
+            }
+            #expect(incremental == folded, "seed \(seed): incremental apply differs from the fold")
+        }
+    }
+
+    static func fold(_ events: [LedgerEvent], rules: FoldRules) -> Timeline {
+        Timeline.fold(events, originalTransactionId: "7000", environment: .production, rules: rules)
     }
 }

@@ -74,7 +74,18 @@ public struct Scenario: Sendable {
             webOrderLineItemId: webOrderLineItemId ?? "woli-\(id)")
         adjust(&t)
         tell(.transaction(t), observedAt: t.signedDate ?? purchased)
+        tellTokenClaim(of: t)
         return t
+    }
+
+    /// The claim the decoder states beside a transaction that carries an `appAccountToken` (at its purchase date,
+    /// for the user `user` names, else for the token itself).
+    public mutating func tellTokenClaim(of t: TransactionFact, user: String? = nil) {
+        guard let token = t.appAccountToken, !token.isEmpty else { return }
+        let b = BindingClaim(
+            appUserId: AppUserID(user ?? token), originalTransactionId: t.originalTransactionId,
+            claimedAt: t.purchaseDate, cause: .appAccountToken, environment: t.environment, appAccountToken: token)
+        tell(.binding(b), observedAt: t.purchaseDate, source: .binding)
     }
 
     /// Tells a V1 transaction (no signedDate): it speaks from `observed` (the receipt's request date).
@@ -154,12 +165,13 @@ public struct Scenario: Sendable {
 
     /// Tells a binding claim: `user` presents this OTID at `instant`.
     @discardableResult
-    public mutating func claim(_ user: String, at instant: UnixMillis, cause: BindingClaim.Cause = .claim)
-        -> BindingClaim
-    {
+    public mutating func claim(
+        _ user: String, at instant: UnixMillis, cause: BindingClaim.Cause = .claim, token: String? = nil,
+        everyEnvironment: Bool = false
+    ) -> BindingClaim {
         let b = BindingClaim(
             appUserId: AppUserID(user), originalTransactionId: originalTransactionId, claimedAt: instant, cause: cause,
-            environment: environment)
+            environment: environment, appAccountToken: token, everyEnvironment: everyEnvironment)
         tell(.binding(b), observedAt: instant, source: .binding)
         return b
     }
