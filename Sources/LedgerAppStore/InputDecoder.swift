@@ -232,12 +232,20 @@ public final class InputDecoder: Sendable {
             kind = type
         } else if payload.has("notificationType") {
             kind = .notification
-        } else if payload.has("transactionId") {
+        } else if payload.has("transactionId") || payload.has("receiptType") {
             kind = .transaction
         } else if payload.has("originalTransactionId") {
             kind = .renewal
         } else {
-            throw .unknownInputType("the JWS payload is neither a notification, a transaction nor a renewal info")
+            throw .unknownInputType(
+                "the JWS payload is neither a notification, a transaction, an app transaction nor a renewal info")
+        }
+        // A signed AppTransaction (StoreKit's `AppTransaction.shared`, or RESCIND_CONSENT's `signedAppTransactionInfo`):
+        // the app's own purchase or download.
+        if kind == .transaction, !payload.has("transactionId"), payload.has("receiptType") {
+            return Decoded(
+                facts: [.transaction(try V2Mapping.appTransaction(payload))], type: .transaction,
+                source: .signedTransaction, signature: opened.signature, observedAt: nil)
         }
         switch kind {
         case .notification:

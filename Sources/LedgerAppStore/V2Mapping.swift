@@ -73,6 +73,36 @@ enum V2Mapping {
         return t
     }
 
+    static let appTransactionKeys: Set<String> = [
+        "appTransactionId", "bundleId", "originalPurchaseDate", "receiptType", "receiptCreationDate",
+        "originalApplicationVersion", "signedDate",
+    ]
+
+    /// A signed AppTransaction (`JWSAppTransactionDecodedPayload`): the customer's purchase (or download) of the app
+    /// itself, as a one-time purchase of the product named by the bundle id, under the id `app:<appTransactionId>`
+    /// (its own OTID). `originalApplicationVersion` says which version the customer first got: how an app that went
+    /// from paid to free recognises its paid-app buyers.
+    static func appTransaction(_ o: AppleObject) throws(InputError) -> TransactionFact {
+        let appTransactionId = try o.requiredIdentifier("appTransactionId")
+        let bundleId = try o.requiredString("bundleId")
+        guard let purchaseDate = try o.int64("originalPurchaseDate") else {
+            throw .missingField(o.name("originalPurchaseDate"))
+        }
+        let id = "app:" + appTransactionId
+        var t = TransactionFact(
+            transactionId: TransactionID(id), originalTransactionId: OriginalTransactionID(id), productId: bundleId,
+            purchaseDate: purchaseDate, environment: try o.environment("receiptType") ?? .production)
+        t.type = .nonConsumable
+        t.bundleId = bundleId
+        t.appTransactionId = appTransactionId
+        t.originalPurchaseDate = purchaseDate
+        t.originalApplicationVersion = try o.string("originalApplicationVersion")
+        t.signedDate = try o.int64("signedDate")
+        if t.signedDate == nil { t.signedDate = try o.int64("receiptCreationDate") }
+        t.extra = o.extras(excluding: appTransactionKeys)
+        return t
+    }
+
     static let commitmentKeys: Set<String> = [
         "billingPeriodNumber", "totalBillingPeriods", "commitmentExpiresDate", "commitmentPrice",
     ]

@@ -44,6 +44,7 @@ extension TransactionFact {
                 c.write(4, commitment.price)
             }
         }
+        w.write(35, originalApplicationVersion)
         w.write(unknownFields)
     }
 
@@ -74,6 +75,7 @@ extension TransactionFact {
         var environment = AppStoreEnvironment.production, storefront: String?, transactionReason: String?
         var price: Int64?, currency: String?, extra: [String: String] = [:], unknown = UnknownFields()
         var appTransactionId: String?, offerPeriod: String?, billingPlanType: String?, commitment: Commitment?
+        var originalApplicationVersion: String?
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
@@ -111,7 +113,8 @@ extension TransactionFact {
             case 32 where s: offerPeriod = try r.readString()
             case 33 where s: billingPlanType = try r.readString()
             case 34 where s: commitment = try Self.decodeCommitment(try r.readBytes())
-            case 1...34: throw FactDecodingError("transaction field \(tag) has the wrong wire type")
+            case 35 where s: originalApplicationVersion = try r.readString()
+            case 1...35: throw FactDecodingError("transaction field \(tag) has the wrong wire type")
             default: try r.readUnknown(tag: tag, wire: wire, into: &unknown)
             }
         }
@@ -132,7 +135,8 @@ extension TransactionFact {
                     offerDiscountType: discountType, isTrialPeriod: trial, isInIntroOfferPeriod: intro,
                     environment: environment, storefront: storefront, transactionReason: transactionReason,
                     price: price, currency: currency, appTransactionId: appTransactionId, offerPeriod: offerPeriod,
-                    billingPlanType: billingPlanType, commitment: commitment, extra: extra, unknownFields: unknown)))
+                    billingPlanType: billingPlanType, commitment: commitment,
+                    originalApplicationVersion: originalApplicationVersion, extra: extra, unknownFields: unknown)))
     }
 }
 

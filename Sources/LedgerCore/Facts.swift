@@ -61,6 +61,7 @@ public struct TransactionFact: Hashable, Codable, Sendable {
         var offerPeriod: String?
         var billingPlanType: String?
         var commitment: Commitment?
+        var originalApplicationVersion: String?
         var extra: [String: String]
         var unknownFields: UnknownFields
     }
@@ -251,6 +252,11 @@ public struct TransactionFact: Hashable, Codable, Sendable {
         get { box.value.commitment }
         set { fields.commitment = newValue }
     }
+    /// For an AppTransaction (the app's own purchase): the app version the customer first got.
+    public var originalApplicationVersion: String? {
+        get { box.value.originalApplicationVersion }
+        set { fields.originalApplicationVersion = newValue }
+    }
     /// Fields Apple sent that this version does not model, by their Apple name, as compact JSON text.
     public var extra: [String: String] {
         get { box.value.extra }
@@ -276,7 +282,7 @@ public struct TransactionFact: Hashable, Codable, Sendable {
                 offerIdentifier: nil, offerDiscountType: nil, isTrialPeriod: nil, isInIntroOfferPeriod: nil,
                 environment: environment, storefront: nil, transactionReason: nil, price: nil, currency: nil,
                 appTransactionId: nil, offerPeriod: nil, billingPlanType: nil, commitment: nil,
-                extra: [:], unknownFields: UnknownFields()))
+                originalApplicationVersion: nil, extra: [:], unknownFields: UnknownFields()))
     }
 
     /// True when the revocation is a refund or Family Sharing revoke, not the old side of an upgrade.

@@ -40,6 +40,8 @@ public struct Period: Hashable, Sendable {
     public var billingPlanType: String?
     /// When the commitment this period is an installment of ends.
     public var commitmentExpiresDate: UnixMillis?
+    /// For the app's own purchase (an AppTransaction): the app version the customer first got.
+    public var originalApplicationVersion: String?
     /// Fold state: the transaction ids whose latest revision states the open revocation. A later revision of one of
     /// them without a revocation date reverses it; a restored copy that never mentioned it does not.
     var revokingTransactions: [TransactionID]
@@ -88,7 +90,8 @@ public struct Period: Hashable, Sendable {
         expiresDate: UnixMillis?, end: UnixMillis?, originalPurchaseDate: UnixMillis?, type: ProductType,
         quantity: Int64, offer: Offer?, upgraded: Bool, observedAs: [TransactionID], revocations: [Revocation],
         seq: UInt64, revokingTransactions: [TransactionID], price: Int64?, currency: String?,
-        transactionReason: String?, billingPlanType: String?, commitmentExpiresDate: UnixMillis?
+        transactionReason: String?, billingPlanType: String?, commitmentExpiresDate: UnixMillis?,
+        originalApplicationVersion: String?
     ) {
         self.init(
             transactionId: transactionId, lineItem: lineItem, productId: productId, start: start,
@@ -100,6 +103,7 @@ public struct Period: Hashable, Sendable {
         self.transactionReason = transactionReason
         self.billingPlanType = billingPlanType
         self.commitmentExpiresDate = commitmentExpiresDate
+        self.originalApplicationVersion = originalApplicationVersion
     }
 
     /// The period the transaction `t` buys, stated by the event `seq`: its fields taken from `t` (as `take` does), a
@@ -127,6 +131,7 @@ public struct Period: Hashable, Sendable {
         self.transactionReason = t.transactionReason
         self.billingPlanType = t.billingPlanType
         self.commitmentExpiresDate = t.commitment?.expiresDate
+        self.originalApplicationVersion = t.originalApplicationVersion
         if t.isRefundLike, let date = t.revocationDate {
             self.revocations = [
                 Revocation(

@@ -261,6 +261,7 @@ extension Period {
         w.write(18, p.pointee.transactionReason)
         w.write(19, p.pointee.billingPlanType)
         w.write(20, p.pointee.commitmentExpiresDate)
+        w.write(21, p.pointee.originalApplicationVersion)
     }
 
     private static func encodeIds(_ tag: UInt32, _ ids: [TransactionID], into w: inout BinaryWriter) {
@@ -307,7 +308,7 @@ extension Period {
         var observedAs: [TransactionID] = [], revocations: [Revocation] = [], seq: UInt64 = 0
         var revokingTransactions: [TransactionID] = []
         var price: Int64?, currency: String?, transactionReason: String?, billingPlanType: String?
-        var commitmentExpiresDate: Int64?
+        var commitmentExpiresDate: Int64?, originalApplicationVersion: String?
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
@@ -362,7 +363,8 @@ extension Period {
             case 18 where s: transactionReason = try r.readString()
             case 19 where s: billingPlanType = try r.readString()
             case 20 where n: commitmentExpiresDate = try r.readInt64()
-            case 1...20: throw FactDecodingError("period field \(tag) has the wrong wire type")
+            case 21 where s: originalApplicationVersion = try r.readString()
+            case 1...21: throw FactDecodingError("period field \(tag) has the wrong wire type")
             default: try r.skip(wire)
             }
         }
@@ -373,7 +375,7 @@ extension Period {
             quantity: quantity, offer: offer, upgraded: upgraded, observedAs: observedAs, revocations: revocations,
             seq: seq, revokingTransactions: revokingTransactions, price: price, currency: currency,
             transactionReason: transactionReason, billingPlanType: billingPlanType,
-            commitmentExpiresDate: commitmentExpiresDate)
+            commitmentExpiresDate: commitmentExpiresDate, originalApplicationVersion: originalApplicationVersion)
     }
 }
 

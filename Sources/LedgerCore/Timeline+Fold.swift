@@ -534,6 +534,7 @@ extension Period {
         transactionReason = t.transactionReason
         billingPlanType = t.billingPlanType
         commitmentExpiresDate = t.commitment?.expiresDate
+        originalApplicationVersion = t.originalApplicationVersion
     }
 
     /// The product type a revision states (catalog first, then Apple's `type`, then inferred: an expiry means a

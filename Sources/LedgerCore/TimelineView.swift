@@ -86,11 +86,13 @@ public struct PeriodView: Hashable, Sendable, Codable {
     public var transactionReason: String?
     public var billingPlanType: String?
     public var commitmentExpiresDate: UnixMillis?
+    /// The app's own purchase: the version the customer first got.
+    public var originalApplicationVersion: String?
 
     enum CodingKeys: String, CodingKey {
         case transactionId, webOrderLineItemId, productId, start, end, offer, revokedAt, revocation, upgraded
         case observedAs, reinstatedAt, expiresDate, quantity, productType, price, currency, transactionReason
-        case billingPlanType, commitmentExpiresDate
+        case billingPlanType, commitmentExpiresDate, originalApplicationVersion
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -114,6 +116,7 @@ public struct PeriodView: Hashable, Sendable, Codable {
         try c.encode(transactionReason, forKey: .transactionReason)
         try c.encode(billingPlanType, forKey: .billingPlanType)
         try c.encode(commitmentExpiresDate, forKey: .commitmentExpiresDate)
+        try c.encodeIfPresent(originalApplicationVersion, forKey: .originalApplicationVersion)
     }
 }
 
@@ -266,7 +269,7 @@ extension PeriodView {
             upgraded: p.upgraded, observedAs: p.observedAs.map(\.rawValue), reinstatedAt: last?.reversedAt,
             expiresDate: p.expiresDate, quantity: p.quantity, productType: p.type.catalogName, price: p.price,
             currency: p.currency, transactionReason: p.transactionReason, billingPlanType: p.billingPlanType,
-            commitmentExpiresDate: p.commitmentExpiresDate)
+            commitmentExpiresDate: p.commitmentExpiresDate, originalApplicationVersion: p.originalApplicationVersion)
     }
 }
 

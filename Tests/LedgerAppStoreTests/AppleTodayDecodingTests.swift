@@ -170,6 +170,35 @@ private typealias F = AppleFixtures
         #expect(input.facts.map(\.kind) == [.transaction, .renewal])
     }
 
+    /// A signed AppTransaction: the app's own purchase, a one-time purchase of the bundle id, with the version the
+    /// customer first got (how an app that went free recognises its paid-app buyers).
+    @Test func aSignedAppTransactionIsTheAppsOwnPurchase() throws {
+        let payload: [String: Any] = [
+            "receiptType": "Sandbox", "appAppleId": 531_412, "bundleId": F.bundleId, "applicationVersion": "1.2.3",
+            "versionExternalIdentifier": 512, "receiptCreationDate": 1_698_148_900_000,
+            "originalPurchaseDate": 1_698_148_800_000, "originalApplicationVersion": "1.1.2",
+            "deviceVerification": "device_verification_value",
+            "deviceVerificationNonce": "48ccfa42-7431-4f22-9908-7e88983e105a", "preorderDate": 1_698_148_700_000,
+            "appTransactionId": "71134", "originalPlatform": "iOS",
+        ]
+        let input = try decode(Array(TestPKI.shared.sign(json: payload).utf8), appUserId: "u7")
+        let t = try #require(input.transactions.first)
+        #expect(t.transactionId == "app:71134")
+        #expect(t.originalTransactionId == "app:71134")
+        #expect(t.productId == F.bundleId)
+        #expect(t.type == .nonConsumable)
+        #expect(t.environment == .sandbox)
+        #expect(t.purchaseDate == 1_698_148_800_000)
+        #expect(t.originalApplicationVersion == "1.1.2")
+        #expect(t.extra["originalPlatform"] == #""iOS""#)
+        #expect(input.bindings.map(\.appUserId) == ["u7"])
+        let events = input.facts.enumerated().map { LedgerEvent(seq: UInt64($0 + 1), fact: $1, metadata: input.metadata) }
+        let timeline = Timeline.fold(events, originalTransactionId: "app:71134", environment: .sandbox, rules: FoldRules())
+        #expect(timeline.view(at: 1_698_148_900_000, asOf: nil).periods.first?.originalApplicationVersion == "1.1.2")
+        #expect(timeline.status(at: 1_798_148_900_000).status == .active, "the app is the customer's for good")
+        #expect(refusal(Array(TestPKI.shared.sign(json: ["receiptType": "Production", "bundleId": F.bundleId]).utf8))?.code == "missing_field")
+    }
+
     /// Get Transaction History (one page), verbatim.
     @Test func aTransactionHistoryPageIsItsTransactions() throws {
         let body = F.json([
