@@ -70,7 +70,9 @@ extension InputError {
             code: "environment_not_accepted", message: "environment '\(environment)' is not accepted by the configuration")
     }
     public static func unknownEnvironment(_ value: String, field: String) -> InputError {
-        InputError(code: "unknown_environment", message: "field '\(field)' names an unknown environment '\(value)'")
+        InputError(
+            code: "unknown_environment",
+            message: "field '\(field)' is '\(value)': an environment is Production, Sandbox, Xcode, LocalTesting or a name of 1 to 64 letters, digits, '_', '-' or '.'")
     }
     public static let signatureRequired = InputError(
         code: "signature_required",

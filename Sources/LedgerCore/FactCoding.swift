@@ -27,7 +27,7 @@ extension TransactionFact {
         w.write(22, offerDiscountType)
         w.write(23, isTrialPeriod)
         w.write(24, isInIntroOfferPeriod)
-        w.write(25, UInt64(environment.code))
+        w.write(25, environment, nameTag: 36)
         w.write(26, storefront)
         w.write(27, transactionReason)
         w.write(28, price)
@@ -104,6 +104,7 @@ extension TransactionFact {
             case 23 where n: trial = try r.readBool()
             case 24 where n: intro = try r.readBool()
             case 25 where n: environment = try readEnvironment(&r)
+            case 36 where s: environment = try readEnvironmentName(&r)
             case 26 where s: storefront = try r.readString()
             case 27 where s: transactionReason = try r.readString()
             case 28 where n: price = try r.readInt64()
@@ -114,7 +115,7 @@ extension TransactionFact {
             case 33 where s: billingPlanType = try r.readString()
             case 34 where s: commitment = try Self.decodeCommitment(try r.readBytes())
             case 35 where s: originalApplicationVersion = try r.readString()
-            case 1...35: throw FactDecodingError("transaction field \(tag) has the wrong wire type")
+            case 1...36: throw FactDecodingError("transaction field \(tag) has the wrong wire type")
             default: try r.readUnknown(tag: tag, wire: wire, into: &unknown)
             }
         }
@@ -155,7 +156,7 @@ extension RenewalInfoFact {
         w.write(11, offerIdentifier)
         w.write(12, signedDate)
         w.write(13, recentSubscriptionStartDate)
-        w.write(14, UInt64(environment.code))
+        w.write(14, environment, nameTag: 25)
         w.write(15, extra)
         w.write(16, renewalPrice)
         w.write(17, currency)
@@ -192,6 +193,7 @@ extension RenewalInfoFact {
             case 12 where n: self.signedDate = try r.readInt64()
             case 13 where n: self.recentSubscriptionStartDate = try r.readInt64()
             case 14 where n: self.environment = try readEnvironment(&r)
+            case 25 where s: self.environment = try readEnvironmentName(&r)
             case 15 where s: try r.readMapEntry(into: &self.extra)
             case 16 where n: self.renewalPrice = try r.readInt64()
             case 17 where s: self.currency = try r.readString()
@@ -204,7 +206,7 @@ extension RenewalInfoFact {
             case 22 where s: self.appAccountToken = try r.readString()
             case 23 where s: self.appTransactionId = try r.readString()
             case 24 where s: self.renewalBillingPlanType = try r.readString()
-            case 1...24: throw FactDecodingError("renewal field \(tag) has the wrong wire type")
+            case 1...25: throw FactDecodingError("renewal field \(tag) has the wrong wire type")
             default: try r.readUnknown(tag: tag, wire: wire, into: &self.unknownFields)
             }
         }
@@ -220,7 +222,7 @@ extension NotificationFact {
         w.write(3, subtype)
         w.write(4, signedDate)
         w.write(5, version)
-        w.write(6, UInt64(environment.code))
+        w.write(6, environment, nameTag: 15)
         w.write(7, bundleId)
         w.write(8, appAppleId)
         w.write(9, originalTransactionId?.id)
@@ -244,6 +246,7 @@ extension NotificationFact {
             case 4 where n: self.signedDate = try r.readInt64()
             case 5 where s: self.version = try r.readString()
             case 6 where n: self.environment = try readEnvironment(&r)
+            case 15 where s: self.environment = try readEnvironmentName(&r)
             case 7 where s: self.bundleId = try r.readString()
             case 8 where n: self.appAppleId = try r.readInt64()
             case 9 where s: self.originalTransactionId = OriginalTransactionID(try r.readID())
@@ -252,7 +255,7 @@ extension NotificationFact {
             case 12 where n: self.autoRenewStatus = try r.readBool()
             case 13 where s: self.autoRenewProductId = try r.readString()
             case 14 where s: try r.readMapEntry(into: &self.extra)
-            case 1...14: throw FactDecodingError("notification field \(tag) has the wrong wire type")
+            case 1...15: throw FactDecodingError("notification field \(tag) has the wrong wire type")
             default: try r.readUnknown(tag: tag, wire: wire, into: &self.unknownFields)
             }
         }
@@ -268,7 +271,7 @@ extension BindingClaim {
         w.write(2, originalTransactionId.id)
         w.write(3, claimedAt)
         w.write(4, cause.rawValue)
-        w.write(5, UInt64(environment.code))
+        w.write(5, environment, nameTag: 8)
         w.write(6, appAccountToken)
         if everyEnvironment { w.write(7, UInt64(1)) }
         w.write(unknownFields)
@@ -288,9 +291,10 @@ extension BindingClaim {
                 guard let c = Cause(rawValue: name) else { throw FactDecodingError("unknown binding cause \(name)") }
                 self.cause = c
             case 5 where n: self.environment = try readEnvironment(&r)
+            case 8 where s: self.environment = try readEnvironmentName(&r)
             case 6 where s: self.appAccountToken = try r.readString()
             case 7 where n: self.everyEnvironment = try r.readVarint() != 0
-            case 1...7: throw FactDecodingError("binding field \(tag) has the wrong wire type")
+            case 1...8: throw FactDecodingError("binding field \(tag) has the wrong wire type")
             default: try r.readUnknown(tag: tag, wire: wire, into: &self.unknownFields)
             }
         }
@@ -356,12 +360,31 @@ extension FactMetadata {
     }
 }
 
+/// An environment's code. An environment this build does not know is written as `otherCode` with its name in a
+/// field of its own (`readEnvironmentName`), which comes later in the record: until then it reads as Production.
 private func readEnvironment(_ r: inout BinaryReader) throws(FactDecodingError) -> AppStoreEnvironment {
     let code = try r.readVarint()
+    if code == UInt64(AppStoreEnvironment.otherCode) { return .production }
     guard code <= 255, let e = AppStoreEnvironment(code: UInt8(code)) else {
         throw FactDecodingError("unknown environment \(code)")
     }
     return e
+}
+
+/// The name of an environment this build does not know.
+func readEnvironmentName(_ r: inout BinaryReader) throws(FactDecodingError) -> AppStoreEnvironment {
+    let name = try r.readString()
+    guard let e = AppStoreEnvironment(storedName: name) else { throw FactDecodingError("bad environment name \(name)") }
+    return e
+}
+
+extension BinaryWriter {
+    /// An environment: its code, and for one this build does not know its name under `nameTag`.
+    mutating func write(_ tag: UInt32, _ environment: AppStoreEnvironment, nameTag: UInt32) {
+        let code = environment.code
+        write(tag, UInt64(code))
+        if code == AppStoreEnvironment.otherCode { write(nameTag, environment.rawValue) }
+    }
 }
 
 // MARK: - Public entry points

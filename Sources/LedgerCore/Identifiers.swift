@@ -250,41 +250,83 @@ func numericLess(_ a: String, _ b: String) -> Bool {
     return au.lexicographicallyPrecedes(bu)
 }
 
-/// Apple's environments. Each is its own namespace: facts never mix across them.
-public enum AppStoreEnvironment: String, Hashable, Codable, Sendable, CaseIterable {
-    case production = "Production"
-    case sandbox = "Sandbox"
-    case xcode = "Xcode"
-    case localTesting = "LocalTesting"
+/// Apple's environments. Each is its own namespace: facts never mix across them. The four Apple names today are
+/// known; a name Apple adds later is kept as its own namespace too (docs/domain.md, "Environments"), not refused.
+public struct AppStoreEnvironment: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The canonical name: `Production`, `Sandbox`, `Xcode`, `LocalTesting`, or the name Apple sent.
+    public let rawValue: String
 
-    /// Accepts Apple's spellings, V1's `PROD` and `Sandbox` included, case-insensitively.
+    private init(canonical: String) { rawValue = canonical }
+
+    public static let production = AppStoreEnvironment(canonical: "Production")
+    public static let sandbox = AppStoreEnvironment(canonical: "Sandbox")
+    public static let xcode = AppStoreEnvironment(canonical: "Xcode")
+    public static let localTesting = AppStoreEnvironment(canonical: "LocalTesting")
+
+    /// The environments Apple names today, in code order.
+    public static let known: [AppStoreEnvironment] = [.production, .sandbox, .xcode, .localTesting]
+
+    /// The longest name kept for an environment this build does not know.
+    public static let maxNameLength = 64
+
+    /// Accepts Apple's spellings, V1's `PROD` and `Sandbox` included, case-insensitively; any other name of 1 to 64
+    /// letters, digits, `_`, `-` or `.` is an environment of its own, kept as sent. Nil for anything else.
     public init?(appleName: String) {
         switch appleName.lowercased() {
         case "production", "prod": self = .production
         case "sandbox": self = .sandbox
         case "xcode": self = .xcode
         case "localtesting", "local_testing": self = .localTesting
-        default: return nil
+        default:
+            let u = appleName.utf8
+            guard !u.isEmpty, u.count <= Self.maxNameLength,
+                u.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 | 0x20 >= 97 && $0 | 0x20 <= 122) || $0 == 95 || $0 == 45 || $0 == 46 })
+            else { return nil }
+            self.init(canonical: appleName)
         }
     }
 
-    /// A stable small number for the binary encoding and index keys.
-    public var code: UInt8 {
-        switch self {
-        case .production: 0
-        case .sandbox: 1
-        case .xcode: 2
-        case .localTesting: 3
-        }
-    }
+    /// True for the four environments Apple names today.
+    public var isKnown: Bool { Self.known.contains(self) }
 
+    /// A stable small number for the binary encoding and index keys: 0 to 3 for the known environments,
+    /// `otherCode` for any other (whose name is then stored beside it).
+    public var code: UInt8 { Self.known.firstIndex(of: self).map(UInt8.init) ?? Self.otherCode }
+
+    /// The code of every environment this build does not know.
+    public static let otherCode: UInt8 = 255
+
+    /// The known environment of `code`; nil for `otherCode` (the name says which) and unused codes.
     public init?(code: UInt8) {
-        switch code {
-        case 0: self = .production
-        case 1: self = .sandbox
-        case 2: self = .xcode
-        case 3: self = .localTesting
-        default: return nil
+        guard Int(code) < Self.known.count else { return nil }
+        self = Self.known[Int(code)]
+    }
+
+    /// An environment this build does not know, by the name stored beside `otherCode`.
+    public init?(storedName: String) {
+        guard let e = AppStoreEnvironment(appleName: storedName), !e.isKnown else { return nil }
+        self = e
+    }
+
+    /// Known environments in code order, then the others by name: a total order for keys and folds.
+    public static func precedes(_ a: AppStoreEnvironment, _ b: AppStoreEnvironment) -> Bool {
+        let (x, y) = (a.code, b.code)
+        return x != y ? x < y : a.rawValue < b.rawValue
+    }
+
+    public var description: String { rawValue }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        let name = try c.decode(String.self)
+        guard let e = AppStoreEnvironment(appleName: name) else {
+            throw DecodingError.dataCorruptedError(in: c, debugDescription: "not an environment name: \(name)")
         }
+        self = e
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(rawValue)
     }
 }

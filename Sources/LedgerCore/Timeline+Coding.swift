@@ -37,7 +37,7 @@ extension Timeline {
     private func encode(into w: inout BinaryWriter) {
         w.writeVarint(UInt64(Timeline.formatVersion))
         w.write(1, originalTransactionId.id)
-        w.write(2, UInt64(environment.code))
+        w.write(2, environment, nameTag: 13)
         // The tail path's earlier periods, as they were stored (the encoding is deterministic: the same bytes).
         if let storedPeriods { w.append(raw: storedPeriods.bytes) }
         // Nested messages go into the same buffer (see `writeNested`): no writer, no allocation, per item.
@@ -158,6 +158,7 @@ extension Timeline {
             switch tag {
             case 1 where s: otid = try r.readID()
             case 2 where n: env = try decodeEnvironment(try r.readVarint())
+            case 13 where s: env = try readEnvironmentName(&r)
             case 3 where s:
                 let record = try r.readBytes()
                 if stored == nil || at == lastPeriodAt { periods.append(try Period(decoding: record, product: &product)) }
@@ -185,7 +186,7 @@ extension Timeline {
             case 12 where s:
                 let (token, user) = try Self.decodeTokenUser(try r.readBytes())
                 tokenUsers[token] = user
-            case 1...12: throw FactDecodingError("timeline field \(tag) has the wrong wire type")
+            case 1...13: throw FactDecodingError("timeline field \(tag) has the wrong wire type")
             default: try r.skip(wire)
             }
         }
@@ -521,7 +522,10 @@ extension ProductType: ByteCoded {
     nonisolated(unsafe) static let byCode = makeCodeTable()
 }
 
+/// A timeline's environment code (an environment this build does not know reads as Production until its name,
+/// field 13, is read).
 private func decodeEnvironment(_ code: UInt64) throws(FactDecodingError) -> AppStoreEnvironment {
+    if code == UInt64(AppStoreEnvironment.otherCode) { return .production }
     guard code <= 255, let e = AppStoreEnvironment(code: UInt8(code)) else {
         throw FactDecodingError("unknown environment \(code)")
     }

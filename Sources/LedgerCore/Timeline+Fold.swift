@@ -146,7 +146,7 @@ extension Timeline {
             let env = e.fact.environment
             // Equality first: almost every event names the same OTID, and `==` is cheaper than the numeric order.
             if let k = key, k.0 == env && k.1 == otid { continue }
-            if let k = key, k.0.code < env.code || (k.0 == env && !(otid < k.1)) { continue }
+            if let k = key, AppStoreEnvironment.precedes(k.0, env) || (k.0 == env && !(otid < k.1)) { continue }
             key = (env, otid)
         }
         guard let key else { return Timeline(originalTransactionId: "", environment: .production) }

@@ -86,7 +86,7 @@ extension Ledger {
                 if try txn.statistics(layout.events).entries != Int(last) { return .fault("events holds entries the log lacks") }
                 if try txn.statistics(layout.raw).entries != rawInputs { return .fault("raw holds inputs no event came from") }
                 for (claim, seq) in claimsOfEveryEnvironment {
-                    for environment in AppStoreEnvironment.allCases {
+                    for environment in AppStoreEnvironment.known {
                         let otidKey = StoreLayout.subscriptionKey(environment, claim.originalTransactionId)
                         guard knownSubscriptions.contains(otidKey) else { continue }
                         let value = StoreLayout.eventKey(seq: seq, Fact.binding(claim).eventKey)

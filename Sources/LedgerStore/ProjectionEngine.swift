@@ -29,7 +29,7 @@ struct ProjectionEngine {
         }
         // A claim that named no environment joins the subscription in every environment where it is known.
         for (claim, event) in claimsOfEveryEnvironment {
-            for environment in AppStoreEnvironment.allCases {
+            for environment in AppStoreEnvironment.known {
                 let key = StoreLayout.subscriptionKey(environment, claim.originalTransactionId)
                 guard try groups[key] != nil || txn.get(layout.timelines, key: key) != nil else { continue }
                 try index(claim, seq: event.seq, in: environment, txn)

@@ -96,21 +96,41 @@ struct StoreLayout {
         return k
     }
 
+    /// The environment prefix of `by_otid`, `by_user` and `timelines` keys: its code, and for an environment this
+    /// build does not know, its name and a 0 after the code (names never hold a 0).
+    static func environmentPrefix(_ environment: AppStoreEnvironment) -> [UInt8] {
+        let code = environment.code
+        guard code == AppStoreEnvironment.otherCode else { return [code] }
+        return [code] + Array(environment.rawValue.utf8) + [0]
+    }
+
     static func subscriptionKey(_ environment: AppStoreEnvironment, _ otid: OriginalTransactionID) -> [UInt8] {
-        var k: [UInt8] = [environment.code]
+        var k = environmentPrefix(environment)
         otid.withUTF8 { k.append(contentsOf: $0) }
         return k
     }
 
     static func userKey(_ environment: AppStoreEnvironment, _ user: AppUserID) -> [UInt8] {
-        var k: [UInt8] = [environment.code]
+        var k = environmentPrefix(environment)
         k.append(contentsOf: user.rawValue.utf8)
         return k
     }
 
     static func decodeSubscriptionKey(_ bytes: UnsafeRawBufferPointer) -> (AppStoreEnvironment, OriginalTransactionID)? {
-        guard let first = bytes.first, let env = AppStoreEnvironment(code: first) else { return nil }
-        return (env, OriginalTransactionID(utf8: UnsafeRawBufferPointer(rebasing: bytes.dropFirst()).assumingMemoryBound(to: UInt8.self)))
+        guard let first = bytes.first else { return nil }
+        var rest = bytes.dropFirst()
+        let env: AppStoreEnvironment
+        if first == AppStoreEnvironment.otherCode {
+            guard let end = rest.firstIndex(of: 0),
+                let named = AppStoreEnvironment(storedName: String(decoding: rest[..<end], as: UTF8.self))
+            else { return nil }
+            env = named
+            rest = rest[(end + 1)...]
+        } else {
+            guard let known = AppStoreEnvironment(code: first) else { return nil }
+            env = known
+        }
+        return (env, OriginalTransactionID(utf8: UnsafeRawBufferPointer(rebasing: rest).assumingMemoryBound(to: UInt8.self)))
     }
 
     // MARK: - Values

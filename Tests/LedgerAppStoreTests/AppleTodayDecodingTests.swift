@@ -126,6 +126,17 @@ private typealias F = AppleFixtures
         #expect(named.appAccountToken == "abc")
     }
 
+    /// An environment Apple adds later is kept as its own namespace, not refused.
+    @Test func anEnvironmentThisBuildDoesNotKnowIsKept() throws {
+        let t = try #require(try decode(F.json(F.v2Transaction(environment: "StagingPreview")), type: .transaction).transactions.first)
+        #expect(t.environment.rawValue == "StagingPreview")
+        #expect(!t.environment.isKnown)
+        let bytes = Fact.transaction(t).encoded()
+        let roundTrip = try bytes.withUnsafeBytes { try Fact(decoding: $0) }
+        #expect(roundTrip == .transaction(t))
+        #expect(refusal(F.json(F.v2Transaction(environment: "two words")), type: .transaction)?.code == "unknown_environment")
+    }
+
     // MARK: App Store Server API answers
 
     /// Get All Subscription Statuses, verbatim: each `lastTransactions` item's transaction and renewal info.

@@ -85,3 +85,41 @@ import Testing
         #expect(try Self.active(t.ledger, "u1", .sandbox) == true)
     }
 }
+
+/// An environment Apple adds later is a namespace of its own: stored, indexed, folded and read under its name.
+@Suite struct UnknownEnvironmentTests {
+    @Test func aTransactionOfAnEnvironmentThisBuildDoesNotKnowIsKeptApart() throws {
+        let staging = try #require(AppStoreEnvironment(appleName: "StagingPreview"))
+        #expect(!staging.isKnown)
+        #expect(staging.rawValue == "StagingPreview")
+        #expect(AppStoreEnvironment(appleName: "PROD") == .production)
+        #expect(AppStoreEnvironment(appleName: "") == nil)
+        #expect(AppStoreEnvironment(appleName: "no spaces please") == nil)
+
+        let t = try TemporaryLedger()
+        _ = try t.ledger.appendAndWait([
+            BindingEnvironmentTests.purchase(staging), BindingEnvironmentTests.purchase(.production, id: "2000000000000778"),
+        ])
+        _ = try t.ledger.appendAndWait([
+            BindingEnvironmentTests.input(
+                .binding(
+                    BindingClaim(
+                        appUserId: "u1", originalTransactionId: BindingEnvironmentTests.otid,
+                        claimedAt: BindingEnvironmentTests.start, environment: staging)),
+                received: BindingEnvironmentTests.start)
+        ])
+        let at = BindingEnvironmentTests.start + 2 * BindingEnvironmentTests.day
+        let view = try #require(try t.ledger.timeline(BindingEnvironmentTests.otid, environment: staging, at: at))
+        #expect(view.environment == "StagingPreview")
+        #expect(view.periods.map(\.transactionId) == ["2000000000000777"])
+        #expect(view.owners.map(\.appUserId) == ["u1"])
+        let production = try #require(try t.ledger.timeline(BindingEnvironmentTests.otid, at: at))
+        #expect(production.periods.map(\.transactionId) == ["2000000000000778"], "facts never mix across environments")
+        #expect(production.owners.isEmpty)
+        #expect(try t.ledger.customer("u1", environment: staging, at: at).entitlements["premium"]?.active == true)
+        #expect(try t.ledger.customer("u1", at: at).entitlements.isEmpty)
+        try BindingEnvironmentTests.sound(t.ledger)
+        try t.reopen()
+        #expect(try t.ledger.timeline(BindingEnvironmentTests.otid, environment: staging, at: at)?.owners.map(\.appUserId) == ["u1"])
+    }
+}
