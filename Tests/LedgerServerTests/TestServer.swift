@@ -44,7 +44,9 @@ final class TestServer: Sendable {
     }
 
     private static func waitUntilAnswering(_ socketPath: String) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
+        // Generous: the test runner's synchronous tests (property tests, fsyncing appends) share the two cooperative
+        // threads of this machine with the server's handlers, and can hold both for seconds.
+        let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
             if let client = try? AsyncLedgerClient(socketPath: socketPath, timeoutSeconds: 2),
                 let r = try? await client.get("/v1/health"), r.status == 200
@@ -58,7 +60,7 @@ final class TestServer: Sendable {
 
     /// A client whose blocking calls run on a queue of their own, never on the cooperative pool the server's handlers
     /// need (this machine has two cores: two blocked cooperative threads would stall the server).
-    func client() throws -> AsyncLedgerClient { try AsyncLedgerClient(socketPath: socketPath, timeoutSeconds: 10) }
+    func client() throws -> AsyncLedgerClient { try AsyncLedgerClient(socketPath: socketPath, timeoutSeconds: 30) }
 
     /// Graceful shutdown, as on SIGTERM; then removes the directory.
     func stop() async throws {
