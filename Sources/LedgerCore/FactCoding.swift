@@ -162,11 +162,7 @@ extension RenewalInfoFact {
         w.write(17, currency)
         w.write(18, offerDiscountType)
         w.write(19, offerPeriod)
-        // An empty list is Apple's word too ("no offer now"): written as the count, then the ids.
-        if let ids = eligibleWinBackOfferIds {
-            w.write(20, UInt64(ids.count))
-            for id in ids { w.write(21, id) }
-        }
+        w.write(countTag: 20, itemTag: 21, eligibleWinBackOfferIds)
         w.write(22, appAccountToken)
         w.write(23, appTransactionId)
         w.write(24, renewalBillingPlanType)
@@ -379,6 +375,14 @@ func readEnvironmentName(_ r: inout BinaryReader) throws(FactDecodingError) -> A
 }
 
 extension BinaryWriter {
+    /// An optional list of strings: its count under `countTag` (an empty list is a statement too: Apple's "no offer
+    /// now" differs from saying nothing), then each item under `itemTag`.
+    mutating func write(countTag: UInt32, itemTag: UInt32, _ list: [String]?) {
+        guard let list else { return }
+        write(countTag, UInt64(list.count))
+        for item in list { write(itemTag, item) }
+    }
+
     /// An environment: its code, and for one this build does not know its name under `nameTag`.
     mutating func write(_ tag: UInt32, _ environment: AppStoreEnvironment, nameTag: UInt32) {
         let code = environment.code

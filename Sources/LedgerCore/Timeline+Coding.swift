@@ -424,10 +424,7 @@ extension RenewalState {
         w.write(10, seq)
         w.write(11, renewalPrice)
         w.write(12, currency)
-        if let ids = eligibleWinBackOfferIds {
-            w.write(13, UInt64(ids.count))
-            for id in ids { w.write(14, id) }
-        }
+        w.write(countTag: 13, itemTag: 14, eligibleWinBackOfferIds)
         w.write(15, renewalBillingPlanType)
     }
 
