@@ -33,25 +33,21 @@ public final class Ledger: Sendable {
     let observers = CommitObservers()
 
     /// Opens (creating if needed) the ledger in `directory`.
+    ///
+    /// Throws `LedgerError` when it cannot: `corrupted` (garbage or damaged LMDB files), `permission_denied`,
+    /// `invalid_path` (the directory or a ledger file of the wrong kind), `storage_full`, `schema_mismatch`,
+    /// `storage_error`.
     public init(directory: String, rules: FoldRules = FoldRules(), options: Options = Options(), logger: Logger) throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        var envOptions = Environment.Options()
-        envOptions.mapSize = options.initialMapSize
-        envOptions.maxMapSize = options.maxMapSize
-        envOptions.readOnly = options.readOnly
-        envOptions.unsafeNoSync = options.unsafeNoSync
         self.directory = directory
         self.rules = rules
-        let environment = try Environment(path: directory, options: envOptions)
+        let (environment, layout, upgrade) = try Self.open(directory, options)
         self.environment = environment
         if environment.staleReadersCleared > 0 {
             logger.notice("cleared stale LMDB readers", metadata: ["count": "\(environment.staleReadersCleared)"])
         }
-        let layout = try StoreLayout(environment: environment)
         self.layout = layout
         let batch = AppendBatch(layout: layout, projections: ProjectionEngine(layout: layout, rules: rules))
         self.batch = batch
-        let upgrade = try Self.checkSchema(environment, layout, readOnly: options.readOnly)
         if options.readOnly {
             writer = nil
         } else {
@@ -73,6 +69,40 @@ public final class Ledger: Sendable {
     }
 
     deinit { writer?.stop() }
+
+    /// The environment, its databases, and whether the schema needs an upgrade; every failure as a `LedgerError`.
+    private static func open(_ directory: String, _ options: Options) throws -> (Environment, StoreLayout, Bool) {
+        do {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), !isDirectory.boolValue {
+                throw LedgerError(code: "invalid_path", message: "\(directory) is not a directory")
+            }
+            if !options.readOnly {
+                do {
+                    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                } catch {
+                    throw LedgerError(code: "invalid_path", message: "cannot create \(directory): \(error.localizedDescription)")
+                }
+            }
+            var envOptions = Environment.Options()
+            envOptions.mapSize = options.initialMapSize
+            envOptions.maxMapSize = options.maxMapSize
+            envOptions.readOnly = options.readOnly
+            envOptions.unsafeNoSync = options.unsafeNoSync
+            let environment = try Environment(path: directory, options: envOptions)
+            let layout: StoreLayout
+            do {
+                layout = try StoreLayout(environment: environment)
+            } catch let error as LMDBError where error == .notFound {
+                throw LedgerError(
+                    code: "not_a_ledger", message: "\(directory) holds an LMDB environment without the ledger's databases")
+            }
+            let upgrade = try checkSchema(environment, layout, readOnly: options.readOnly)
+            return (environment, layout, upgrade)
+        } catch {
+            throw LedgerError.cannotOpen(directory, error)
+        }
+    }
 
     /// Checks the ledger's schema version; true when it is schema 1 opened for writing, to be upgraded.
     private static func checkSchema(_ env: Environment, _ layout: StoreLayout, readOnly: Bool) throws -> Bool {

@@ -169,6 +169,9 @@ struct StoreLayout {
     static let metaSchema = Array("schema".utf8)
     static let metaChainHead = Array("chain_head".utf8)
     static let metaRejectedCount = Array("rejected_count".utf8)
+    /// count (BE, 8) ‖ the last `RejectedChain` link (32). Absent in ledgers whose refusals predate it, until the
+    /// next refusal links them all.
+    static let metaRejectedHead = Array("rejected_head".utf8)
     static let metaRulesDigest = Array("rules_digest".utf8)
 }
 

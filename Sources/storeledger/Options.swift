@@ -39,7 +39,8 @@ struct LedgerOptions: ParsableArguments {
         do {
             return try Ledger(directory: directory, rules: configuration.rules, options: options, logger: cliLogger)
         } catch {
-            throw CommandFailure(code: "storage_error", message: "cannot open ledger in \(directory): \(error)", json: json)
+            let failure = LedgerError.from(error)  // Ledger.init names the directory and the cause
+            throw CommandFailure(code: failure.code, message: failure.message, json: json)
         }
     }
 }

@@ -17,8 +17,9 @@ final class TestServer: Sendable {
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
 
-    /// Starts a server (configuration JSON optional) and waits until it answers.
-    init(configuration json: String? = nil) async throws {
+    /// Starts a server (configuration JSON optional; the ledger in `dataDirectory`, default a fresh one) and waits
+    /// until it answers.
+    init(configuration json: String? = nil, dataDirectory: String? = nil) async throws {
         let directory = try Self.makeDirectory()
         self.directory = directory
         socketPath = directory + "/s.sock"
@@ -28,7 +29,8 @@ final class TestServer: Sendable {
         logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
         var options = Ledger.Options()
         options.maxQueuedInputs = configuration.limits.maxQueuedInputs
-        ledger = try Ledger(directory: directory + "/data", rules: configuration.rules, options: options, logger: logger)
+        ledger = try Ledger(
+            directory: dataDirectory ?? directory + "/data", rules: configuration.rules, options: options, logger: logger)
         service = LedgerService(ledger: ledger, configuration: configuration, socketPath: socketPath, logger: logger)
         let group = ServiceGroup(services: [service], logger: logger)
         self.group = group

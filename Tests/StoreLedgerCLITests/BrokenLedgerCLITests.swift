@@ -1,0 +1,251 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import LMDB
+import LedgerTestSupport
+import Testing
+
+/// What a `storeledger` run said, and how it ended (a signal is not an exit status).
+struct Finished {
+    var exited: Bool
+    var status: Int32
+    var stdout: String
+    var stderr: String
+    /// The non-empty lines of stderr.
+    var errorLines: [Substring] { stderr.split(separator: "\n") }
+}
+
+/// Runs `storeledger` (optionally through a wrapper such as setpriv), killing it after `seconds`: a command that
+/// should have refused a broken ledger must not hang the suite by serving it.
+func runStoreLedger(_ arguments: [String], input: Data? = nil, via wrapper: [String] = [], seconds: Double = 60) throws
+    -> Finished
+{
+    let process = Process()
+    let executable = storeledgerExecutable()
+    process.executableURL = URL(fileURLWithPath: wrapper.first ?? executable)
+    process.arguments = wrapper.isEmpty ? arguments : Array(wrapper.dropFirst()) + [executable] + arguments
+    let out = Pipe(), err = Pipe(), inPipe = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = inPipe
+    try process.run()
+    let outData = LockedData(), errData = LockedData()
+    let group = DispatchGroup()
+    for (pipe, sink) in [(out, outData), (err, errData)] {
+        group.enter()
+        DispatchQueue.global().async {
+            sink.set(pipe.fileHandleForReading.readDataToEndOfFile())
+            group.leave()
+        }
+    }
+    if let input { inPipe.fileHandleForWriting.write(input) }
+    try? inPipe.fileHandleForWriting.close()
+    let deadline = Date().addingTimeInterval(seconds)
+    while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+    if process.isRunning {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        Issue.record("storeledger \(arguments.joined(separator: " ")) still ran after \(seconds) s")
+    }
+    process.waitUntilExit()
+    group.wait()
+    return Finished(
+        exited: process.terminationReason == .exit, status: process.terminationStatus,
+        stdout: String(decoding: outData.get(), as: UTF8.self), stderr: String(decoding: errData.get(), as: UTF8.self))
+}
+
+/// A small sound ledger made by the real binary: `count` transactions.
+func makeLedger(_ directory: String, count: Int = 40) throws {
+    let file = directory + ".ndjson"
+    try (0..<count).map { transactionLine($0, otids: 10) }.joined(separator: "\n").write(
+        toFile: file, atomically: true, encoding: .utf8)
+    defer { try? FileManager.default.removeItem(atPath: file) }
+    let out = try runStoreLedger(["ingest", "--data", directory, file])
+    #expect(out.status == 0, "\(out.stderr)")
+}
+
+/// Overwrites `count` bytes at `offset` of `file` with `byte`.
+func overwrite(_ file: String, at offset: UInt64, count: Int, with byte: UInt8) throws {
+    let handle = try #require(FileHandle(forUpdatingAtPath: file))
+    defer { try? handle.close() }
+    try handle.seek(toOffset: offset)
+    try handle.write(contentsOf: Data(repeating: byte, count: count))
+}
+
+/// Every command refuses a ledger it cannot open with one line `error: <code>: …` and exit 1: never a crash (the
+/// double free of issue 18), never a usage error, never a server started on it.
+@Suite("Ledgers that cannot be opened", .serialized)
+struct BrokenLedgerCLITests {
+    /// Every command that opens the ledger, with the arguments it needs.
+    static func commands(_ dir: String) -> [[String]] {
+        [
+            ["serve", "--socket", dir + "/s.sock"], ["ingest", dir + "/../input.json"], ["timeline", "1"],
+            ["customer", "u1"], ["events"], ["export"], ["stats"], ["verify"], ["replay", "--check"], ["replay"],
+            ["rejected"],
+        ].map { $0 + ["--data", dir] }
+    }
+
+    /// Runs every command against the broken ledger in `dir` and checks each says `code` in one line and exits 1.
+    func expectEveryCommandRefuses(_ dir: String, code: String, mentioning hint: String, via wrapper: [String] = [])
+        throws
+    {
+        try #"{"appUserId":"u1","originalTransactionId":"1"}"#.write(
+            toFile: dir + "/../input.json", atomically: true, encoding: .utf8)
+        for command in Self.commands(dir) {
+            let out = try runStoreLedger(command, via: wrapper, seconds: 30)
+            let name = command.prefix(2).joined(separator: " ")
+            #expect(out.exited, "\(name): ended by a signal (\(out.status))")
+            #expect(out.status == 1, "\(name): exit \(out.status): \(out.stderr)")
+            #expect(out.errorLines.count == 1, "\(name): \(out.stderr)")
+            #expect(out.stderr.hasPrefix("error: \(code): cannot open the ledger in \(dir): "), "\(name): \(out.stderr)")
+            #expect(out.stderr.contains(hint), "\(name): \(out.stderr)")
+            #expect(!out.stderr.contains("double free"), "\(name)")
+        }
+    }
+
+    @Test func aGarbageDataFileIsCorrupted() throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        var generator = SystemRandomNumberGenerator()
+        try Data((0..<65_536).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(
+            to: URL(fileURLWithPath: dir + "/data.mdb"))
+        try expectEveryCommandRefuses(dir, code: "corrupted", mentioning: "MDB_INVALID")
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir)
+        #expect(!files.contains("s.sock"), "serve did not bind its socket")
+    }
+
+    /// A real ledger whose two meta pages (page 0 and page 1, magic at offset 16) are both overwritten.
+    @Test func bothMetaPagesDamagedIsCorrupted() throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try makeLedger(dir)
+        let pageSize = UInt64(sysconf(Int32(_SC_PAGESIZE)))
+        try overwrite(dir + "/data.mdb", at: 16, count: 16, with: 0xA5)
+        try overwrite(dir + "/data.mdb", at: pageSize + 16, count: 16, with: 0xA5)
+        try expectEveryCommandRefuses(dir, code: "corrupted", mentioning: "MDB_INVALID")
+    }
+
+    /// A data file cut short of the pages its meta page names: LMDB would fault (SIGBUS) reading them.
+    @Test func aTruncatedDataFileIsCorrupted() throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try makeLedger(dir, count: 400)
+        let pageSize = off_t(sysconf(Int32(_SC_PAGESIZE)))
+        #expect(truncate(dir + "/data.mdb", 3 * pageSize) == 0)
+        try expectEveryCommandRefuses(dir, code: "corrupted", mentioning: "its meta page names")
+    }
+
+    @Test func aDataFileThatIsADirectoryIsAnInvalidPath() throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try FileManager.default.createDirectory(atPath: dir + "/data.mdb", withIntermediateDirectories: true)
+        try expectEveryCommandRefuses(dir, code: "invalid_path", mentioning: "directory")
+    }
+
+    @Test func aLockFileThatCannotBeOpenedIsAnInvalidPath() throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try makeLedger(dir)
+        try FileManager.default.removeItem(atPath: dir + "/lock.mdb")
+        try FileManager.default.createDirectory(atPath: dir + "/lock.mdb", withIntermediateDirectories: true)
+        try expectEveryCommandRefuses(dir, code: "invalid_path", mentioning: "lock.mdb")
+    }
+
+    @Test func aLedgerDirectoryThatIsAFileIsAnInvalidPath() throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try Data("not a directory".utf8).write(to: URL(fileURLWithPath: dir))
+        for command in Self.commands(dir) where command[0] != "ingest" {
+            let out = try runStoreLedger(command, seconds: 30)
+            #expect(out.exited && out.status == 1, "\(command[0]): \(out.status) \(out.stderr)")
+            #expect(out.errorLines.count == 1, "\(command[0]): \(out.stderr)")
+            #expect(
+                out.stderr == "error: invalid_path: cannot open the ledger in \(dir): \(dir) is not a directory\n",
+                "\(command[0]): \(out.stderr)")
+        }
+    }
+
+    /// The sandbox runs as root, whom file modes do not stop; so the commands run as `nobody` (setpriv) against a
+    /// ledger whose files that user may not read.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+    func aLedgerTheUserMayNotReadIsPermissionDenied() throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        #expect(chmod(root.path, 0o777) == 0)
+        let dir = root.file("ledger")
+        try makeLedger(dir)
+        #expect(chmod(dir + "/data.mdb", 0o600) == 0)
+        #expect(chmod(dir + "/lock.mdb", 0o600) == 0)
+        try expectEveryCommandRefuses(
+            dir, code: "permission_denied", mentioning: "Permission denied",
+            via: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+    }
+}
+
+/// Exit statuses as README promises: 0 success, 1 a reported failure, 2 only for arguments that do not parse.
+@Suite("Exit statuses", .serialized)
+struct ExitStatusCLITests {
+    /// Removes event 2 from the `events` database of the ledger in `dir`, behind the ledger's back.
+    func removeSecondEvent(_ dir: String) throws {
+        let env = try Environment(path: dir)
+        let events = try env.openDatabase("events")
+        try env.write { txn in
+            let cursor = try txn.cursor(events)
+            var entry = try cursor.first()
+            while let e = entry {
+                if e.key.suffix(8).elementsEqual(UInt64(2).bigEndianBytes) {
+                    try cursor.deleteCurrent()
+                    return
+                }
+                entry = try cursor.next()
+            }
+            Issue.record("event 2 not found")
+        }
+    }
+
+    @Test func replayCheckOnALedgerMissingAnEventIsCorruptedWithExitOne() throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try makeLedger(dir)
+        try removeSecondEvent(dir)
+        let replay = try runStoreLedger(["replay", "--check", "--data", dir])
+        #expect(replay.exited && replay.status == 1, "\(replay.status): \(replay.stderr)")
+        #expect(replay.errorLines.count == 1, "\(replay.stderr)")
+        #expect(replay.stderr.hasPrefix("error: corrupted: "), "\(replay.stderr)")
+        #expect(!replay.stderr.contains("usage") && !replay.stderr.contains("Error:"), "\(replay.stderr)")
+
+        let verify = try runStoreLedger(["verify", "--data", dir])
+        #expect(verify.status == 1)
+        #expect(verify.stderr.hasPrefix("error: verification_failed: event 2 "), "\(verify.stderr)")
+
+        let json = try runStoreLedger(["replay", "--check", "--json", "--data", dir])
+        #expect(json.status == 1)
+        let document = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: [String: String]]
+        #expect(document?["error"]?["code"] == "corrupted", "\(json.stdout)")
+    }
+
+    @Test func usageErrorsAloneExitTwo() throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try makeLedger(dir, count: 3)
+        for arguments in [["timeline"], ["events", "--limit", "0"], ["ingest", "--type", "coupon"], ["frobnicate"]] {
+            let out = try runStoreLedger(arguments + ["--data", dir])
+            #expect(out.status == 2, "\(arguments): \(out.status) \(out.stderr)")
+            #expect(out.stderr.hasPrefix("error: usage: "), "\(arguments): \(out.stderr)")
+            #expect(!out.stderr.hasPrefix("error: usage: Error:"), "\(arguments): \(out.stderr)")
+        }
+        #expect(try runStoreLedger(["stats", "--data", dir]).status == 0)
+        #expect(try runStoreLedger(["timeline", "nope", "--data", dir]).status == 1)
+        #expect(try runStoreLedger(["--help"]).status == 0)
+    }
+}
