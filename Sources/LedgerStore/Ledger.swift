@@ -99,6 +99,18 @@ public final class Ledger: Sendable {
             }
             let upgrade = try checkSchema(environment, layout, readOnly: options.readOnly)
             return (environment, layout, upgrade)
+        } catch let error as LMDBError {
+            // LMDB names the directory, not which of its files is of the wrong kind.
+            for file in ["data.mdb", "lock.mdb"] {
+                var isDirectory: ObjCBool = false
+                let path = (directory as NSString).appendingPathComponent(file)
+                if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+                    throw LedgerError(
+                        code: "invalid_path",
+                        message: "cannot open the ledger in \(directory): \(path) is a directory, not a file (\(error.reason))")
+                }
+            }
+            throw LedgerError.cannotOpen(directory, error)
         } catch {
             throw LedgerError.cannotOpen(directory, error)
         }

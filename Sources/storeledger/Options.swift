@@ -30,7 +30,12 @@ struct LedgerOptions: ParsableArguments {
 
     /// Opens the ledger; read-only commands do not start a writer.
     func openLedger(_ configuration: LedgerConfiguration, readOnly: Bool, json: Bool) throws -> Ledger {
-        if readOnly, !FileManager.default.fileExists(atPath: (directory as NSString).appendingPathComponent("data.mdb")) {
+        var isDirectory: ObjCBool = false
+        let exists = FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory)
+        // A path that is not a directory is for `Ledger` to name; a directory without a data file holds no ledger.
+        if readOnly, !exists || isDirectory.boolValue,
+            !FileManager.default.fileExists(atPath: (directory as NSString).appendingPathComponent("data.mdb"))
+        {
             throw CommandFailure(code: "no_ledger", message: "no ledger in \(directory) (use --data DIR)", json: json)
         }
         var options = Ledger.Options()

@@ -43,6 +43,9 @@ struct StoreLedger: AsyncParsableCommand {
         } catch let error as ValidationError {
             // A flag whose value `run` found unusable (e.g. `ingest --type coupon`): still a usage error.
             usageFailure(error)
+        } catch where exitCode(for: error) == .success || exitCode(for: error) == .validationFailure {
+            // The parser's own errors surfacing from `run` (`storeledger help`, `--help` on a subcommand).
+            usageFailure(error)
         } catch {
             let failure = LedgerError.from(error)
             CommandFailure(
@@ -57,7 +60,8 @@ struct StoreLedger: AsyncParsableCommand {
         if exitCode(for: error) == .success {
             exit(withError: error)
         }
-        let message = fullMessage(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+        var message = fullMessage(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+        if message.hasPrefix("Error: ") { message.removeFirst("Error: ".count) }
         FileHandle.standardError.write(Data("error: usage: \(message)\n".utf8))
         FileHandle.standardError.write(Data("(see storeledger --help)\n".utf8))
         Foundation.exit(2)
