@@ -63,6 +63,13 @@ public struct APIError: Error, HTTPResponseError, Hashable, CustomStringConverti
     static func invalidBody(_ message: String) -> APIError {
         APIError(.badRequest, code: "invalid_body", message: message, closesConnection: true)
     }
+    /// A transfer coding other than `chunked`: the body cannot be read, so the connection closes after the answer.
+    static func unsupportedTransferEncoding(_ codings: String) -> APIError {
+        APIError(
+            .notImplemented, code: "unsupported_transfer_encoding",
+            message: "Transfer-Encoding '\(codings)' is not supported; send the body plain with Content-Length, or chunked",
+            closesConnection: true)
+    }
     static func batchTooLarge(count: Int, limit: Int) -> APIError {
         APIError(.contentTooLarge, code: "batch_too_large", message: "the batch holds \(count) inputs; at most \(limit) are accepted")
     }

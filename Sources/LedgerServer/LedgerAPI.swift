@@ -108,6 +108,12 @@ public final class LedgerAPI: Sendable {
         let keep = min(limit, RejectedInput.keptBytesLimit)
         let declared = request.headers[.contentLength].flatMap(Int.init)
         let declaredTooLarge = declared.map { $0 > limit } ?? false
+        if let codings = request.headers[.transferEncoding] {
+            // HTTP/1.1 frames a request body by Content-Length or `chunked` alone; a body in another coding (gzip)
+            // would reach the decoders as bytes they cannot read (RFC 9112 §6.1: 501 for a coding not understood).
+            let names = codings.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            if names != ["chunked"] { throw APIError.unsupportedTransferEncoding(codings) }
+        }
         var body: [UInt8] = []
         do {
             for try await buffer in request.body {
