@@ -290,8 +290,9 @@ struct RequestMetricsMiddleware: RouterMiddleware {
         let route = context.endpointPath ?? "unmatched"
         metrics.recordRequest(
             method: request.method.rawValue, route: route, status: response.status.code, nanoseconds: elapsed)
-        // 503 is back-pressure (a full writer queue, shutting down), not a fault: it is counted, not logged as one.
-        if response.status.code >= 500 && response.status != .serviceUnavailable {
+        // 503 is back-pressure (a full writer queue, shutting down), not a fault: it is counted, not logged as one;
+        // 501 (a transfer coding the server does not speak) is the caller's.
+        if response.status.code >= 500 && response.status != .serviceUnavailable && response.status != .notImplemented {
             logger.error(
                 "request failed",
                 metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)"])

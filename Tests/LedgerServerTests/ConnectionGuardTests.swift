@@ -27,7 +27,8 @@ func waitForConnections(_ server: TestServer, _ expected: Int) async throws {
 
 @Suite("Connection timeouts and limits", .serialized, .timeLimit(.minutes(2)))
 struct ConnectionGuardTests {
-    /// A header timeout shorter than the idle timeout, so the tests can tell which one closed a connection.
+    /// A header timeout shorter than the idle timeout, so the tests can tell which one closed a connection. Upper bounds
+    /// are loose: on a loaded two-core machine timers fire late, never early.
     static let timeouts = #"{"limits":{"headerTimeoutSeconds":1,"idleTimeoutSeconds":3}}"#
 
     @Test func halfARequestLineIsAnswered408AndClosedAfterTheHeaderTimeout() async throws {
@@ -38,7 +39,7 @@ struct ConnectionGuardTests {
             let (text, closed) = await offThePool { connection.readUntilClosed(seconds: 10) }
             let elapsed = Date().timeIntervalSince(start)
             #expect(closed)
-            #expect(elapsed >= 0.9 && elapsed < 2.5, "closed after \(elapsed) s")
+            #expect(elapsed >= 0.9 && elapsed < 6, "closed after \(elapsed) s")
             #expect(text.hasPrefix("HTTP/1.1 408 "), "\(text)")
             #expect(text.contains(#""code":"request_timeout""#), "\(text)")
             #expect(try await server.client().get("/v1/health").status == 200)
@@ -58,7 +59,7 @@ struct ConnectionGuardTests {
                 return nil
             }
             let elapsed = try #require(closedAfter, "the trickling connection was never closed")
-            #expect(elapsed >= 0.9 && elapsed < 2.5, "closed after \(elapsed) s")
+            #expect(elapsed >= 0.9 && elapsed < 6, "closed after \(elapsed) s")
         }
     }
 
@@ -74,7 +75,7 @@ struct ConnectionGuardTests {
             #expect(closed)
             #expect(text.isEmpty, "nothing is said on an idle close: \(text)")
             // Not the 1 s header timeout: a keep-alive connection between requests has the idle timeout.
-            #expect(elapsed >= 2.8 && elapsed < 5, "closed after \(elapsed) s")
+            #expect(elapsed >= 2.8 && elapsed < 9, "closed after \(elapsed) s")
         }
     }
 
@@ -85,7 +86,7 @@ struct ConnectionGuardTests {
             let (text, closed) = await offThePool { connection.readUntilClosed(seconds: 10) }
             let elapsed = Date().timeIntervalSince(start)
             #expect(closed && text.isEmpty)
-            #expect(elapsed >= 0.9 && elapsed < 2.5, "closed after \(elapsed) s")
+            #expect(elapsed >= 0.9 && elapsed < 6, "closed after \(elapsed) s")
         }
     }
 
@@ -98,7 +99,7 @@ struct ConnectionGuardTests {
             let (_, closed) = await offThePool { connection.readUntilClosed(seconds: 10) }
             let elapsed = Date().timeIntervalSince(start)
             #expect(closed)
-            #expect(elapsed >= 2.8 && elapsed < 5, "closed after \(elapsed) s")
+            #expect(elapsed >= 2.8 && elapsed < 9, "closed after \(elapsed) s")
             #expect(try server.ledger.lastSeq() == 0)
         }
     }

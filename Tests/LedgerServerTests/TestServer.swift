@@ -46,7 +46,8 @@ final class TestServer: Sendable {
     }
 
     private static func waitUntilAnswering(_ socketPath: String) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
+        // Generous: the whole suite runs in parallel on two cores, with processes of other suites competing.
+        let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             if let client = try? AsyncLedgerClient(socketPath: socketPath, timeoutSeconds: 2),
                 let r = try? await client.get("/v1/health"), r.status == 200

@@ -17,8 +17,20 @@ struct Finished {
 }
 
 /// Runs `storeledger` (optionally through a wrapper such as setpriv), killing it after `seconds`: a command that
-/// should have refused a broken ledger must not hang the suite by serving it.
-func runStoreLedger(_ arguments: [String], input: Data? = nil, via wrapper: [String] = [], seconds: Double = 60) throws
+/// should have refused a broken ledger must not hang the suite by serving it. The wait runs off the cooperative pool,
+/// which the in-process servers of other suites need (two cores: two blocked pool threads would stall them).
+func runStoreLedger(_ arguments: [String], input: Data? = nil, via wrapper: [String] = [], seconds: Double = 60)
+    async throws -> Finished
+{
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async {
+            continuation.resume(
+                with: Result { try runStoreLedgerBlocking(arguments, input: input, via: wrapper, seconds: seconds) })
+        }
+    }
+}
+
+private func runStoreLedgerBlocking(_ arguments: [String], input: Data?, via wrapper: [String], seconds: Double) throws
     -> Finished
 {
     let process = Process()
@@ -56,12 +68,12 @@ func runStoreLedger(_ arguments: [String], input: Data? = nil, via wrapper: [Str
 }
 
 /// A small sound ledger made by the real binary: `count` transactions.
-func makeLedger(_ directory: String, count: Int = 40) throws {
+func makeLedger(_ directory: String, count: Int = 40) async throws {
     let file = directory + ".ndjson"
     try (0..<count).map { transactionLine($0, otids: 10) }.joined(separator: "\n").write(
         toFile: file, atomically: true, encoding: .utf8)
     defer { try? FileManager.default.removeItem(atPath: file) }
-    let out = try runStoreLedger(["ingest", "--data", directory, file])
+    let out = try await runStoreLedger(["ingest", "--data", directory, file])
     #expect(out.status == 0, "\(out.stderr)")
 }
 
@@ -88,12 +100,12 @@ struct BrokenLedgerCLITests {
 
     /// Runs every command against the broken ledger in `dir` and checks each says `code` in one line and exits 1.
     func expectEveryCommandRefuses(_ dir: String, code: String, mentioning hint: String, via wrapper: [String] = [])
-        throws
+        async throws
     {
         try #"{"appUserId":"u1","originalTransactionId":"1"}"#.write(
             toFile: dir + "/../input.json", atomically: true, encoding: .utf8)
         for command in Self.commands(dir) {
-            let out = try runStoreLedger(command, via: wrapper, seconds: 30)
+            let out = try await runStoreLedger(command, via: wrapper, seconds: 30)
             let name = command.prefix(2).joined(separator: " ")
             #expect(out.exited, "\(name): ended by a signal (\(out.status))")
             #expect(out.status == 1, "\(name): exit \(out.status): \(out.stderr)")
@@ -104,7 +116,7 @@ struct BrokenLedgerCLITests {
         }
     }
 
-    @Test func aGarbageDataFileIsCorrupted() throws {
+    @Test func aGarbageDataFileIsCorrupted() async throws {
         let root = try TemporaryDirectory()
         defer { root.remove() }
         let dir = root.file("ledger")
@@ -112,59 +124,59 @@ struct BrokenLedgerCLITests {
         var generator = SystemRandomNumberGenerator()
         try Data((0..<65_536).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(
             to: URL(fileURLWithPath: dir + "/data.mdb"))
-        try expectEveryCommandRefuses(dir, code: "corrupted", mentioning: "MDB_INVALID")
+        try await expectEveryCommandRefuses(dir, code: "corrupted", mentioning: "MDB_INVALID")
         let files = try FileManager.default.contentsOfDirectory(atPath: dir)
         #expect(!files.contains("s.sock"), "serve did not bind its socket")
     }
 
     /// A real ledger whose two meta pages (page 0 and page 1, magic at offset 16) are both overwritten.
-    @Test func bothMetaPagesDamagedIsCorrupted() throws {
+    @Test func bothMetaPagesDamagedIsCorrupted() async throws {
         let root = try TemporaryDirectory()
         defer { root.remove() }
         let dir = root.file("ledger")
-        try makeLedger(dir)
+        try await makeLedger(dir)
         let pageSize = UInt64(sysconf(Int32(_SC_PAGESIZE)))
         try overwrite(dir + "/data.mdb", at: 16, count: 16, with: 0xA5)
         try overwrite(dir + "/data.mdb", at: pageSize + 16, count: 16, with: 0xA5)
-        try expectEveryCommandRefuses(dir, code: "corrupted", mentioning: "MDB_INVALID")
+        try await expectEveryCommandRefuses(dir, code: "corrupted", mentioning: "MDB_INVALID")
     }
 
     /// A data file cut short of the pages its meta page names: LMDB would fault (SIGBUS) reading them.
-    @Test func aTruncatedDataFileIsCorrupted() throws {
+    @Test func aTruncatedDataFileIsCorrupted() async throws {
         let root = try TemporaryDirectory()
         defer { root.remove() }
         let dir = root.file("ledger")
-        try makeLedger(dir, count: 400)
+        try await makeLedger(dir, count: 400)
         let pageSize = off_t(sysconf(Int32(_SC_PAGESIZE)))
         #expect(truncate(dir + "/data.mdb", 3 * pageSize) == 0)
-        try expectEveryCommandRefuses(dir, code: "corrupted", mentioning: "its meta page names")
+        try await expectEveryCommandRefuses(dir, code: "corrupted", mentioning: "its meta page names")
     }
 
-    @Test func aDataFileThatIsADirectoryIsAnInvalidPath() throws {
+    @Test func aDataFileThatIsADirectoryIsAnInvalidPath() async throws {
         let root = try TemporaryDirectory()
         defer { root.remove() }
         let dir = root.file("ledger")
         try FileManager.default.createDirectory(atPath: dir + "/data.mdb", withIntermediateDirectories: true)
-        try expectEveryCommandRefuses(dir, code: "invalid_path", mentioning: "directory")
+        try await expectEveryCommandRefuses(dir, code: "invalid_path", mentioning: "directory")
     }
 
-    @Test func aLockFileThatCannotBeOpenedIsAnInvalidPath() throws {
+    @Test func aLockFileThatCannotBeOpenedIsAnInvalidPath() async throws {
         let root = try TemporaryDirectory()
         defer { root.remove() }
         let dir = root.file("ledger")
-        try makeLedger(dir)
+        try await makeLedger(dir)
         try FileManager.default.removeItem(atPath: dir + "/lock.mdb")
         try FileManager.default.createDirectory(atPath: dir + "/lock.mdb", withIntermediateDirectories: true)
-        try expectEveryCommandRefuses(dir, code: "invalid_path", mentioning: "lock.mdb")
+        try await expectEveryCommandRefuses(dir, code: "invalid_path", mentioning: "lock.mdb")
     }
 
-    @Test func aLedgerDirectoryThatIsAFileIsAnInvalidPath() throws {
+    @Test func aLedgerDirectoryThatIsAFileIsAnInvalidPath() async throws {
         let root = try TemporaryDirectory()
         defer { root.remove() }
         let dir = root.file("ledger")
         try Data("not a directory".utf8).write(to: URL(fileURLWithPath: dir))
         for command in Self.commands(dir) where command[0] != "ingest" {
-            let out = try runStoreLedger(command, seconds: 30)
+            let out = try await runStoreLedger(command, seconds: 30)
             #expect(out.exited && out.status == 1, "\(command[0]): \(out.status) \(out.stderr)")
             #expect(out.errorLines.count == 1, "\(command[0]): \(out.stderr)")
             #expect(
@@ -176,15 +188,15 @@ struct BrokenLedgerCLITests {
     /// The sandbox runs as root, whom file modes do not stop; so the commands run as `nobody` (setpriv) against a
     /// ledger whose files that user may not read.
     @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
-    func aLedgerTheUserMayNotReadIsPermissionDenied() throws {
+    func aLedgerTheUserMayNotReadIsPermissionDenied() async throws {
         let root = try TemporaryDirectory()
         defer { root.remove() }
         #expect(chmod(root.path, 0o777) == 0)
         let dir = root.file("ledger")
-        try makeLedger(dir)
+        try await makeLedger(dir)
         #expect(chmod(dir + "/data.mdb", 0o600) == 0)
         #expect(chmod(dir + "/lock.mdb", 0o600) == 0)
-        try expectEveryCommandRefuses(
+        try await expectEveryCommandRefuses(
             dir, code: "permission_denied", mentioning: "Permission denied",
             via: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
     }
@@ -211,41 +223,41 @@ struct ExitStatusCLITests {
         }
     }
 
-    @Test func replayCheckOnALedgerMissingAnEventIsCorruptedWithExitOne() throws {
+    @Test func replayCheckOnALedgerMissingAnEventIsCorruptedWithExitOne() async throws {
         let root = try TemporaryDirectory()
         defer { root.remove() }
         let dir = root.file("ledger")
-        try makeLedger(dir)
+        try await makeLedger(dir)
         try removeSecondEvent(dir)
-        let replay = try runStoreLedger(["replay", "--check", "--data", dir])
+        let replay = try await runStoreLedger(["replay", "--check", "--data", dir])
         #expect(replay.exited && replay.status == 1, "\(replay.status): \(replay.stderr)")
         #expect(replay.errorLines.count == 1, "\(replay.stderr)")
         #expect(replay.stderr.hasPrefix("error: corrupted: "), "\(replay.stderr)")
         #expect(!replay.stderr.contains("usage") && !replay.stderr.contains("Error:"), "\(replay.stderr)")
 
-        let verify = try runStoreLedger(["verify", "--data", dir])
+        let verify = try await runStoreLedger(["verify", "--data", dir])
         #expect(verify.status == 1)
         #expect(verify.stderr.hasPrefix("error: verification_failed: event 2 "), "\(verify.stderr)")
 
-        let json = try runStoreLedger(["replay", "--check", "--json", "--data", dir])
+        let json = try await runStoreLedger(["replay", "--check", "--json", "--data", dir])
         #expect(json.status == 1)
         let document = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: [String: String]]
         #expect(document?["error"]?["code"] == "corrupted", "\(json.stdout)")
     }
 
-    @Test func usageErrorsAloneExitTwo() throws {
+    @Test func usageErrorsAloneExitTwo() async throws {
         let root = try TemporaryDirectory()
         defer { root.remove() }
         let dir = root.file("ledger")
-        try makeLedger(dir, count: 3)
+        try await makeLedger(dir, count: 3)
         for arguments in [["timeline"], ["events", "--limit", "0"], ["ingest", "--type", "coupon"], ["frobnicate"]] {
-            let out = try runStoreLedger(arguments + ["--data", dir])
+            let out = try await runStoreLedger(arguments + ["--data", dir])
             #expect(out.status == 2, "\(arguments): \(out.status) \(out.stderr)")
             #expect(out.stderr.hasPrefix("error: usage: "), "\(arguments): \(out.stderr)")
             #expect(!out.stderr.hasPrefix("error: usage: Error:"), "\(arguments): \(out.stderr)")
         }
-        #expect(try runStoreLedger(["stats", "--data", dir]).status == 0)
-        #expect(try runStoreLedger(["timeline", "nope", "--data", dir]).status == 1)
-        #expect(try runStoreLedger(["--help"]).status == 0)
+        #expect(try await runStoreLedger(["stats", "--data", dir]).status == 0)
+        #expect(try await runStoreLedger(["timeline", "nope", "--data", dir]).status == 1)
+        #expect(try await runStoreLedger(["--help"]).status == 0)
     }
 }
