@@ -30,6 +30,10 @@ struct StorageFullTests {
     /// full; then the reserve is freed and appends succeed again, every acknowledged input is there, and verify passes.
     @Test(.enabled(if: TinyFilesystem.available))
     func aFullDiskIs503StorageFullAndTheLedgerRecoversOnceSpaceIsFreed() async throws {
+        try await withTaskExecutorPreference(ServerTestExecutor.shared) { try await fillTheDiskThenFreeIt() }
+    }
+
+    private func fillTheDiskThenFreeIt() async throws {
         let disk = try #require(TinyFilesystem(megabytes: 4))
         defer { disk.unmount() }
         try disk.reserve(megabytes: 1)
