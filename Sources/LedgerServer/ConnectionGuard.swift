@@ -211,12 +211,14 @@ final class ConnectionTimeouts {
             rearm(context)
             return
         }
-        logger.info("closing a connection", metadata: ["reason": "\(reason.rawValue)"])
+        // A keep-alive connection expiring is routine; a head or body that stalls is worth an operator's notice.
+        logger.log(
+            level: reason == .idle ? .debug : .info, "closing a connection", metadata: ["reason": "\(reason.rawValue)"])
         if reason == .header, headStartedAt != nil {
             // Part of a request arrived: say why it is dropped (as a server would to a slow but honest client).
             let body = #"{"error":{"code":"request_timeout","message":"the request's header section did not arrive within \#(limits.headerTimeout.nanoseconds / 1_000_000) ms"}}"# + "\n"
             let head = "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
-            context.writeAndFlush(NIOAny(ByteBuffer(string: head + body))).whenComplete { _ in context.close(promise: nil) }
+            context.writeAndFlush(NIOAny(ByteBuffer(string: head + body))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
         } else {
             context.close(promise: nil)
         }
@@ -230,11 +232,9 @@ final class ConnectionTimeouts {
 }
 
 /// In front of the HTTP decoder: sees every byte that arrives.
-final class ConnectionBytesHandler: ChannelDuplexHandler, RemovableChannelHandler {
+final class ConnectionBytesHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
-    typealias OutboundIn = ByteBuffer
-    typealias OutboundOut = ByteBuffer
 
     private let timeouts: ConnectionTimeouts
 
@@ -305,7 +305,7 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 // The rest of the request (a body over the limit, or one that cannot be framed) is not read.
                 let written = promise ?? context.eventLoop.makePromise()
                 context.writeAndFlush(data, promise: written)
-                written.futureResult.whenComplete { _ in context.close(promise: nil) }
+                written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
             } else {
                 context.write(data, promise: promise)
             }
@@ -333,7 +333,7 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
             headerFields: [.contentType: "application/json", .connection: "close", .contentLength: "\(body.readableBytes)"])
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(body)), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
     }
 }
 
@@ -359,6 +359,6 @@ final class RefuseConnectionHandler: ChannelInboundHandler, RemovableChannelHand
         answered = true
         let body = #"{"error":{"code":"overloaded","message":"the server has too many open connections; retry shortly"}}"# + "\n"
         let answer = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body
-        context.writeAndFlush(NIOAny(ByteBuffer(string: answer))).whenComplete { _ in context.close(promise: nil) }
+        context.writeAndFlush(NIOAny(ByteBuffer(string: answer))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
     }
 }

@@ -114,6 +114,11 @@ public final class LedgerAPI: Sendable {
             let names = codings.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             if names != ["chunked"] { throw APIError.unsupportedTransferEncoding(codings) }
         }
+        if declaredTooLarge, request.headers[.expect]?.lowercased() == "100-continue" {
+            // The client (curl, for bodies over 1 MiB) waits before sending the body: refuse before it does.
+            received = ReceivedBody(bytes: [], size: declared ?? 0)
+            throw APIError.tooLarge(limit: limit)
+        }
         var body: [UInt8] = []
         do {
             for try await buffer in request.body {
@@ -257,9 +262,6 @@ struct ErrorMiddleware: RouterMiddleware {
             }
             let message = error.body ?? (error.status == .notFound ? "no route for \(request.method) \(request.uri.path)" : error.status.reasonPhrase)
             return try APIError(error.status, code: code, message: message).response(from: request, context: context)
-        } catch let error as HTTPParserError {
-            // A body that does not parse, on a route that does not read it through `collectBody`: the caller's fault.
-            return try APIError.invalidBody("the request does not parse (\(error))").response(from: request, context: context)
         } catch let error as HTTPParserError {
             // A body that does not parse, on a route that does not read it through `collectBody`: the caller's fault.
             return try APIError.invalidBody("the request does not parse (\(error))").response(from: request, context: context)

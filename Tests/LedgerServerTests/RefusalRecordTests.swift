@@ -88,6 +88,22 @@ struct RefusalRecordTests {
         }
     }
 
+    /// curl sends `Expect: 100-continue` for bodies over 1 MiB and waits: a declared size over the limit is refused
+    /// at once, without waiting for a body that is not coming.
+    @Test func anOversizedBodyAnnouncedWithExpectContinueIsRefusedAtOnce() async throws {
+        try await withServer(configuration: #"{"limits":{"maxBodyBytes":4096}}"#) { server in
+            let connection = try RawConnection(server.socketPath)
+            connection.send(
+                "POST /v1/events HTTP/1.1\r\nHost: l\r\nContent-Type: application/json\r\nContent-Length: 100000\r\nExpect: 100-continue\r\n\r\n")
+            let start = Date()
+            let answer = await offThePool { connection.readAnswer(seconds: 5) } ?? ""
+            #expect(Date().timeIntervalSince(start) < 2)
+            #expect(answer.hasPrefix("HTTP/1.1 413 "), "\(answer.prefix(300))")
+            let record = try await rejected(server, count: 1)
+            #expect(record.code == "too_large" && record.size == 100_000 && record.raw.isEmpty)
+        }
+    }
+
     @Test(arguments: [
         ("a chunk size that is not hex",
          "POST /v1/events HTTP/1.1\r\nHost: l\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\nabc\r\n0\r\n\r\n"),
