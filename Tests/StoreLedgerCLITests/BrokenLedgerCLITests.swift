@@ -245,6 +245,28 @@ struct ExitStatusCLITests {
         #expect(document?["error"]?["code"] == "corrupted", "\(json.stdout)")
     }
 
+    /// `ingest --socket` reports the server's own code, not a generic `server_error`.
+    @Test func ingestThroughTheSocketReportsTheServersCode() async throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try #"{"limits":{"maxBodyBytes":200}}"#.write(toFile: dir + "/config.json", atomically: true, encoding: .utf8)
+        try transactionLine(1).write(toFile: root.file("one.json"), atomically: true, encoding: .utf8)
+        let server = try ServerProcess(data: dir)
+        do {
+            try await server.waitUntilAnswering()
+            let out = try await runStoreLedger(["ingest", "--socket", server.socketPath, root.file("one.json")])
+            #expect(out.status == 1)
+            #expect(out.stderr.hasPrefix("error: too_large: server answered 413: "), "\(out.stderr)")
+        } catch {
+            server.signal(SIGKILL)
+            throw error
+        }
+        server.signal(SIGTERM)
+        #expect(try await server.waitForExit() == 0)
+    }
+
     @Test func usageErrorsAloneExitTwo() async throws {
         let root = try TemporaryDirectory()
         defer { root.remove() }
