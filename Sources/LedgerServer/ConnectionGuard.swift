@@ -32,15 +32,19 @@ struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     let responder: HTTPChannelHandler.Responder
     let limits: ConnectionLimits
     let connections: ConnectionCount
+    let metrics: ServerMetrics
     let onMalformedHead: @Sendable (_ channel: any Channel, _ head: [UInt8], _ message: String) -> Void
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let admitted = connections.open(limit: limits.maxConnections)
         let connections = self.connections
-        channel.closeFuture.whenComplete { _ in connections.close() }
-        let timeouts = ConnectionTimeouts(limits: limits, logger: logger)
+        let metrics = self.metrics
+        metrics.setConnections(connections.current)
+        channel.closeFuture.whenComplete { _ in metrics.setConnections(connections.close()) }
+        let timeouts = ConnectionTimeouts(limits: limits, metrics: metrics, logger: logger)
         do {
             if !admitted {
+                metrics.connectionRefused()
                 connections.logRefusal(logger, limit: limits.maxConnections)
                 try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler(), position: .first)
             } else {
@@ -89,7 +93,14 @@ final class ConnectionCount: @unchecked Sendable {
         }
     }
 
-    func close() { lock.withLock { count -= 1 } }
+    /// Counts a connection closed; returns how many stay open.
+    @discardableResult
+    func close() -> Int {
+        lock.withLock {
+            count -= 1
+            return count
+        }
+    }
 
     var current: Int { lock.withLock { count } }
 
@@ -117,9 +128,20 @@ final class ConnectionCount: @unchecked Sendable {
 /// One connection's clocks, shared by its two handlers (the byte-level one in front of the decoder, the part-level
 /// one after it). Both run on the connection's event loop, so no lock.
 final class ConnectionTimeouts {
-    enum Reason: String { case header = "header timeout", idle = "idle timeout", bodyStalled = "request body stalled" }
+    enum Reason: String {
+        case header = "header timeout", idle = "idle timeout", bodyStalled = "request body stalled"
+
+        var metric: ServerMetrics.ConnectionCloseReason {
+            switch self {
+            case .header: .headerTimeout
+            case .idle: .idleTimeout
+            case .bodyStalled: .bodyStalled
+            }
+        }
+    }
 
     let limits: ConnectionLimits
+    let metrics: ServerMetrics
     let logger: Logger
     /// When bytes last arrived.
     var lastByte = NIODeadline.now()
@@ -139,8 +161,9 @@ final class ConnectionTimeouts {
 
     static let keptHeadBytes = 16 << 10
 
-    init(limits: ConnectionLimits, logger: Logger) {
+    init(limits: ConnectionLimits, metrics: ServerMetrics, logger: Logger) {
         self.limits = limits
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -207,6 +230,7 @@ final class ConnectionTimeouts {
             rearm(context)
             return
         }
+        metrics.connectionClosed(reason.metric)
         // A keep-alive connection expiring is routine; a head or body that stalls is worth an operator's notice.
         logger.log(
             level: reason == .idle ? .debug : .info, "closing a connection", metadata: ["reason": "\(reason.rawValue)"])
@@ -318,6 +342,7 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         refusedHead = true
+        timeouts.metrics.connectionClosed(.badRequest)
         let message = "the request head does not parse (\(parserError))"
         onMalformedHead(context.channel, timeouts.headBytes, message)
         timeouts.cancel()

@@ -57,7 +57,7 @@ public final class LedgerService: Service, Sendable {
             router: api.makeRouter(),
             server: HTTPServerBuilder { responder in
                 GuardedHTTP1Channel(
-                    responder: responder, limits: limits, connections: connections,
+                    responder: responder, limits: limits, connections: connections, metrics: api.metrics,
                     onMalformedHead: { channel, head, message in
                         api.recordMalformedHead(channel, head: head, message: message)
                     })

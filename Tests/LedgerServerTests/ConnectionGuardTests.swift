@@ -43,6 +43,8 @@ struct ConnectionGuardTests {
             #expect(text.hasPrefix("HTTP/1.1 408 "), "\(text)")
             #expect(text.contains(#""code":"request_timeout""#), "\(text)")
             #expect(try await server.client().get("/v1/health").status == 200)
+            let metrics = try await server.client().get("/metrics").text
+            #expect(metrics.contains(#"storeledger_connections_closed_total{reason="header_timeout"} 1"#), "\(metrics)")
         }
     }
 
@@ -131,6 +133,7 @@ struct ConnectionGuardTests {
             #expect(refusal.hasPrefix("HTTP/1.1 503 "), "\(refusal)")
             #expect(refusal.lowercased().contains("retry-after: 1"), "\(refusal)")
             #expect(refusal.contains(#""code":"overloaded""#), "\(refusal)")
+            #expect(server.service.openConnections <= 5)
 
             // The connections within the limit are served.
             let first = held[0]
@@ -145,6 +148,10 @@ struct ConnectionGuardTests {
             again.send("GET /v1/health HTTP/1.1\r\nHost: ledger\r\n\r\n")
             let served = await offThePool { again.readAnswer() }
             #expect(served?.hasPrefix("HTTP/1.1 200 ") == true, "\(served ?? "no answer")")
+            again.send("GET /metrics HTTP/1.1\r\nHost: ledger\r\n\r\n")
+            let metrics = await offThePool { again.readAnswer() } ?? ""
+            #expect(metrics.contains("storeledger_connections_refused_total 1"), "\(metrics)")
+            #expect(metrics.contains("storeledger_connections 4"), "\(metrics)")
             held.removeAll()
         }
     }
