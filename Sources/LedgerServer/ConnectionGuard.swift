@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import Hummingbird
 import HummingbirdCore
@@ -10,6 +5,12 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 // MARK: - The HTTP/1.1 child channel with the ledger's connection limits
 
@@ -54,9 +55,14 @@ struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             return channel.eventLoop.makeFailedFuture(error)
         }
         // Hummingbird calls this synchronously on the channel's event loop, where the handler lives.
-        let phases = NIOLoopBound(RequestPhaseHandler(timeouts, onMalformedHead: onMalformedHead), eventLoop: channel.eventLoop)
+        let phases = NIOLoopBound(
+            RequestPhaseHandler(timeouts, onMalformedHead: onMalformedHead),
+            eventLoop: channel.eventLoop
+        )
         let http1 = HTTP1Channel(
-            responder: responder, configuration: .init(additionalChannelHandlers: admitted ? [phases.value] : []))
+            responder: responder,
+            configuration: .init(additionalChannelHandlers: admitted ? [phases.value] : [])
+        )
         return http1.setup(channel: channel, logger: logger)
     }
 
@@ -118,7 +124,8 @@ final class ConnectionCount: @unchecked Sendable {
         if let report {
             logger.warning(
                 "refused connections over the limit with 503 overloaded",
-                metadata: ["maxConnections": "\(limit)", "refused": "\(report)"])
+                metadata: ["maxConnections": "\(limit)", "refused": "\(report)"]
+            )
         }
     }
 }
@@ -129,7 +136,9 @@ final class ConnectionCount: @unchecked Sendable {
 /// one after it). Both run on the connection's event loop, so no lock.
 final class ConnectionTimeouts {
     enum Reason: String {
-        case header = "header timeout", idle = "idle timeout", bodyStalled = "request body stalled"
+        case header = "header timeout"
+        case idle = "idle timeout"
+        case bodyStalled = "request body stalled"
 
         var metric: ServerMetrics.ConnectionCloseReason {
             switch self {
@@ -233,12 +242,20 @@ final class ConnectionTimeouts {
         metrics.connectionClosed(reason.metric)
         // A keep-alive connection expiring is routine; a head or body that stalls is worth an operator's notice.
         logger.log(
-            level: reason == .idle ? .debug : .info, "closing a connection", metadata: ["reason": "\(reason.rawValue)"])
+            level: reason == .idle ? .debug : .info,
+            "closing a connection",
+            metadata: ["reason": "\(reason.rawValue)"]
+        )
         if reason == .header, headStartedAt != nil {
             // Part of a request arrived: say why it is dropped (as a server would to a slow but honest client).
-            let body = #"{"error":{"code":"request_timeout","message":"the request's header section did not arrive within \#(limits.headerTimeout.nanoseconds / 1_000_000) ms"}}"# + "\n"
-            let head = "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
-            context.writeAndFlush(NIOAny(ByteBuffer(string: head + body))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+            let body =
+                #"{"error":{"code":"request_timeout","message":"the request's header section did not arrive within \#(limits.headerTimeout.nanoseconds / 1_000_000) ms"}}"#
+                + "\n"
+            let head =
+                "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+            context.writeAndFlush(NIOAny(ByteBuffer(string: head + body))).assumeIsolated().whenComplete { _ in
+                context.close(promise: nil)
+            }
         } else {
             context.close(promise: nil)
         }
@@ -351,10 +368,15 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
         body.writeString(#"{"error":{"code":"bad_request","message":"\#(escaped)"}}"# + "\n")
         let head = HTTPResponse(
             status: .badRequest,
-            headerFields: [.contentType: "application/json", .connection: "close", .contentLength: "\(body.readableBytes)"])
+            headerFields: [
+                .contentType: "application/json", .connection: "close", .contentLength: "\(body.readableBytes)",
+            ]
+        )
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(body)), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
+            context.close(promise: nil)
+        }
     }
 }
 
@@ -378,8 +400,14 @@ final class RefuseConnectionHandler: ChannelInboundHandler, RemovableChannelHand
     private func refuse(_ context: ChannelHandlerContext) {
         guard !answered else { return }
         answered = true
-        let body = #"{"error":{"code":"overloaded","message":"the server has too many open connections; retry shortly"}}"# + "\n"
-        let answer = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body
-        context.writeAndFlush(NIOAny(ByteBuffer(string: answer))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        let body =
+            #"{"error":{"code":"overloaded","message":"the server has too many open connections; retry shortly"}}"#
+            + "\n"
+        let answer =
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+            + body
+        context.writeAndFlush(NIOAny(ByteBuffer(string: answer))).assumeIsolated().whenComplete { _ in
+            context.close(promise: nil)
+        }
     }
 }

@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import LedgerClient
 import LedgerServer
 import LedgerStore
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension RawConnection: @unchecked Sendable {}
 
@@ -96,7 +97,8 @@ struct ConnectionGuardTests {
         try await withServer(configuration: Self.timeouts) { server in
             let connection = try RawConnection(server.socketPath)
             connection.send(
-                "POST /v1/events HTTP/1.1\r\nHost: ledger\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"type\":")
+                "POST /v1/events HTTP/1.1\r\nHost: ledger\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"type\":"
+            )
             let start = Date()
             let (_, closed) = await offThePool { connection.readUntilClosed(seconds: 10) }
             let elapsed = Date().timeIntervalSince(start)

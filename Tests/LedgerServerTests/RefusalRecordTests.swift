@@ -94,7 +94,8 @@ struct RefusalRecordTests {
         try await withServer(configuration: #"{"limits":{"maxBodyBytes":4096}}"#) { server in
             let connection = try RawConnection(server.socketPath)
             connection.send(
-                "POST /v1/events HTTP/1.1\r\nHost: l\r\nContent-Type: application/json\r\nContent-Length: 100000\r\nExpect: 100-continue\r\n\r\n")
+                "POST /v1/events HTTP/1.1\r\nHost: l\r\nContent-Type: application/json\r\nContent-Length: 100000\r\nExpect: 100-continue\r\n\r\n"
+            )
             let start = Date()
             let answer = await offThePool { connection.readAnswer(seconds: 5) } ?? ""
             #expect(Date().timeIntervalSince(start) < 2)
@@ -105,11 +106,15 @@ struct RefusalRecordTests {
     }
 
     @Test(arguments: [
-        ("a chunk size that is not hex",
-         "POST /v1/events HTTP/1.1\r\nHost: l\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\nabc\r\n0\r\n\r\n"),
-        ("ten thousand trailers",
-         "POST /v1/events HTTP/1.1\r\nHost: l\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n"
-            + String(repeating: "X-Trailer: 1\r\n", count: 10_000) + "\r\n"),
+        (
+            "a chunk size that is not hex",
+            "POST /v1/events HTTP/1.1\r\nHost: l\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\nabc\r\n0\r\n\r\n"
+        ),
+        (
+            "ten thousand trailers",
+            "POST /v1/events HTTP/1.1\r\nHost: l\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n"
+                + String(repeating: "X-Trailer: 1\r\n", count: 10_000) + "\r\n"
+        ),
     ])
     func badChunkedBodiesAre400InvalidBodyAndKept(_ name: String, _ request: String) async throws {
         try await withServer { server in
@@ -132,7 +137,8 @@ struct RefusalRecordTests {
         try await withServer { server in
             let connection = try RawConnection(server.socketPath)
             connection.send(
-                "POST /v1/events HTTP/1.1\r\nHost: l\r\nContent-Type: application/json\r\nTransfer-Encoding: \(coding)\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+                "POST /v1/events HTTP/1.1\r\nHost: l\r\nContent-Type: application/json\r\nTransfer-Encoding: \(coding)\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
+            )
             let answer = await offThePool { connection.readAnswer() } ?? ""
             #expect(answer.hasPrefix("HTTP/1.1 501 "), "\(answer.prefix(300))")
             #expect(answer.contains(#""code":"unsupported_transfer_encoding""#), "\(answer.prefix(300))")

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import LMDB
 import LedgerClient
@@ -9,6 +6,10 @@ import LedgerStore
 import LedgerTestSupport
 import Logging
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A full disk is named as such (`storage_full`, 503 with Retry-After), loses nothing acknowledged, and the ledger
 /// works again once space is freed.

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import LMDB
 import LedgerTestSupport
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What a `storeledger` run said, and how it ended (a signal is not an exit status).
 struct Finished {
@@ -19,30 +20,44 @@ struct Finished {
 /// Runs `storeledger` (optionally through a wrapper such as setpriv), killing it after `seconds`: a command that
 /// should have refused a broken ledger must not hang the suite by serving it. The wait runs off the cooperative pool,
 /// which the in-process servers of other suites need (two cores: two blocked pool threads would stall them).
-func runStoreLedger(_ arguments: [String], input: Data? = nil, via wrapper: [String] = [], seconds: Double = 60)
+func runStoreLedger(
+    _ arguments: [String],
+    input: Data? = nil,
+    via wrapper: [String] = [],
+    seconds: Double = 60
+)
     async throws -> Finished
 {
     try await withCheckedThrowingContinuation { continuation in
         DispatchQueue.global().async {
             continuation.resume(
-                with: Result { try runStoreLedgerBlocking(arguments, input: input, via: wrapper, seconds: seconds) })
+                with: Result { try runStoreLedgerBlocking(arguments, input: input, via: wrapper, seconds: seconds) }
+            )
         }
     }
 }
 
-private func runStoreLedgerBlocking(_ arguments: [String], input: Data?, via wrapper: [String], seconds: Double) throws
+private func runStoreLedgerBlocking(
+    _ arguments: [String],
+    input: Data?,
+    via wrapper: [String],
+    seconds: Double
+) throws
     -> Finished
 {
     let process = Process()
     let executable = storeledgerExecutable()
     process.executableURL = URL(fileURLWithPath: wrapper.first ?? executable)
     process.arguments = wrapper.isEmpty ? arguments : Array(wrapper.dropFirst()) + [executable] + arguments
-    let out = Pipe(), err = Pipe(), inPipe = Pipe()
+    let out = Pipe()
+    let err = Pipe()
+    let inPipe = Pipe()
     process.standardOutput = out
     process.standardError = err
     process.standardInput = inPipe
     try process.run()
-    let outData = LockedData(), errData = LockedData()
+    let outData = LockedData()
+    let errData = LockedData()
     let group = DispatchGroup()
     for (pipe, sink) in [(out, outData), (err, errData)] {
         group.enter()
@@ -63,15 +78,21 @@ private func runStoreLedgerBlocking(_ arguments: [String], input: Data?, via wra
     process.waitUntilExit()
     group.wait()
     return Finished(
-        exited: process.terminationReason == .exit, status: process.terminationStatus,
-        stdout: String(decoding: outData.get(), as: UTF8.self), stderr: String(decoding: errData.get(), as: UTF8.self))
+        exited: process.terminationReason == .exit,
+        status: process.terminationStatus,
+        stdout: String(decoding: outData.get(), as: UTF8.self),
+        stderr: String(decoding: errData.get(), as: UTF8.self)
+    )
 }
 
 /// A small sound ledger made by the real binary: `count` transactions.
 func makeLedger(_ directory: String, count: Int = 40) async throws {
     let file = directory + ".ndjson"
     try (0..<count).map { transactionLine($0, otids: 10) }.joined(separator: "\n").write(
-        toFile: file, atomically: true, encoding: .utf8)
+        toFile: file,
+        atomically: true,
+        encoding: .utf8
+    )
     defer { try? FileManager.default.removeItem(atPath: file) }
     let out = try await runStoreLedger(["ingest", "--data", directory, file])
     #expect(out.status == 0, "\(out.stderr)")
@@ -99,18 +120,29 @@ struct BrokenLedgerCLITests {
     }
 
     /// Runs every command against the broken ledger in `dir` and checks each says `code` in one line and exits 1.
-    func expectEveryCommandRefuses(_ dir: String, code: String, mentioning hint: String, via wrapper: [String] = [])
+    func expectEveryCommandRefuses(
+        _ dir: String,
+        code: String,
+        mentioning hint: String,
+        via wrapper: [String] = []
+    )
         async throws
     {
         try #"{"appUserId":"u1","originalTransactionId":"1"}"#.write(
-            toFile: dir + "/../input.json", atomically: true, encoding: .utf8)
+            toFile: dir + "/../input.json",
+            atomically: true,
+            encoding: .utf8
+        )
         for command in Self.commands(dir) {
             let out = try await runStoreLedger(command, via: wrapper, seconds: 30)
             let name = command.prefix(2).joined(separator: " ")
             #expect(out.exited, "\(name): ended by a signal (\(out.status))")
             #expect(out.status == 1, "\(name): exit \(out.status): \(out.stderr)")
             #expect(out.errorLines.count == 1, "\(name): \(out.stderr)")
-            #expect(out.stderr.hasPrefix("error: \(code): cannot open the ledger in \(dir): "), "\(name): \(out.stderr)")
+            #expect(
+                out.stderr.hasPrefix("error: \(code): cannot open the ledger in \(dir): "),
+                "\(name): \(out.stderr)"
+            )
             #expect(out.stderr.contains(hint), "\(name): \(out.stderr)")
             #expect(!out.stderr.contains("double free"), "\(name)")
         }
@@ -123,7 +155,8 @@ struct BrokenLedgerCLITests {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         var generator = SystemRandomNumberGenerator()
         try Data((0..<65_536).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(
-            to: URL(fileURLWithPath: dir + "/data.mdb"))
+            to: URL(fileURLWithPath: dir + "/data.mdb")
+        )
         try await expectEveryCommandRefuses(dir, code: "corrupted", mentioning: "MDB_INVALID")
         let files = try FileManager.default.contentsOfDirectory(atPath: dir)
         #expect(!files.contains("s.sock"), "serve did not bind its socket")
@@ -181,7 +214,8 @@ struct BrokenLedgerCLITests {
             #expect(out.errorLines.count == 1, "\(command[0]): \(out.stderr)")
             #expect(
                 out.stderr == "error: invalid_path: cannot open the ledger in \(dir): \(dir) is not a directory\n",
-                "\(command[0]): \(out.stderr)")
+                "\(command[0]): \(out.stderr)"
+            )
         }
     }
 
@@ -197,8 +231,11 @@ struct BrokenLedgerCLITests {
         #expect(chmod(dir + "/data.mdb", 0o600) == 0)
         #expect(chmod(dir + "/lock.mdb", 0o600) == 0)
         try await expectEveryCommandRefuses(
-            dir, code: "permission_denied", mentioning: "Permission denied",
-            via: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+            dir,
+            code: "permission_denied",
+            mentioning: "Permission denied",
+            via: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        )
     }
 }
 

@@ -14,7 +14,11 @@ struct DiskFullCLITests {
         let work = try TemporaryDirectory()
         defer { work.remove() }
         let file = work.file("many.ndjson")
-        try (0..<4_000).map { transactionLine($0) }.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        try (0..<4_000).map { transactionLine($0) }.joined(separator: "\n").write(
+            toFile: file,
+            atomically: true,
+            encoding: .utf8
+        )
         let ledger = disk.path + "/ledger"
 
         let full = try await runStoreLedger(["ingest", "--data", ledger, file])
