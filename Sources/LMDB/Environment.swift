@@ -113,6 +113,20 @@ public final class Environment: @unchecked Sendable {
         return try write { txn in try txn.openDatabase(name, flags: creating) }
     }
 
+    /// Opens several named databases in one transaction (creating them unless read-only), so a new environment
+    /// gains all of them in one commit: no reader ever finds some without the others.
+    public func openDatabases(_ specs: [(name: String?, flags: Database.Flags)]) throws -> [Database] {
+        if options.readOnly {
+            resizeLock.lockShared()
+            defer { resizeLock.unlock() }
+            let txn = try Transaction(environment: self, readOnly: true)
+            let dbs = try specs.map { try txn.openDatabase($0.name, flags: $0.flags) }
+            try txn.commit()
+            return dbs
+        }
+        return try write { txn in try specs.map { try txn.openDatabase($0.name, flags: $0.flags.union(.create)) } }
+    }
+
     // MARK: - Transactions
 
     /// Runs `body` in a read-only transaction. Values handed out inside are zero-copy views of the map, valid only

@@ -34,14 +34,13 @@ struct StoreLayout {
     let rejected: Database
 
     init(environment: Environment) throws {
-        meta = try environment.openDatabase("meta")
-        raw = try environment.openDatabase("raw")
-        events = try environment.openDatabase("events")
-        log = try environment.openDatabase("log")
-        byOTID = try environment.openDatabase("by_otid", flags: [.dupSort])
-        byUser = try environment.openDatabase("by_user", flags: [.dupSort])
-        timelines = try environment.openDatabase("timelines")
-        rejected = try environment.openDatabase("rejected")
+        // One transaction: a ledger being created is never seen (by `stats` in another process) half made.
+        let dbs = try environment.openDatabases([
+            ("meta", []), ("raw", []), ("events", []), ("log", []), ("by_otid", [.dupSort]), ("by_user", [.dupSort]),
+            ("timelines", []), ("rejected", []),
+        ])
+        (meta, raw, events, log) = (dbs[0], dbs[1], dbs[2], dbs[3])
+        (byOTID, byUser, timelines, rejected) = (dbs[4], dbs[5], dbs[6], dbs[7])
     }
 
     /// Every database, for statistics and verification.
