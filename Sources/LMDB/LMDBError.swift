@@ -33,10 +33,12 @@ public struct LMDBError: Error, Hashable, CustomStringConvertible, Sendable {
 
     /// The file's contents are not a usable LMDB environment: not LMDB at all or both meta pages damaged
     /// (`MDB_INVALID`), another format version, damaged pages (`MDB_CORRUPTED`, `MDB_PAGE_NOTFOUND`), or an earlier
-    /// fatal error in this process (`MDB_PANIC`).
+    /// fatal error in this process (`MDB_PANIC`), or a transaction LMDB marked failed after it found a page number
+    /// past the end of the data (`MDB_BAD_TXN`: the wrapper ends a transaction at its first error, so a later call
+    /// on a failed one only happens when LMDB failed it inside a single call).
     public var isDamaged: Bool {
         code == MDB_INVALID || code == MDB_VERSION_MISMATCH || code == MDB_CORRUPTED || code == MDB_PAGE_NOTFOUND
-            || code == MDB_PANIC || code == MDB_INCOMPATIBLE
+            || code == MDB_PANIC || code == MDB_INCOMPATIBLE || code == MDB_BAD_TXN
     }
 
     public static let notFound = LMDBError(code: MDB_NOTFOUND, operation: "lookup")

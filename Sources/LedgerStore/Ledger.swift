@@ -95,7 +95,8 @@ public final class Ledger: Sendable {
                 layout = try StoreLayout(environment: environment)
             } catch let error as LMDBError where error == .notFound {
                 throw LedgerError(
-                    code: "not_a_ledger", message: "\(directory) holds an LMDB environment without the ledger's databases")
+                    code: "not_a_ledger",
+                    message: "\(directory) holds an LMDB environment without the ledger's databases (not a ledger, or its catalog page is damaged)")
             }
             let upgrade = try checkSchema(environment, layout, readOnly: options.readOnly)
             return (environment, layout, upgrade)

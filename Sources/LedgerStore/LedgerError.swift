@@ -62,7 +62,7 @@ public struct LedgerError: Error, Hashable, CustomStringConvertible, Sendable {
         guard let lmdb = error as? LMDBError else { return LedgerError(code: "failed", message: "\(error)") }
         if lmdb.isStorageFull { return storageFull(lmdb.reason) }
         if lmdb.isDamaged {
-            return corrupted("the LMDB files are not a usable environment (not LMDB, or damaged meta pages): \(lmdb.reason)")
+            return corrupted("the LMDB files are damaged or not LMDB: \(lmdb.reason)")
         }
         switch lmdb.code {
         case EACCES, EPERM, EROFS:

@@ -23,6 +23,7 @@ struct StoreLedger: AsyncParsableCommand {
     /// verification, corruption, a ledger that cannot be opened, a full disk, rejected input), 2 only a usage error
     /// (the arguments do not parse or validate). Every failure is one line `error: <code>: <message>` on stderr.
     static func main() async {
+        FaultGuard.install(json: CommandLine.arguments.contains("--json"))
         var command: any ParsableCommand
         do {
             command = try parseAsRoot()

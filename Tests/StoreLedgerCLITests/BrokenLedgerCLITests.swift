@@ -106,6 +106,26 @@ func overwrite(_ file: String, at offset: UInt64, count: Int, with byte: UInt8) 
     try handle.write(contentsOf: Data(repeating: byte, count: count))
 }
 
+/// Writes `value` (little-endian, as LMDB stores it) at `offset` from every occurrence of `pattern` in `file`;
+/// returns how many it patched.
+func patchEveryNode<T: FixedWidthInteger>(in file: String, matching pattern: [UInt8], at offset: Int, with value: T)
+    throws -> Int
+{
+    var data = [UInt8](try Data(contentsOf: URL(fileURLWithPath: file)))
+    let width = MemoryLayout<T>.size
+    var patched = 0
+    var i = 0
+    while i + pattern.count <= data.count {
+        if data[i..<(i + pattern.count)].elementsEqual(pattern), i + offset >= 0, i + offset + width <= data.count {
+            withUnsafeBytes(of: value.littleEndian) { data.replaceSubrange((i + offset)..<(i + offset + width), with: $0) }
+            patched += 1
+        }
+        i += 1
+    }
+    try Data(data).write(to: URL(fileURLWithPath: file))
+    return patched
+}
+
 /// Every command refuses a ledger it cannot open with one line `error: <code>: …` and exit 1: never a crash (the
 /// double free of issue 18), never a usage error, never a server started on it.
 @Suite("Ledgers that cannot be opened", .serialized)
@@ -183,6 +203,58 @@ struct BrokenLedgerCLITests {
         let pageSize = off_t(sysconf(Int32(_SC_PAGESIZE)))
         #expect(truncate(dir + "/data.mdb", 3 * pageSize) == 0)
         try await expectEveryCommandRefuses(dir, code: "corrupted", mentioning: "its meta page names")
+    }
+
+    /// A stray page number inside the file (here the `meta` database's root, in the record that names it, set past
+    /// the end of the data): LMDB finds it out of range and fails the transaction; that is `corrupted` too.
+    @Test func aStrayRootPageNumberIsCorrupted() async throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try await makeLedger(dir)
+        // A named database's node in the main database: flags F_SUBDATA (2), key size 4, "meta", then its MDB_db,
+        // whose root page number is its last 8 bytes (at 40).
+        let patched = try patchEveryNode(
+            in: dir + "/data.mdb", matching: [2, 0, 4, 0] + Array("meta".utf8), at: 48, with: UInt64(100_000))
+        #expect(patched > 0, "the meta database's record was not found")
+        for command in [["stats"], ["verify", "--json"], ["timeline", "1"], ["serve", "--socket", dir + "/s.sock"]] {
+            let out = try await runStoreLedger(command + ["--data", dir], seconds: 30)
+            #expect(out.exited && out.status == 1, "\(command[0]): \(out.status) \(out.stderr.prefix(300))")
+            #expect(out.errorLines.count == 1, "\(command[0]): \(out.stderr.prefix(300))")
+            #expect(out.stderr.hasPrefix("error: corrupted: cannot open the ledger in \(dir): "), "\(out.stderr)")
+        }
+    }
+
+    /// A value whose stored size runs past the end of the file (here a raw input in overflow pages whose size field
+    /// grew by 16 MiB): LMDB hands out the view unchecked and the read faults with SIGBUS. The process still ends
+    /// with one line `error: corrupted: …` and exit 1 (and the JSON document with `--json`), not a crash dump.
+    @Test func aValueRunningPastTheEndOfTheFileIsCorruptedNotACrash() async throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        // One input of 12 KiB, so its raw bytes live in overflow pages.
+        let padding = String(repeating: "p", count: 12_000)
+        let big = transactionLine(0).replacingOccurrences(
+            of: "\"quantity\":1", with: "\"quantity\":1,\"padding\":\"\(padding)\"")
+        try big.write(toFile: root.file("big.json"), atomically: true, encoding: .utf8)
+        let ingest = try await runStoreLedger(["ingest", "--data", dir, root.file("big.json")])
+        #expect(ingest.status == 0, "\(ingest.stderr)")
+        // The raw database's node for seq 1: flags F_BIGDATA (1), key size 8, key 1 (big-endian); its size's high
+        // 16 bits are the 2 bytes before the flags.
+        let patched = try patchEveryNode(
+            in: dir + "/data.mdb", matching: [1, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 1], at: -2, with: UInt16(0x0100))
+        #expect(patched > 0, "the raw input's node was not found")
+        for command in [["verify"], ["verify", "--json"], ["export"]] {
+            let out = try await runStoreLedger(command + ["--data", dir], seconds: 30)
+            #expect(out.exited && out.status == 1, "\(command): \(out.status) \(out.stderr.prefix(300))")
+            #expect(out.errorLines.count == 1, "\(command): \(out.stderr.prefix(300))")
+            #expect(
+                out.stderr.hasPrefix("error: corrupted: the ledger's data file names pages it does not hold"),
+                "\(command): \(out.stderr.prefix(300))")
+            if command.contains("--json") {
+                #expect(out.stdout.contains(#"{"error":{"code":"corrupted""#), "\(out.stdout)")
+            }
+        }
     }
 
     @Test func aDataFileThatIsADirectoryIsAnInvalidPath() async throws {
