@@ -31,7 +31,7 @@ struct StorageFullTests {
     /// full; then the reserve is freed and appends succeed again, every acknowledged input is there, and verify passes.
     @Test(.enabled(if: TinyFilesystem.available))
     func aFullDiskIs503StorageFullAndTheLedgerRecoversOnceSpaceIsFreed() async throws {
-        try await withTaskExecutorPreference(ServerTestExecutor.shared) { try await fillTheDiskThenFreeIt() }
+        try await withTaskExecutorPreference(TestExecutor.shared) { try await fillTheDiskThenFreeIt() }
     }
 
     private func fillTheDiskThenFreeIt() async throws {

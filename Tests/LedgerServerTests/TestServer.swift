@@ -2,6 +2,7 @@ import Foundation
 import LedgerClient
 import LedgerServer
 import LedgerStore
+import LedgerTestSupport
 import Logging
 import ServiceLifecycle
 import Testing
@@ -34,7 +35,7 @@ final class TestServer: Sendable {
         service = LedgerService(ledger: ledger, configuration: configuration, socketPath: socketPath, logger: logger)
         let group = ServiceGroup(services: [service], logger: logger)
         self.group = group
-        task = Task(executorPreference: ServerTestExecutor.shared) { try await group.run() }
+        task = Task(executorPreference: TestExecutor.shared) { try await group.run() }
         try await Self.waitUntilAnswering(socketPath)
     }
 
@@ -71,9 +72,9 @@ final class TestServer: Sendable {
     }
 }
 
-/// Runs `body` against a fresh server and always stops it. Server and test run on `ServerTestExecutor`.
+/// Runs `body` against a fresh server and always stops it. Server and test run on `TestExecutor`.
 func withServer(configuration: String? = nil, _ body: (TestServer) async throws -> Void) async throws {
-    try await withTaskExecutorPreference(ServerTestExecutor.shared) {
+    try await withTaskExecutorPreference(TestExecutor.shared) {
         let server = try await TestServer(configuration: configuration)
         do {
             try await body(server)
@@ -82,21 +83,6 @@ func withServer(configuration: String? = nil, _ body: (TestServer) async throws 
             throw error
         }
         try await server.stop()
-    }
-}
-
-/// Threads of their own (GCD's, not Swift's cooperative pool) for in-process servers and the tests that drive them.
-/// Across the whole suite, long synchronous tests of other modules (CPU-bound property tests, CLI tests waiting for
-/// processes) can hold both cooperative threads of this two-core machine for tens of seconds; a server whose
-/// handlers wait for those threads then "does not start" or answers nothing within a client's timeout.
-final class ServerTestExecutor: TaskExecutor {
-    static let shared = ServerTestExecutor()
-    private let queue = DispatchQueue(label: "storeledger.test-server", attributes: .concurrent)
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let executor = asUnownedTaskExecutor()
-        queue.async { job.runSynchronously(on: executor) }
     }
 }
 

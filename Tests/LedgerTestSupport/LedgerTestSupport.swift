@@ -126,3 +126,20 @@ public final class TinyFilesystem: @unchecked Sendable {
         rmdir(path)
     }
 }
+
+// MARK: - Threads of their own for tests that serve
+
+/// Threads of their own (GCD's, not Swift's cooperative pool) for in-process servers and the tests that drive or
+/// wait for servers. Across the whole suite, long synchronous tests (CPU-bound property tests, CLI tests waiting
+/// for processes) can hold both cooperative threads of a two-core machine for tens of seconds; a server whose
+/// handlers, or a test whose polling loop, waits for those threads then "does not start" or "does not answer".
+public final class TestExecutor: TaskExecutor {
+    public static let shared = TestExecutor()
+    private let queue = DispatchQueue(label: "storeledger.test-executor", attributes: .concurrent)
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
+}
