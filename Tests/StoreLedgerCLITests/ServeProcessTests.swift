@@ -39,6 +39,11 @@ final class ServerProcess {
             try await Task.sleep(for: .milliseconds(25))
         }
         let log = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
+        // Never leave a server behind a failed test (its directory is about to be removed).
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
         throw LedgerClientError(code: "not_started", message: "storeledger serve did not answer: \(log)")
     }
 
