@@ -156,8 +156,10 @@ final class ConnectionTimeouts {
     var lastByte = NIODeadline.now()
     /// When the first byte of a head not yet decoded arrived.
     var headStartedAt: NIODeadline?
-    /// The bytes of that head so far (at most `keptHeadBytes`), for the `rejected` record when it does not parse.
-    var headBytes: [UInt8] = []
+    /// The buffers that brought that head so far (views, not copies: a head that parses, the usual case, costs no
+    /// copy), for the `rejected` record when it does not parse.
+    private var headBuffers: [ByteBuffer] = []
+    private var headBuffered = 0
     /// A request's head was decoded and its end not yet.
     var readingBody = false
     /// Requests whose head arrived and whose answer is not yet written.
@@ -190,22 +192,34 @@ final class ConnectionTimeouts {
         if !readingBody {
             if headStartedAt == nil {
                 headStartedAt = lastByte
-                headBytes.removeAll(keepingCapacity: true)
+                headBuffers.removeAll(keepingCapacity: true)
+                headBuffered = 0
             }
-            if headBytes.count < Self.keptHeadBytes {
-                headBytes.append(contentsOf: buffer.readableBytesView.prefix(Self.keptHeadBytes - headBytes.count))
+            if headBuffered < Self.keptHeadBytes {
+                headBuffers.append(buffer)
+                headBuffered += buffer.readableBytes
             }
         }
     }
 
     func headDecoded() {
         headStartedAt = nil
-        headBytes.removeAll(keepingCapacity: true)
+        headBuffers.removeAll(keepingCapacity: true)
+        headBuffered = 0
         readingBody = true
         unanswered += 1
     }
 
     func requestEnded() { readingBody = false }
+
+    /// The first `keptHeadBytes` of the head being read.
+    var headBytes: [UInt8] {
+        var bytes: [UInt8] = []
+        for buffer in headBuffers where bytes.count < Self.keptHeadBytes {
+            bytes += buffer.readableBytesView.prefix(Self.keptHeadBytes - bytes.count)
+        }
+        return bytes
+    }
 
     func answerEnded() {
         unanswered = max(0, unanswered - 1)
