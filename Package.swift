@@ -28,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
@@ -79,6 +80,10 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                // The connection guard sits in the HTTP pipeline: parser errors and request parts.
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             ],
             exclude: ["openapi.yaml"],
             swiftSettings: swiftSettings
@@ -144,7 +149,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StoreLedgerCLITests",
-            dependencies: ["LedgerTestSupport", "LedgerClient", "storeledger"],
+            dependencies: ["LedgerTestSupport", "LedgerClient", "storeledger", "LMDB"],
             swiftSettings: swiftSettings
         ),
     ]

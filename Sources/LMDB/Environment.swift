@@ -40,16 +40,19 @@ public final class Environment: @unchecked Sendable {
     /// LMDB has one writer at a time; waiting on this lock is cheaper and clearer than waiting inside LMDB.
     private let writerLock = Mutex()
     /// Number of stale reader slots cleared at open (`mdb_reader_check`).
-    public private(set) var staleReadersCleared: Int32 = 0
+    public let staleReadersCleared: Int32
 
     /// Opens (creating if needed) the environment at `path`, a directory unless `noSubdirectory`.
+    ///
+    /// Throws (never crashes) when the files cannot be opened: garbage or damaged meta pages (`MDB_INVALID`), a
+    /// version mismatch, no permission, a path of the wrong kind, a full disk.
     public init(path: String, options: Options = Options()) throws {
-        var env: OpaquePointer?
-        try check(mdb_env_create(&env), "mdb_env_create")
-        guard let env else { throw LMDBError(code: ENOMEM, operation: "mdb_env_create") }
-        self.handle = env
-        self.path = path
-        self.options = options
+        var created: OpaquePointer?
+        try check(mdb_env_create(&created), "mdb_env_create")
+        guard let env = created else { throw LMDBError(code: ENOMEM, operation: "mdb_env_create") }
+        // Every fallible step runs before `self` is fully initialised: a class whose init throws after that point is
+        // deinitialised, and `deinit` closing the handle the `catch` had already closed was a double free.
+        var dead: Int32 = 0
         do {
             try check(mdb_env_set_maxdbs(env, options.maxDatabases), "mdb_env_set_maxdbs")
             try check(mdb_env_set_maxreaders(env, options.maxReaders), "mdb_env_set_maxreaders")
@@ -59,16 +62,36 @@ public final class Environment: @unchecked Sendable {
             if options.readOnly { flags |= UInt32(MDB_RDONLY) }
             if options.unsafeNoSync { flags |= UInt32(MDB_NOSYNC) }
             try check(mdb_env_open(env, path, flags, mdb_mode_t(options.fileMode)), "mdb_env_open(\(path))")
-            var dead: Int32 = 0
             try check(mdb_reader_check(env, &dead), "mdb_reader_check")
-            staleReadersCleared = dead
+            try Self.checkFileHoldsMap(env, dataFile: options.noSubdirectory ? path : path + "/data.mdb")
         } catch {
             mdb_env_close(env)
             throw error
         }
+        self.handle = env
+        self.path = path
+        self.options = options
+        self.staleReadersCleared = dead
     }
 
     deinit { mdb_env_close(handle) }
+
+    /// A data file shorter than the pages its meta page claims (truncated by a copy or a full disk) would fault
+    /// (SIGBUS) on the first read of a missing page; refuse it as corrupted instead.
+    private static func checkFileHoldsMap(_ env: OpaquePointer, dataFile: String) throws {
+        var i = MDB_envinfo()
+        var s = MDB_stat()
+        try check(mdb_env_info(env, &i), "mdb_env_info")
+        try check(mdb_env_stat(env, &s), "mdb_env_stat")
+        var st = stat()
+        guard stat(dataFile, &st) == 0 else { return }
+        let needed = (Int(i.me_last_pgno) + 1) * Int(s.ms_psize)
+        if Int(st.st_size) < needed {
+            throw LMDBError(
+                code: MDB_CORRUPTED,
+                operation: "\(dataFile) holds \(st.st_size) bytes but its meta page names \(needed)")
+        }
+    }
 
     // MARK: - Databases
 
@@ -88,6 +111,20 @@ public final class Environment: @unchecked Sendable {
         }
         creating.insert(.create)
         return try write { txn in try txn.openDatabase(name, flags: creating) }
+    }
+
+    /// Opens several named databases in one transaction (creating them unless read-only), so a new environment
+    /// gains all of them in one commit: no reader ever finds some without the others.
+    public func openDatabases(_ specs: [(name: String?, flags: Database.Flags)]) throws -> [Database] {
+        if options.readOnly {
+            resizeLock.lockShared()
+            defer { resizeLock.unlock() }
+            let txn = try Transaction(environment: self, readOnly: true)
+            let dbs = try specs.map { try txn.openDatabase($0.name, flags: $0.flags) }
+            try txn.commit()
+            return dbs
+        }
+        return try write { txn in try specs.map { try txn.openDatabase($0.name, flags: $0.flags.union(.create)) } }
     }
 
     // MARK: - Transactions
@@ -140,8 +177,21 @@ public final class Environment: @unchecked Sendable {
             txn.abort()
             throw error
         }
-        try txn.commit()
+        do {
+            try txn.commit()
+        } catch let error as LMDBError where error.code == EIO && Self.filesystemIsFull(at: path) {
+            // Some filesystems report a failed write-back of a full disk as EIO; callers should hear "full", which
+            // they can act on, rather than an I/O error, which suggests a failing disk.
+            throw LMDBError(code: ENOSPC, operation: "mdb_txn_commit (EIO with the filesystem full)")
+        }
         return result
+    }
+
+    /// Whether the filesystem holding `path` has less than 1 MiB left for this process.
+    static func filesystemIsFull(at path: String) -> Bool {
+        var fs = statvfs()
+        guard statvfs(path, &fs) == 0 else { return false }
+        return UInt64(fs.f_bavail) * UInt64(fs.f_frsize) < 1 << 20
     }
 
     /// Doubles the map. Called with no transaction of ours alive (writer lock held, resize lock exclusive).

@@ -25,6 +25,22 @@ public struct LMDBError: Error, Hashable, CustomStringConvertible, Sendable {
 
     public var description: String { "LMDBError(\(code)): \(reason)" }
 
+    /// The write found no room: the filesystem is full (`ENOSPC`, or `EIO` on commit with the filesystem full, which
+    /// `Environment.write` reports as `ENOSPC`), a quota is exhausted (`EDQUOT`), or the map is at its configured
+    /// maximum (`MDB_MAP_FULL` after growing failed). Nothing of the failed transaction was written; freeing space
+    /// makes later writes succeed.
+    public var isStorageFull: Bool { code == ENOSPC || code == EDQUOT || code == MDB_MAP_FULL }
+
+    /// The file's contents are not a usable LMDB environment: not LMDB at all or both meta pages damaged
+    /// (`MDB_INVALID`), another format version, damaged pages (`MDB_CORRUPTED`, `MDB_PAGE_NOTFOUND`), or an earlier
+    /// fatal error in this process (`MDB_PANIC`), or a transaction LMDB marked failed after it found a page number
+    /// past the end of the data (`MDB_BAD_TXN`: the wrapper ends a transaction at its first error, so a later call
+    /// on a failed one only happens when LMDB failed it inside a single call).
+    public var isDamaged: Bool {
+        code == MDB_INVALID || code == MDB_VERSION_MISMATCH || code == MDB_CORRUPTED || code == MDB_PAGE_NOTFOUND
+            || code == MDB_PANIC || code == MDB_INCOMPATIBLE || code == MDB_BAD_TXN
+    }
+
     public static let notFound = LMDBError(code: MDB_NOTFOUND, operation: "lookup")
     public static let keyExists = LMDBError(code: MDB_KEYEXIST, operation: "put")
     public static let mapFull = LMDBError(code: MDB_MAP_FULL, operation: "put")

@@ -14,12 +14,18 @@ public struct APIError: Error, HTTPResponseError, Hashable, CustomStringConverti
     public let message: String
     /// Seconds the client should wait before retrying (503 answers).
     public let retryAfter: Int?
+    /// Answer with `Connection: close` and close once it is written: the rest of the request is not worth reading
+    /// (a body over the limit) or cannot be framed (a body that does not parse).
+    public let closesConnection: Bool
 
-    public init(_ status: HTTPResponse.Status, code: String, message: String, retryAfter: Int? = nil) {
+    public init(
+        _ status: HTTPResponse.Status, code: String, message: String, retryAfter: Int? = nil, closesConnection: Bool = false
+    ) {
         self.status = status
         self.code = code
         self.message = message
         self.retryAfter = retryAfter
+        self.closesConnection = closesConnection
     }
 
     public static func == (a: APIError, b: APIError) -> Bool { a.code == b.code }
@@ -29,6 +35,7 @@ public struct APIError: Error, HTTPResponseError, Hashable, CustomStringConverti
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var response = JSONBody.response(status: status, ErrorDocument(error: .init(code: code, message: message)))
         if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
+        if closesConnection { response.headers[.connection] = "close" }
         return response
     }
 
@@ -48,7 +55,20 @@ public struct APIError: Error, HTTPResponseError, Hashable, CustomStringConverti
         APIError(.badRequest, code: "invalid_query", message: message)
     }
     static func tooLarge(limit: Int) -> APIError {
-        APIError(.contentTooLarge, code: "too_large", message: "the request body exceeds \(limit) bytes")
+        APIError(
+            .contentTooLarge, code: "too_large", message: "the request body exceeds \(limit) bytes", closesConnection: true)
+    }
+    /// The body's framing does not parse (a bad chunk size, too many trailers, an unsupported transfer coding):
+    /// the caller's fault, and the connection cannot be trusted to find the next request.
+    static func invalidBody(_ message: String) -> APIError {
+        APIError(.badRequest, code: "invalid_body", message: message, closesConnection: true)
+    }
+    /// A transfer coding other than `chunked`: the body cannot be read, so the connection closes after the answer.
+    static func unsupportedTransferEncoding(_ codings: String) -> APIError {
+        APIError(
+            .notImplemented, code: "unsupported_transfer_encoding",
+            message: "Transfer-Encoding '\(codings)' is not supported; send the body plain with Content-Length, or chunked",
+            closesConnection: true)
     }
     static func batchTooLarge(count: Int, limit: Int) -> APIError {
         APIError(.contentTooLarge, code: "batch_too_large", message: "the batch holds \(count) inputs; at most \(limit) are accepted")
@@ -67,6 +87,8 @@ public struct APIError: Error, HTTPResponseError, Hashable, CustomStringConverti
         case "overloaded": APIError(.serviceUnavailable, code: error.code, message: error.message, retryAfter: 1)
         case "shutting_down": APIError(.serviceUnavailable, code: error.code, message: error.message, retryAfter: 5)
         case "storage_error": APIError(.serviceUnavailable, code: error.code, message: error.message, retryAfter: 30)
+        // 503 rather than 507: API.md promises 503 for a full disk, and clients already retry 503 after Retry-After.
+        case "storage_full": APIError(.serviceUnavailable, code: error.code, message: error.message, retryAfter: 30)
         default: APIError(.internalServerError, code: error.code, message: error.message)
         }
     }

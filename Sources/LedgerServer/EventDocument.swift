@@ -76,6 +76,9 @@ public struct RejectedDocument: Encodable, Sendable {
     public var size: Int
     /// The kept bytes, base64.
     public var raw: String
+    /// A request refused as a whole: its method and target, and the size of its header fields.
+    public var request: String?
+    public var headerBytes: Int?
 
     public init(_ r: RejectedInput) {
         number = r.number
@@ -84,5 +87,7 @@ public struct RejectedDocument: Encodable, Sendable {
         message = r.message
         size = r.size
         raw = Data(r.raw).base64EncodedString()
+        request = r.request
+        headerBytes = r.headerBytes
     }
 }

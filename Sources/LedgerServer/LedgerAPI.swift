@@ -5,6 +5,7 @@ import LedgerCore
 import LedgerStore
 import Logging
 import NIOCore
+import NIOHTTP1
 
 // MARK: - LedgerAPI
 
@@ -91,17 +92,94 @@ public final class LedgerAPI: Sendable {
         guard Self.acceptedMediaTypes.contains(base.lowercased()) else { throw APIError.unsupportedMediaType(value) }
     }
 
-    /// The whole body, refused with 413 as soon as it grows past the limit.
-    func collectBody(_ request: Request) async throws -> [UInt8] {
+    /// What arrived of a request body, kept for the `rejected` record when the request is refused.
+    struct ReceivedBody {
+        /// The bytes read (at most the limit and one more buffer).
+        var bytes: [UInt8] = []
+        /// The body's size as far as known: the bytes read, or the declared Content-Length when it was not read.
+        var size = 0
+    }
+
+    /// The whole body, refused with 413 as soon as it grows past the limit, or 400 `invalid_body` when its framing
+    /// does not parse. `received` holds what arrived either way. A declared size over the limit reads only the first
+    /// bytes the `rejected` record keeps, then refuses (the connection closes, so the rest is never read).
+    func collectBody(_ request: Request, into received: inout ReceivedBody) async throws -> [UInt8] {
         let limit = configuration.limits.maxBodyBytes
-        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit {
+        let keep = min(limit, RejectedInput.keptBytesLimit)
+        let declared = request.headers[.contentLength].flatMap(Int.init)
+        let declaredTooLarge = declared.map { $0 > limit } ?? false
+        if let codings = request.headers[.transferEncoding] {
+            // HTTP/1.1 frames a request body by Content-Length or `chunked` alone; a body in another coding (gzip)
+            // would reach the decoders as bytes they cannot read (RFC 9112 §6.1: 501 for a coding not understood).
+            let names = codings.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            if names != ["chunked"] { throw APIError.unsupportedTransferEncoding(codings) }
+        }
+        if declaredTooLarge, request.headers[.expect]?.lowercased() == "100-continue" {
+            // The client (curl, for bodies over 1 MiB) waits before sending the body: refuse before it does.
+            received = ReceivedBody(bytes: [], size: declared ?? 0)
             throw APIError.tooLarge(limit: limit)
         }
+        var body: [UInt8] = []
+        // One allocation for a declared body, as `collect(upTo:)` made, rather than doubling through its buffers.
+        body.reserveCapacity(min(declared ?? 0, declaredTooLarge ? keep : limit))
         do {
-            let buffer = try await request.body.collect(upTo: limit)
-            return Array(buffer.readableBytesView)
+            for try await buffer in request.body {
+                body.append(contentsOf: buffer.readableBytesView)
+                if body.count > limit || (declaredTooLarge && body.count >= keep) { break }
+            }
+        } catch let error as HTTPParserError {
+            received = ReceivedBody(bytes: body, size: body.count)
+            throw APIError.invalidBody("the request body does not parse (\(error)); send a Content-Length or valid chunks")
         } catch is NIOTooManyBytesError {
+            received = ReceivedBody(bytes: body, size: body.count)
             throw APIError.tooLarge(limit: limit)
+        }
+        received = ReceivedBody(bytes: body, size: max(body.count, declared ?? 0))
+        if body.count > limit || declaredTooLarge { throw APIError.tooLarge(limit: limit) }
+        return body
+    }
+
+    /// Keeps a refused request in `rejected` for the auditor: its method and target, the size of its header fields,
+    /// the code and message it was answered with, and the first bytes of its body. A failure to record (a full
+    /// disk, a full queue) is logged; the caller still gets the refusal's own answer.
+    func recordRefusal(_ error: APIError, _ request: Request, _ received: ReceivedBody) async {
+        let keep = min(configuration.limits.maxBodyBytes, RejectedInput.keptBytesLimit)
+        var rejection = RejectedInput(
+            raw: received.bytes.prefix(keep), code: error.code, message: error.message, receivedAt: currentMillis())
+        rejection.size = max(received.size, rejection.raw.count)
+        rejection.request = "\(request.method) \(request.head.path ?? request.uri.description)"
+        rejection.headerBytes = request.headers.reduce(0) { $0 + $1.name.rawName.utf8.count + $1.value.utf8.count + 4 }
+        await record(rejection)
+    }
+
+    /// Keeps a request head that did not parse (a garbage request line, header fields over the limits) in
+    /// `rejected`: the bytes of the head as received (up to 16 KiB), its first line, and its size. Called on the
+    /// connection's event loop just before the connection closes; peers that may not write leave no record.
+    func recordMalformedHead(_ channel: any Channel, head: [UInt8], message: String) {
+        let peer = PeerCredentials.reading(channel)
+        let writers = configuration.writers
+        let receivedAt = currentMillis()
+        Task {
+            if writers.restricted {
+                guard let peer = try? await peer.get(), writers.uids.contains(peer.uid) || writers.gids.contains(peer.gid)
+                else { return }
+            }
+            var rejection = RejectedInput(raw: head, code: "bad_request", message: message, receivedAt: receivedAt)
+            let line = head.prefix { $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }.prefix(512)
+            rejection.request = String(decoding: line, as: UTF8.self)
+            rejection.headerBytes = head.count
+            await self.record(rejection)
+        }
+    }
+
+    /// Appends one refusal; never throws.
+    func record(_ rejection: RejectedInput) async {
+        do {
+            _ = try await ledger.append([.rejected(rejection)])
+        } catch {
+            logger.warning(
+                "a refused request could not be kept in rejected",
+                metadata: ["code": "\(rejection.code)", "error": "\(error)"])
         }
     }
 
@@ -186,6 +264,9 @@ struct ErrorMiddleware: RouterMiddleware {
             }
             let message = error.body ?? (error.status == .notFound ? "no route for \(request.method) \(request.uri.path)" : error.status.reasonPhrase)
             return try APIError(error.status, code: code, message: message).response(from: request, context: context)
+        } catch let error as HTTPParserError {
+            // A body that does not parse, on a route that does not read it through `collectBody`: the caller's fault.
+            return try APIError.invalidBody("the request does not parse (\(error))").response(from: request, context: context)
         } catch is NIOTooManyBytesError {
             return try APIError(.contentTooLarge, code: "too_large", message: "the request body is too large")
                 .response(from: request, context: context)
@@ -213,8 +294,9 @@ struct RequestMetricsMiddleware: RouterMiddleware {
         let route = context.endpointPath ?? "unmatched"
         metrics.recordRequest(
             method: request.method.rawValue, route: route, status: response.status.code, nanoseconds: elapsed)
-        // 503 is back-pressure (a full writer queue, shutting down), not a fault: it is counted, not logged as one.
-        if response.status.code >= 500 && response.status != .serviceUnavailable {
+        // 503 is back-pressure (a full writer queue, shutting down), not a fault: it is counted, not logged as one;
+        // 501 (a transfer coding the server does not speak) is the caller's.
+        if response.status.code >= 500 && response.status != .serviceUnavailable && response.status != .notImplemented {
             logger.error(
                 "request failed",
                 metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)"])

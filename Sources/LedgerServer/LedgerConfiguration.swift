@@ -8,7 +8,8 @@ import LedgerCore
 /// {"bundleId": "com.example.app", "bindingPolicy": "transfer", "trustedRoots": ["certs/AppleRootCA-G3.cer"],
 ///  "requireSignatures": false, "environments": ["Production"],
 ///  "socket": {"path": "…", "mode": "0660", "writers": {"uids": [1000], "gids": []}},
-///  "limits": {"maxBodyBytes": 16777216, "maxBatchInputs": 10000, "maxQueuedInputs": 100000},
+///  "limits": {"maxBodyBytes": 16777216, "maxBatchInputs": 10000, "maxQueuedInputs": 100000,
+///             "headerTimeoutSeconds": 10, "idleTimeoutSeconds": 60, "maxConnections": 512},
 ///  "products": {"com.example.premium.monthly": {"type": "autoRenewable", "entitlements": ["premium"]}}}
 /// ```
 public struct LedgerConfiguration: Sendable {
@@ -28,6 +29,16 @@ public struct LedgerConfiguration: Sendable {
         public var maxBatchInputs = 10_000
         /// Inputs waiting for the writer beyond which requests get 503 with Retry-After.
         public var maxQueuedInputs = 100_000
+        /// Seconds a client has to send a request's whole header section: from the connection's start, or from the
+        /// first byte of a later request. Then the server answers 408 `request_timeout` and closes the connection.
+        public var headerTimeoutSeconds: Double = 10
+        /// Seconds a keep-alive connection may sit between requests, or a request body may stall, before the server
+        /// closes it.
+        public var idleTimeoutSeconds: Double = 60
+        /// Open connections at most; one more is answered 503 `overloaded` (Retry-After) and closed. Kept well below
+        /// the usual 1024-descriptor limit, so clients that open connections and stall (slowloris) cannot exhaust
+        /// the server's file descriptors: each holds a place for at most the header timeout.
+        public var maxConnections = 512
         public init() {}
     }
 
@@ -105,6 +116,19 @@ public struct LedgerConfiguration: Sendable {
             ] {
                 guard let v = l[key] else { continue }
                 guard let n = v as? Int, n > 0 else { throw Invalid(message: "limits.\(key) must be a positive integer") }
+                limits[keyPath: target] = n
+            }
+            if let v = l["maxConnections"] {
+                guard let n = v as? Int, n > 0 else { throw Invalid(message: "limits.maxConnections must be a positive integer") }
+                limits.maxConnections = n
+            }
+            for (key, target) in [
+                ("headerTimeoutSeconds", \Limits.headerTimeoutSeconds), ("idleTimeoutSeconds", \Limits.idleTimeoutSeconds),
+            ] {
+                guard let v = l[key] else { continue }
+                guard let n = (v as? NSNumber)?.doubleValue, n > 0, n <= 86_400 else {
+                    throw Invalid(message: "limits.\(key) must be a number of seconds, more than 0 and at most 86400")
+                }
                 limits[keyPath: target] = n
             }
             appStore.maxInputBytes = limits.maxBodyBytes

@@ -49,6 +49,19 @@ public struct PeerCredentials: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { "pid \(pid) uid \(uid) gid \(gid)" }
 
+    /// Starts reading the credentials of `channel`'s peer now (on its event loop that is at once, so it still works
+    /// when the channel closes next); nil when the channel is not a socket or the call fails.
+    static func reading(_ channel: any Channel) -> EventLoopFuture<PeerCredentials?> {
+        #if os(Linux)
+        guard let provider = channel as? any SocketOptionProvider else { return channel.eventLoop.makeSucceededFuture(nil) }
+        let read: EventLoopFuture<KernelPeerCredentials> = provider.unsafeGetSocketOption(
+            level: NIOBSDSocket.OptionLevel(rawValue: SOL_SOCKET), name: NIOBSDSocket.Option(rawValue: SO_PEERCRED))
+        return read.map { Optional(PeerCredentials(pid: $0.pid, uid: $0.uid, gid: $0.gid)) }.recover { _ in nil }
+        #else
+        return channel.eventLoop.makeSucceededFuture(nil)
+        #endif
+    }
+
     /// Reads the credentials of `channel`'s peer; nil when the channel is not a socket or the call fails.
     static func of(_ channel: (any Channel)?) async -> PeerCredentials? {
         #if os(Linux)

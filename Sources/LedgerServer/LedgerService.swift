@@ -5,6 +5,7 @@ import Darwin
 #endif
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import LedgerStore
 import Logging
 import NIOCore
@@ -24,6 +25,7 @@ public final class LedgerService: Service, Sendable {
     public let socketPath: String
     let logger: Logger
     private let bound = BoundSocket()
+    private let connections = ConnectionCount()
 
     /// - Parameters:
     ///   - ledger: an open, writable ledger. The service closes it when it stops.
@@ -43,12 +45,23 @@ public final class LedgerService: Service, Sendable {
             bound.removeSocketFile(at: socketPath)
         }
         try SocketFile.prepare(socketPath)
+        warnIfDescriptorsCannotHoldTheConnectionLimit()
         let mode = api.configuration.socketMode
         let path = socketPath
         let bound = self.bound
         let logger = self.logger
+        let limits = ConnectionLimits(api.configuration.limits)
+        let connections = self.connections
+        let api = self.api
         let app = Application(
             router: api.makeRouter(),
+            server: HTTPServerBuilder { responder in
+                GuardedHTTP1Channel(
+                    responder: responder, limits: limits, connections: connections, metrics: api.metrics,
+                    onMalformedHead: { channel, head, message in
+                        api.recordMalformedHead(channel, head: head, message: message)
+                    })
+            },
             configuration: .init(address: .unixDomainSocket(path: socketPath), serverName: nil),
             onServerRunning: { _ in
                 if chmod(path, mode_t(mode)) != 0 {
@@ -59,7 +72,6 @@ public final class LedgerService: Service, Sendable {
             },
             logger: logger
         )
-        let api = self.api
         try await withGracefulShutdownHandler {
             try await app.run()
         } onGracefulShutdown: {
@@ -69,6 +81,19 @@ public final class LedgerService: Service, Sendable {
         logger.info("stopped", metadata: ["lastSeq": "\((try? api.ledger.lastSeq()) ?? 0)"])
     }
 
+    /// The connection limit only protects the server if that many connections fit in its descriptor limit, with
+    /// room for the ledger's files and the listening socket.
+    private func warnIfDescriptorsCannotHoldTheConnectionLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        let wanted = UInt64(api.configuration.limits.maxConnections) + 64
+        if UInt64(limit.rlim_cur) < wanted {
+            logger.warning(
+                "limits.maxConnections does not fit in the file descriptor limit: raise ulimit -n or lower it",
+                metadata: ["maxConnections": "\(api.configuration.limits.maxConnections)", "nofile": "\(limit.rlim_cur)"])
+        }
+    }
+
     /// Runs the service in a `ServiceGroup` that shuts it down gracefully on SIGTERM and SIGINT (`storeledger serve`).
     public func runUntilSignalled() async throws {
         let group = ServiceGroup(
@@ -76,6 +101,9 @@ public final class LedgerService: Service, Sendable {
                 services: [.init(service: self)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }
+
+    /// Connections open right now (including ones being refused over `limits.maxConnections`).
+    public var openConnections: Int { connections.current }
 
     /// Whether the socket is bound and the server accepts connections.
     public var isListening: Bool { bound.inode != nil }

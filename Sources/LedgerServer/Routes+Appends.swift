@@ -24,13 +24,22 @@ extension LedgerAPI {
     /// when some were rejected, 400 when no input of the body is JSON at all.
     func appendEvents(_ request: Request, _ context: LedgerRequestContext) async throws -> Response {
         try await authorizeWriter(context)
-        try checkContentType(request)
-        let options = try ingestOptions(request)
-        let body = try await collectBody(request)
-        let pieces = InputFraming.split(body)
-        guard !pieces.isEmpty else { throw APIError.invalidJSON("the body holds no input") }
-        let limit = configuration.limits.maxBatchInputs
-        guard pieces.count <= limit else { throw APIError.batchTooLarge(count: pieces.count, limit: limit) }
+        // Refused as a whole: kept in `rejected` too (the peer may write, so its refusals are the auditor's business).
+        var received = ReceivedBody()
+        let options: IngestPipeline.Options
+        let pieces: [ArraySlice<UInt8>]
+        do {
+            let body = try await collectBody(request, into: &received)
+            try checkContentType(request)
+            options = try ingestOptions(request)
+            pieces = InputFraming.split(body)
+            guard !pieces.isEmpty else { throw APIError.invalidJSON("the body holds no input") }
+            let limit = configuration.limits.maxBatchInputs
+            guard pieces.count <= limit else { throw APIError.batchTooLarge(count: pieces.count, limit: limit) }
+        } catch let error as APIError {
+            await recordRefusal(error, request, received)
+            throw error
+        }
 
         let now = currentMillis()
         let inputs = pieces.map { pipeline.prepare($0, options: options, now: now) }
@@ -66,11 +75,19 @@ extension LedgerAPI {
     /// 400 (not JSON) or 422 (refused) with the result, whose `error` says why.
     func appendOne(_ request: Request, _ context: LedgerRequestContext, type: InputType) async throws -> Response {
         try await authorizeWriter(context)
-        try checkContentType(request)
-        let options = try ingestOptions(request, forcedType: type)
-        let body = try await collectBody(request)
-        guard body.contains(where: { !InputFraming.isSpace($0) }) else {
-            throw APIError.invalidJSON("the body is empty")
+        var received = ReceivedBody()
+        let options: IngestPipeline.Options
+        let body: [UInt8]
+        do {
+            body = try await collectBody(request, into: &received)
+            try checkContentType(request)
+            options = try ingestOptions(request, forcedType: type)
+            guard body.contains(where: { !InputFraming.isSpace($0) }) else {
+                throw APIError.invalidJSON("the body is empty")
+            }
+        } catch let error as APIError {
+            await recordRefusal(error, request, received)
+            throw error
         }
         let input = pipeline.prepare(body, options: options, now: currentMillis())
         guard let result = try await append([input]).first else {

@@ -24,6 +24,9 @@ public final class ServerMetrics: Sendable {
     private let events: CoreMetrics.Gauge
     private let rejectedStored: CoreMetrics.Gauge
     private let followers: CoreMetrics.Gauge
+    private let connections: CoreMetrics.Gauge
+    private let connectionsRefused: CoreMetrics.Counter
+    private let connectionsClosed: [ConnectionCloseReason: CoreMetrics.Counter]
     private let requestTimers = LockedDictionary<RequestKey, CoreMetrics.Timer>()
 
     public init() {
@@ -49,7 +52,29 @@ public final class ServerMetrics: Sendable {
         events = CoreMetrics.Gauge(label: "storeledger_events", factory: factory)
         rejectedStored = CoreMetrics.Gauge(label: "storeledger_rejected_inputs", factory: factory)
         followers = CoreMetrics.Gauge(label: "storeledger_event_followers", factory: factory)
+        connections = CoreMetrics.Gauge(label: "storeledger_connections", factory: factory)
+        connectionsRefused = CoreMetrics.Counter(label: "storeledger_connections_refused_total", factory: factory)
+        var closed: [ConnectionCloseReason: CoreMetrics.Counter] = [:]
+        for reason in ConnectionCloseReason.allCases {
+            closed[reason] = CoreMetrics.Counter(
+                label: "storeledger_connections_closed_total", dimensions: [("reason", reason.rawValue)], factory: factory)
+        }
+        connectionsClosed = closed
     }
+
+    // MARK: - Connections
+
+    /// Why the server closed a connection on its own.
+    enum ConnectionCloseReason: String, CaseIterable, Sendable {
+        case headerTimeout = "header_timeout"
+        case idleTimeout = "idle_timeout"
+        case bodyStalled = "body_stalled"
+        case badRequest = "bad_request"
+    }
+
+    func setConnections(_ n: Int) { connections.record(n) }
+    func connectionRefused() { connectionsRefused.increment() }
+    func connectionClosed(_ reason: ConnectionCloseReason) { connectionsClosed[reason]?.increment() }
 
     // MARK: - Recording
 

@@ -15,11 +15,17 @@ struct AppendBatch {
         var seq: UInt64
         var chainHead: [UInt8]
         var rejectedCount: UInt64
+        /// The `RejectedChain` link of the last refusal; nil until a refusal is written (read lazily: most
+        /// batches refuse nothing).
+        var rejectedHead: [UInt8]?
+        let rejectedCountBefore: UInt64
     }
 
     func run(_ inputs: [LedgerInput], in txn: Transaction) throws -> [AppendResult] {
+        let refusedBefore = try rejectedCount(txn)
         var state = try Pending(
-            seq: lastSeq(txn), chainHead: chainHead(txn), rejectedCount: rejectedCount(txn))
+            seq: lastSeq(txn), chainHead: chainHead(txn), rejectedCount: refusedBefore, rejectedHead: nil,
+            rejectedCountBefore: refusedBefore)
         var results: [AppendResult] = []
         results.reserveCapacity(inputs.count)
         var written: [LedgerEvent] = []
@@ -87,6 +93,10 @@ struct AppendBatch {
             try projections.apply(written, in: txn)
             try txn.put(layout.meta, key: StoreLayout.metaChainHead, value: state.seq.bigEndianBytes + state.chainHead)
         }
+        if let head = state.rejectedHead, state.rejectedCount != state.rejectedCountBefore {
+            try txn.put(layout.meta, key: StoreLayout.metaRejectedCount, value: state.rejectedCount.bigEndianBytes)
+            try txn.put(layout.meta, key: StoreLayout.metaRejectedHead, value: state.rejectedCount.bigEndianBytes + head)
+        }
         return results
     }
 
@@ -112,9 +122,28 @@ struct AppendBatch {
     }
 
     private func reject(_ rejection: RejectedInput, _ state: inout Pending, _ txn: Transaction) throws {
+        var head = try state.rejectedHead ?? rejectedHead(count: state.rejectedCount, txn)
         state.rejectedCount += 1
-        try txn.put(layout.rejected, key: state.rejectedCount.bigEndianBytes, value: rejection.encoded(), flags: .append)
-        try txn.put(layout.meta, key: StoreLayout.metaRejectedCount, value: state.rejectedCount.bigEndianBytes)
+        let record = rejection.encoded()
+        head = RejectedChain.link(previous: head, number: state.rejectedCount, record: record)
+        state.rejectedHead = head
+        try txn.put(layout.rejected, key: state.rejectedCount.bigEndianBytes, value: record, flags: .append)
+    }
+
+    /// The link of the last of `count` stored refusals: from `meta`, or (once, for refusals stored before the chain
+    /// existed) recomputed over the records.
+    private func rejectedHead(count: UInt64, _ txn: Transaction) throws -> [UInt8] {
+        if let v = try txn.get(layout.meta, key: StoreLayout.metaRejectedHead), v.count == 40, v.bigEndianUInt64 == count {
+            return Array(v[8..<40])
+        }
+        var head = HashChain.genesis
+        let cursor = try txn.cursor(layout.rejected)
+        var entry = try cursor.first()
+        while let e = entry {
+            head = RejectedChain.link(previous: head, number: e.key.bigEndianUInt64, record: e.value)
+            entry = try cursor.next()
+        }
+        return head
     }
 
     func index(user: AppUserID, otid: OriginalTransactionID, _ environment: AppStoreEnvironment, _ txn: Transaction)

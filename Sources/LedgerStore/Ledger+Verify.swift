@@ -7,6 +7,8 @@ public struct VerificationReport: Sendable, Hashable, Codable {
     public var events: UInt64
     /// Subscriptions whose projection was compared with a replay.
     public var projections: Int
+    /// Refused inputs checked in the `rejected` store.
+    public var rejected: UInt64 = 0
     /// The chain head recomputed from the log (hex).
     public var chainHead: String
     /// The first fault found, or nil when the ledger is sound.
@@ -19,11 +21,12 @@ public typealias ProgressHandler = @Sendable (_ done: UInt64, _ total: UInt64) -
 
 extension Ledger {
     /// Checks the hash chain over the whole log, every index against the log, the raw inputs against their digests,
-    /// and every stored projection against a replay. Stops at the first fault and names it.
+    /// the `rejected` store (gapless numbering, decodable records, consistent sizes, its count and chain head in
+    /// `meta`), and every stored projection against a replay. Stops at the first fault and names it.
     ///
     /// Reads in batches of short read transactions, so a live writer is never blocked for long.
     public func verify(progress: ProgressHandler? = nil) throws -> VerificationReport {
-        var report = VerificationReport(events: 0, projections: 0, chainHead: hex(HashChain.genesis), fault: nil)
+        var report = VerificationReport(events: 0, projections: 0, rejected: 0, chainHead: hex(HashChain.genesis), fault: nil)
         let total = try lastSeq()
         var previous = HashChain.genesis
         var next: UInt64 = 1
@@ -115,6 +118,11 @@ extension Ledger {
         }
         report.chainHead = hex(previous)
 
+        switch try verifyRejected() {
+        case .failure(let fault): return failing(report, fault.description)
+        case .success(let count): report.rejected = count
+        }
+
         // 3. Projections against a replay.
         let comparison = try compareProjectionsWithReplay(progress: nil)
         report.projections = comparison.compared
@@ -168,6 +176,61 @@ extension Ledger {
         }
         guard sha256(Array(raw)) == event.metadata.rawDigest else { return .failure(Fault("raw input of event \(seq) was altered")) }
         return .success(event)
+    }
+
+    /// Checks the `rejected` store: records numbered 1…n without gaps, each decodable with a code and a size no
+    /// smaller than the bytes kept, n equal to `meta`'s count, and the records' chain equal to `meta`'s head (when the
+    /// ledger has one: refusals stored before it existed are linked by the next refusal). In chunks of short read
+    /// transactions; a writer may add refusals meanwhile, so the end is wherever the last snapshot finds it.
+    private func verifyRejected() throws -> Result<UInt64, Fault> {
+        var next: UInt64 = 1
+        var head = HashChain.genesis
+        let chunk: UInt64 = 10_000
+        while true {
+            let step: Result<Bool, Fault> = try environment.read { txn in
+                let count = try batch.rejectedCount(txn)
+                let cursor = try txn.cursor(layout.rejected)
+                var entry = try cursor.seek(next.bigEndianBytes)
+                let end = min(count, next + chunk - 1)
+                while let e = entry, next <= end {
+                    guard e.key.count == 8 else { return .failure(Fault("rejected holds a key that is not a number")) }
+                    let number = e.key.bigEndianUInt64
+                    guard number == next else {
+                        return .failure(Fault("rejected record \(next) is missing (the numbering jumps to \(number))"))
+                    }
+                    let record: RejectedInput
+                    do { record = try RejectedInput(number: number, decoding: e.value) } catch {
+                        return .failure(Fault("rejected record \(number) does not decode: \(error)"))
+                    }
+                    guard !record.code.isEmpty else { return .failure(Fault("rejected record \(number) has no code")) }
+                    guard record.size >= record.raw.count, record.raw.count <= RejectedInput.keptBytesLimit else {
+                        return .failure(
+                            Fault("rejected record \(number) keeps \(record.raw.count) bytes of an input of \(record.size)"))
+                    }
+                    head = RejectedChain.link(previous: head, number: number, record: e.value)
+                    next += 1
+                    entry = try cursor.next()
+                }
+                guard next > count else {
+                    if next <= end { return .failure(Fault("rejected record \(next) is missing (meta counts \(count))")) }
+                    return .success(false)
+                }
+                if let extra = entry {
+                    return .failure(Fault("rejected holds record \(extra.key.bigEndianUInt64) beyond meta's count \(count)"))
+                }
+                if let stored = try txn.get(layout.meta, key: StoreLayout.metaRejectedHead) {
+                    guard stored.count == 40, stored.bigEndianUInt64 == count, Array(stored[8..<40]) == head else {
+                        return .failure(Fault("the rejected store's chain differs from meta's head: a refused input's record was altered"))
+                    }
+                }
+                return .success(true)
+            }
+            switch step {
+            case .failure(let fault): return .failure(fault)
+            case .success(true): return .success(next - 1)
+            case .success(false): continue
+            }
+        }
     }
 
     /// A fault found by `verify`, in words.

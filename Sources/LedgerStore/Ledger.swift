@@ -33,31 +33,21 @@ public final class Ledger: Sendable {
     let observers = CommitObservers()
 
     /// Opens (creating if needed) the ledger in `directory`.
+    ///
+    /// Throws `LedgerError` when it cannot: `corrupted` (garbage or damaged LMDB files), `permission_denied`,
+    /// `invalid_path` (the directory or a ledger file of the wrong kind), `storage_full`, `schema_mismatch`,
+    /// `storage_error`.
     public init(directory: String, rules: FoldRules = FoldRules(), options: Options = Options(), logger: Logger) throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        var envOptions = Environment.Options()
-        envOptions.mapSize = options.initialMapSize
-        envOptions.maxMapSize = options.maxMapSize
-        envOptions.readOnly = options.readOnly
-        envOptions.unsafeNoSync = options.unsafeNoSync
         self.directory = directory
         self.rules = rules
-        let environment = try Environment(path: directory, options: envOptions)
+        let (environment, layout, upgrade) = try Self.open(directory, options)
         self.environment = environment
         if environment.staleReadersCleared > 0 {
             logger.notice("cleared stale LMDB readers", metadata: ["count": "\(environment.staleReadersCleared)"])
         }
-        // Read-only, the schema first: a ledger of an older schema may lack databases this build opens. For writing,
-        // every database is created before a new ledger's schema is written, so a ledger whose creation was cut
-        // short is one without a schema, not one missing databases.
-        if options.readOnly {
-            _ = try Self.checkSchema(environment, try environment.openDatabase("meta"), readOnly: true)
-        }
-        let layout = try StoreLayout(environment: environment)
         self.layout = layout
         let batch = AppendBatch(layout: layout, projections: ProjectionEngine(layout: layout, rules: rules))
         self.batch = batch
-        let upgrade = options.readOnly ? false : try Self.checkSchema(environment, layout.meta, readOnly: false)
         if options.readOnly {
             writer = nil
         } else {
@@ -79,6 +69,58 @@ public final class Ledger: Sendable {
     }
 
     deinit { writer?.stop() }
+
+    /// The environment, its databases, and whether the schema needs an upgrade; every failure as a `LedgerError`.
+    private static func open(_ directory: String, _ options: Options) throws -> (Environment, StoreLayout, Bool) {
+        do {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), !isDirectory.boolValue {
+                throw LedgerError(code: "invalid_path", message: "\(directory) is not a directory")
+            }
+            if !options.readOnly {
+                do {
+                    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                } catch {
+                    throw LedgerError(code: "invalid_path", message: "cannot create \(directory): \(error.localizedDescription)")
+                }
+            }
+            var envOptions = Environment.Options()
+            envOptions.mapSize = options.initialMapSize
+            envOptions.maxMapSize = options.maxMapSize
+            envOptions.readOnly = options.readOnly
+            envOptions.unsafeNoSync = options.unsafeNoSync
+            let environment = try Environment(path: directory, options: envOptions)
+            let layout: StoreLayout
+            do {
+                // Read-only, the schema first: a ledger of an older schema may lack databases this build opens
+                // (it is refused as schema_mismatch, with the way to upgrade it).
+                if options.readOnly {
+                    _ = try checkSchema(environment, try environment.openDatabase("meta"), readOnly: true)
+                }
+                layout = try StoreLayout(environment: environment)
+            } catch let error as LMDBError where error == .notFound {
+                throw LedgerError(
+                    code: "not_a_ledger",
+                    message: "\(directory) holds an LMDB environment without the ledger's databases (not a ledger, or its catalog page is damaged)")
+            }
+            let upgrade = options.readOnly ? false : try checkSchema(environment, layout.meta, readOnly: false)
+            return (environment, layout, upgrade)
+        } catch let error as LMDBError {
+            // LMDB names the directory, not which of its files is of the wrong kind.
+            for file in ["data.mdb", "lock.mdb"] {
+                var isDirectory: ObjCBool = false
+                let path = (directory as NSString).appendingPathComponent(file)
+                if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+                    throw LedgerError(
+                        code: "invalid_path",
+                        message: "cannot open the ledger in \(directory): \(path) is a directory, not a file (\(error.reason))")
+                }
+            }
+            throw LedgerError.cannotOpen(directory, error)
+        } catch {
+            throw LedgerError.cannotOpen(directory, error)
+        }
+    }
 
     /// Checks the ledger's schema version; true when it is an older schema opened for writing, to be upgraded.
     private static func checkSchema(_ env: Environment, _ meta: Database, readOnly: Bool) throws -> Bool {

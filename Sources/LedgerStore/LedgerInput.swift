@@ -25,6 +25,11 @@ public struct RejectedInput: Sendable, Hashable {
     public var size: Int
     /// Position in the rejected store (set when stored).
     public var number: UInt64
+    /// For a request the server refused as a whole (too large, wrong media type, bad query, a body or head that
+    /// does not parse): its method and target (`POST /v1/events?type=x`), nil for inputs refused one by one.
+    public var request: String?
+    /// For such a request: the size of its header fields as received (`name: value` CRLF each), nil otherwise.
+    public var headerBytes: Int?
 
     public init(raw: some Collection<UInt8>, code: String, message: String, receivedAt: UnixMillis) {
         self.receivedAt = receivedAt
@@ -37,19 +42,24 @@ public struct RejectedInput: Sendable, Hashable {
 
     var isTruncated: Bool { raw.count < size }
 
-    func encoded() -> [UInt8] {
+    /// The record as the `rejected` store keeps it (tagged binary, unknown tags skipped when read).
+    public func encoded() -> [UInt8] {
         var w = BinaryWriter(capacity: raw.count + message.utf8.count + 32)
         w.write(1, receivedAt)
         w.write(2, code)
         w.write(3, message)
         w.write(4, bytes: raw)
         w.write(5, Int64(size))
+        if let request { w.write(6, request) }
+        if let headerBytes { w.write(7, Int64(headerBytes)) }
         return w.finish()
     }
 
-    init(number: UInt64, decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
+    /// Decodes a record of the `rejected` store (`encoded()`), numbered `number`.
+    public init(number: UInt64, decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
         var r = BinaryReader(bytes)
         var at: Int64 = 0, code = "", message = "", raw: [UInt8] = [], size: Int64 = 0
+        var request: String?, headerBytes: Int64?
         while let (tag, wire) = try r.nextField() {
             switch (tag, wire) {
             case (1, .varint): at = try r.readInt64()
@@ -57,6 +67,8 @@ public struct RejectedInput: Sendable, Hashable {
             case (3, .bytes): message = try r.readString()
             case (4, .bytes): raw = Array(try r.readBytes())
             case (5, .varint): size = try r.readInt64()
+            case (6, .bytes): request = try r.readString()
+            case (7, .varint): headerBytes = try r.readInt64()
             default:
                 var ignored = UnknownFields()
                 try r.readUnknown(tag: tag, wire: wire, into: &ignored)
@@ -65,6 +77,8 @@ public struct RejectedInput: Sendable, Hashable {
         self.init(raw: raw, code: code, message: message, receivedAt: at)
         self.size = Int(size)
         self.number = number
+        self.request = request
+        self.headerBytes = headerBytes.map { Int($0) }
     }
 }
 

@@ -41,15 +41,13 @@ struct StoreLayout {
     let bindingsAny: Database
 
     init(environment: Environment) throws {
-        meta = try environment.openDatabase("meta")
-        raw = try environment.openDatabase("raw")
-        events = try environment.openDatabase("events")
-        log = try environment.openDatabase("log")
-        byOTID = try environment.openDatabase("by_otid", flags: [.dupSort])
-        byUser = try environment.openDatabase("by_user", flags: [.dupSort])
-        timelines = try environment.openDatabase("timelines")
-        rejected = try environment.openDatabase("rejected")
-        bindingsAny = try environment.openDatabase("bindings_any", flags: [.dupSort])
+        // One transaction: a ledger being created is never seen (by `stats` in another process) half made.
+        let dbs = try environment.openDatabases([
+            ("meta", []), ("raw", []), ("events", []), ("log", []), ("by_otid", [.dupSort]), ("by_user", [.dupSort]),
+            ("timelines", []), ("rejected", []), ("bindings_any", [.dupSort]),
+        ])
+        (meta, raw, events, log) = (dbs[0], dbs[1], dbs[2], dbs[3])
+        (byOTID, byUser, timelines, rejected, bindingsAny) = (dbs[4], dbs[5], dbs[6], dbs[7], dbs[8])
     }
 
     /// Every database, for statistics and verification.
@@ -202,6 +200,9 @@ struct StoreLayout {
     static let metaSchema = Array("schema".utf8)
     static let metaChainHead = Array("chain_head".utf8)
     static let metaRejectedCount = Array("rejected_count".utf8)
+    /// count (BE, 8) ‖ the last `RejectedChain` link (32). Absent in ledgers whose refusals predate it, until the
+    /// next refusal links them all.
+    static let metaRejectedHead = Array("rejected_head".utf8)
     static let metaRulesDigest = Array("rules_digest".utf8)
 }
 

@@ -121,7 +121,8 @@ final class Writer: @unchecked Sendable {
         } catch let error as LedgerError {
             outcome = .failure(error)
         } catch {
-            logger.error("write transaction failed", metadata: ["error": "\(error)", "inputs": "\(inputCount)"])
+            // Every waiting caller gets the error and reports it (the server logs it, the CLI prints its one line).
+            logger.debug("write transaction failed", metadata: ["error": "\(error)", "inputs": "\(inputCount)"])
             outcome = .failure(.storage(error))
         }
         let elapsed = DispatchTime.now().uptimeNanoseconds - start

@@ -102,6 +102,13 @@ struct Ingest: AsyncParsableCommand {
                 let response = try client.request(
                     method: "POST", path: path, body: body, contentType: "application/x-ndjson")
                 guard response.status == 200 || response.status == 207 else {
+                    // The server's own code (storage_full, overloaded, too_large…) says more than the status.
+                    struct ErrorDocument: Decodable { var error: AppendResult.ErrorInfo }
+                    if let document = try? JSONDecoder().decode(ErrorDocument.self, from: Data(response.body)) {
+                        throw CommandFailure(
+                            code: document.error.code, message: "server answered \(response.status): \(document.error.message)",
+                            json: json)
+                    }
                     throw CommandFailure(
                         code: "server_error", message: "server answered \(response.status): \(response.text)", json: json)
                 }

@@ -30,7 +30,12 @@ struct LedgerOptions: ParsableArguments {
 
     /// Opens the ledger; read-only commands do not start a writer.
     func openLedger(_ configuration: LedgerConfiguration, readOnly: Bool, json: Bool) throws -> Ledger {
-        if readOnly, !FileManager.default.fileExists(atPath: (directory as NSString).appendingPathComponent("data.mdb")) {
+        var isDirectory: ObjCBool = false
+        let exists = FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory)
+        // A path that is not a directory is for `Ledger` to name; a directory without a data file holds no ledger.
+        if readOnly, !exists || isDirectory.boolValue,
+            !FileManager.default.fileExists(atPath: (directory as NSString).appendingPathComponent("data.mdb"))
+        {
             throw CommandFailure(code: "no_ledger", message: "no ledger in \(directory) (use --data DIR)", json: json)
         }
         var options = Ledger.Options()
@@ -39,7 +44,8 @@ struct LedgerOptions: ParsableArguments {
         do {
             return try Ledger(directory: directory, rules: configuration.rules, options: options, logger: cliLogger)
         } catch {
-            throw CommandFailure(code: "storage_error", message: "cannot open ledger in \(directory): \(error)", json: json)
+            let failure = LedgerError.from(error)  // Ledger.init names the directory and the cause
+            throw CommandFailure(code: failure.code, message: failure.message, json: json)
         }
     }
 }

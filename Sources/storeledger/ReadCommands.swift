@@ -121,7 +121,10 @@ struct Verify: ParsableCommand {
             report = try store.verify(progress: progress.update)
         } catch {
             progress.finish()
-            throw CommandFailure(code: "verification_failed", message: "\(error)", json: json)
+            // A read that fails (a damaged page, a full disk) has its own code; anything else failed the check.
+            let failure = LedgerError.from(error)
+            throw CommandFailure(
+                code: failure.code == "failed" ? "verification_failed" : failure.code, message: failure.message, json: json)
         }
         progress.finish()
         if json { try printJSON(report) }
@@ -132,6 +135,7 @@ struct Verify: ParsableCommand {
         if !json {
             print(
                 "ok: \(counted(report.events, "event")) chained to \(report.chainHead), indexes match, "
+                    + "\(counted(report.rejected, "refused input")) intact, "
                     + "\(counted(report.projections, "projection")) \(report.projections == 1 ? "matches" : "match") a replay")
         }
     }

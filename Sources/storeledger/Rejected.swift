@@ -27,7 +27,10 @@ struct Rejected: ParsableCommand {
         }
         print(pad("#", 8) + pad("RECEIVED", 22) + pad("CODE", 26) + pad("SIZE", 10) + "MESSAGE")
         for r in refused {
-            print(pad("\(r.number)", 8) + pad(formatInstant(r.receivedAt), 22) + pad(r.code, 26) + pad("\(r.size)", 10) + r.message)
+            let request = r.request.map { "[\($0.prefix(60))] " } ?? ""
+            print(
+                pad("\(r.number)", 8) + pad(formatInstant(r.receivedAt), 22) + pad(r.code, 26) + pad("\(r.size)", 10)
+                    + request + r.message)
         }
         if refused.isEmpty { print("(no refused inputs)") }
     }

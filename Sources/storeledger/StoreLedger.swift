@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LedgerStore
 
 /// `storeledger`: the ledger's one executable (API.md "Executable").
 @main
@@ -18,10 +19,18 @@ struct StoreLedger: AsyncParsableCommand {
         ]
     )
 
-    /// Parses and runs a command with the exit statuses API.md promises: 0 success, 1 a reported failure, 2 usage.
+    /// Parses and runs a command with the exit statuses API.md promises: 0 success, 1 a reported failure (a failed
+    /// verification, corruption, a ledger that cannot be opened, a full disk, rejected input), 2 only a usage error
+    /// (the arguments do not parse or validate). Every failure is one line `error: <code>: <message>` on stderr.
     static func main() async {
+        FaultGuard.install(json: CommandLine.arguments.contains("--json"))
+        var command: any ParsableCommand
         do {
-            var command = try parseAsRoot()
+            command = try parseAsRoot()
+        } catch {
+            usageFailure(error)
+        }
+        do {
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -32,15 +41,31 @@ struct StoreLedger: AsyncParsableCommand {
             Foundation.exit(failure.exitCode)
         } catch let code as ExitCode {
             Foundation.exit(code.rawValue)
+        } catch let error as ValidationError {
+            // A flag whose value `run` found unusable (e.g. `ingest --type coupon`): still a usage error.
+            usageFailure(error)
+        } catch where exitCode(for: error) == .success || exitCode(for: error) == .validationFailure {
+            // The parser's own errors surfacing from `run` (`storeledger help`, `--help` on a subcommand).
+            usageFailure(error)
         } catch {
-            if exitCode(for: error) == .success {
-                exit(withError: error)  // --help, --version
-            }
-            let message = fullMessage(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
-            FileHandle.standardError.write(Data("error: usage: \(message)\n".utf8))
-            FileHandle.standardError.write(Data("(see storeledger --help)\n".utf8))
-            Foundation.exit(2)
+            let failure = LedgerError.from(error)
+            CommandFailure(
+                code: failure.code, message: failure.message, json: CommandLine.arguments.contains("--json")
+            ).report()
+            Foundation.exit(1)
         }
+    }
+
+    /// Arguments that do not parse: exit 2 (or 0 for --help and --version, which the parser reports as errors).
+    private static func usageFailure(_ error: any Error) -> Never {
+        if exitCode(for: error) == .success {
+            exit(withError: error)
+        }
+        var message = fullMessage(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+        if message.hasPrefix("Error: ") { message.removeFirst("Error: ".count) }
+        FileHandle.standardError.write(Data("error: usage: \(message)\n".utf8))
+        FileHandle.standardError.write(Data("(see storeledger --help)\n".utf8))
+        Foundation.exit(2)
     }
 }
 
@@ -52,6 +77,8 @@ struct CommandFailure: Error {
     var exitCode: Int32 = 1
 
     func report() {
+        // One line, whatever the message holds (an underlying error's description may span several).
+        let message = self.message.split(whereSeparator: \.isNewline).joined(separator: " ")
         FileHandle.standardError.write(Data("error: \(code): \(message)\n".utf8))
         if json {
             let doc = ["error": ["code": code, "message": message]]

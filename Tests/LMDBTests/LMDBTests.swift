@@ -13,6 +13,36 @@ func withTemporaryDirectory<R>(_ body: (String) throws -> R) throws -> R {
 struct Boom: Error {}
 
 @Suite struct EnvironmentTests {
+    /// Issue 18: a failed open threw after `self` was whole, so `deinit` closed the handle the `catch` had closed.
+    @Test func openingGarbageThrowsInsteadOfCrashing() throws {
+        try withTemporaryDirectory { dir in
+            try Data(repeating: 0xA5, count: 16_384).write(to: URL(fileURLWithPath: dir + "/data.mdb"))
+            for readOnly in [false, true] {
+                var options = Environment.Options()
+                options.readOnly = readOnly
+                #expect(throws: LMDBError.self) { _ = try Environment(path: dir, options: options) }
+                do { _ = try Environment(path: dir, options: options) } catch let error as LMDBError {
+                    #expect(error.isDamaged, "\(error)")
+                }
+            }
+        }
+    }
+
+    @Test func databasesOpenedTogetherAreCreatedInOneCommit() throws {
+        try withTemporaryDirectory { dir in
+            let env = try Environment(path: dir)
+            let before = env.info.lastTransactionID
+            let dbs = try env.openDatabases([("a", []), ("b", [.dupSort]), ("c", [])])
+            #expect(dbs.count == 3)
+            #expect(env.info.lastTransactionID == before + 1)
+            var options = Environment.Options()
+            options.readOnly = true
+            let reader = try Environment(path: dir, options: options)
+            #expect(try reader.openDatabases([("a", []), ("b", [.dupSort]), ("c", [])]).count == 3)
+            #expect(throws: LMDBError.notFound) { _ = try reader.openDatabases([("a", []), ("missing", [])]) }
+        }
+    }
+
     @Test func writeCommitsOnReturn() throws {
         try withTemporaryDirectory { dir in
             let env = try Environment(path: dir)

@@ -2,6 +2,7 @@ import Foundation
 import LedgerClient
 import LedgerServer
 import LedgerStore
+import LedgerTestSupport
 import Logging
 import ServiceLifecycle
 import Testing
@@ -17,8 +18,9 @@ final class TestServer: Sendable {
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
 
-    /// Starts a server (configuration JSON optional) and waits until it answers.
-    init(configuration json: String? = nil) async throws {
+    /// Starts a server (configuration JSON optional; the ledger in `dataDirectory`, default a fresh one) and waits
+    /// until it answers.
+    init(configuration json: String? = nil, dataDirectory: String? = nil) async throws {
         let directory = try Self.makeDirectory()
         self.directory = directory
         socketPath = directory + "/s.sock"
@@ -28,11 +30,12 @@ final class TestServer: Sendable {
         logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
         var options = Ledger.Options()
         options.maxQueuedInputs = configuration.limits.maxQueuedInputs
-        ledger = try Ledger(directory: directory + "/data", rules: configuration.rules, options: options, logger: logger)
+        ledger = try Ledger(
+            directory: dataDirectory ?? directory + "/data", rules: configuration.rules, options: options, logger: logger)
         service = LedgerService(ledger: ledger, configuration: configuration, socketPath: socketPath, logger: logger)
         let group = ServiceGroup(services: [service], logger: logger)
         self.group = group
-        task = Task { try await group.run() }
+        task = Task(executorPreference: TestExecutor.shared) { try await group.run() }
         try await Self.waitUntilAnswering(socketPath)
     }
 
@@ -44,9 +47,8 @@ final class TestServer: Sendable {
     }
 
     private static func waitUntilAnswering(_ socketPath: String) async throws {
-        // Generous: the test runner's synchronous tests (property tests, fsyncing appends) share the two cooperative
-        // threads of this machine with the server's handlers, and can hold both for seconds.
-        let deadline = ContinuousClock.now + .seconds(60)
+        // Generous: the whole suite runs in parallel on two cores, with processes of other suites competing.
+        let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             if let client = try? AsyncLedgerClient(socketPath: socketPath, timeoutSeconds: 2),
                 let r = try? await client.get("/v1/health"), r.status == 200
@@ -70,16 +72,18 @@ final class TestServer: Sendable {
     }
 }
 
-/// Runs `body` against a fresh server and always stops it.
+/// Runs `body` against a fresh server and always stops it. Server and test run on `TestExecutor`.
 func withServer(configuration: String? = nil, _ body: (TestServer) async throws -> Void) async throws {
-    let server = try await TestServer(configuration: configuration)
-    do {
-        try await body(server)
-    } catch {
-        try? await server.stop()
-        throw error
+    try await withTaskExecutorPreference(TestExecutor.shared) {
+        let server = try await TestServer(configuration: configuration)
+        do {
+            try await body(server)
+        } catch {
+            try? await server.stop()
+            throw error
+        }
+        try await server.stop()
     }
-    try await server.stop()
 }
 
 // MARK: - Documents

@@ -12,7 +12,13 @@ import Testing
         let t = try TemporaryLedger()
         _ = try t.ledger.appendAndWait(
             (0..<20).map { i in input([.transaction(transaction("\(500 + i)", otid: "\(900 + i % 4)", purchase: 1_605_243_570_000 + Int64(i) * 86_400_000))]) })
-        #expect(try t.ledger.verify().ok, "the original is sound")
+        _ = try t.ledger.appendAndWait(
+            (1...3).map { i in
+                .rejected(RejectedInput(raw: Array("refused input \(i)".utf8), code: "invalid_json", message: "refusal \(i)", receivedAt: 1_605_243_600_000))
+            })
+        let original = try t.ledger.verify()
+        #expect(original.ok, "the original is sound: \(original.fault ?? "")")
+        #expect(original.rejected == 3)
         let copy = NSTemporaryDirectory() + "ledger-copy-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: copy) }
@@ -85,5 +91,80 @@ import Testing
             }
         }
         #expect(report.fault?.contains("differs from a replay") == true, "\(report.fault ?? "no fault")")
+    }
+
+    // MARK: - The rejected store
+
+    /// Rewrites one refusal's record in place: it still decodes, only the chain in `meta` can tell.
+    @Test func anAlteredRejectedRecordIsFound() throws {
+        let report = try verifyAlteredCopy { env in
+            let rejected = try env.openDatabase("rejected")
+            try env.write { txn in
+                let stored = try #require(try txn.value(rejected, key: UInt64(2).bigEndianBytes))
+                var record = try stored.withUnsafeBytes { try RejectedInput(number: 2, decoding: $0) }
+                record.message = "nothing to see here"
+                try txn.put(rejected, key: UInt64(2).bigEndianBytes, value: record.encoded())
+            }
+        }
+        #expect(report.fault?.contains("rejected store's chain") == true, "\(report.fault ?? "no fault")")
+    }
+
+    @Test func aDeletedRejectedRecordIsFound() throws {
+        let report = try verifyAlteredCopy { env in
+            let rejected = try env.openDatabase("rejected")
+            try env.write { txn in _ = try txn.delete(rejected, key: UInt64(2).bigEndianBytes) }
+        }
+        #expect(report.fault == "rejected record 2 is missing (the numbering jumps to 3)")
+    }
+
+    @Test func anUndecodableRejectedRecordIsFound() throws {
+        let report = try verifyAlteredCopy { env in
+            let rejected = try env.openDatabase("rejected")
+            try env.write { txn in try txn.put(rejected, key: UInt64(3).bigEndianBytes, value: [0xFF, 0xFF, 0xFF]) }
+        }
+        #expect(report.fault?.hasPrefix("rejected record 3 does not decode") == true, "\(report.fault ?? "no fault")")
+    }
+
+    @Test func aRejectedCountThatDisagreesWithMetaIsFound() throws {
+        let report = try verifyAlteredCopy { env in
+            let meta = try env.openDatabase("meta")
+            try env.write { txn in try txn.put(meta, key: Array("rejected_count".utf8), value: UInt64(2).bigEndianBytes) }
+        }
+        #expect(report.fault == "rejected holds record 3 beyond meta's count 2", "\(report.fault ?? "no fault")")
+    }
+
+    @Test func aRejectedRecordKeepingMoreBytesThanItsSizeIsFound() throws {
+        let report = try verifyAlteredCopy { env in
+            let rejected = try env.openDatabase("rejected")
+            try env.write { txn in
+                let stored = try #require(try txn.value(rejected, key: UInt64(1).bigEndianBytes))
+                var record = try stored.withUnsafeBytes { try RejectedInput(number: 1, decoding: $0) }
+                record.size = 3
+                try txn.put(rejected, key: UInt64(1).bigEndianBytes, value: record.encoded())
+            }
+        }
+        #expect(report.fault?.hasPrefix("rejected record 1 keeps 15 bytes of an input of 3") == true, "\(report.fault ?? "no fault")")
+    }
+
+    /// Refusals stored before the chain existed have no head in `meta`: they verify, and the next refusal links them.
+    @Test func refusalsWithoutAChainHeadAreLinkedByTheNextOne() throws {
+        let t = try TemporaryLedger()
+        _ = try t.ledger.appendAndWait([.rejected(RejectedInput(raw: [1, 2], code: "invalid_json", message: "a", receivedAt: 1))])
+        let copy = NSTemporaryDirectory() + "ledger-copy-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: copy) }
+        try t.ledger.copy(to: copy)
+        do {
+            let env = try Environment(path: copy)
+            let meta = try env.openDatabase("meta")
+            try env.write { txn in _ = try txn.delete(meta, key: Array("rejected_head".utf8)) }
+        }
+        let legacy = try Ledger(directory: copy, logger: Logger(label: "t"))
+        #expect(try legacy.verify().ok)
+        _ = try legacy.appendAndWait([.rejected(RejectedInput(raw: [3], code: "too_large", message: "b", receivedAt: 2))])
+        let report = try legacy.verify()
+        #expect(report.ok, "\(report.fault ?? "")")
+        #expect(report.rejected == 2)
+        legacy.close()
     }
 }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 
 // MARK: - Temporary directories and the built executable
@@ -68,17 +71,75 @@ public func runProcess(_ executable: String, _ arguments: [String], input: Data?
         stderr: String(decoding: errData.get(), as: UTF8.self))
 }
 
-final class LockedData: @unchecked Sendable {
+/// Bytes handed from a reading thread to the waiting one.
+public final class LockedData: @unchecked Sendable {
     private let lock = NSLock()
     private var data = Data()
-    func set(_ d: Data) {
+    public init() {}
+    public func set(_ d: Data) {
         lock.lock()
         data = d
         lock.unlock()
     }
-    func get() -> Data {
+    public func get() -> Data {
         lock.lock()
         defer { lock.unlock() }
         return data
+    }
+}
+
+// MARK: - A tiny filesystem, for disk-full tests
+
+/// A tmpfs of `megabytes` MiB mounted on a fresh directory under /tmp (root only), for tests that fill a disk.
+public final class TinyFilesystem: @unchecked Sendable {
+    public let path: String
+
+    /// Mounts one; nil when this process may not mount (not root, or a sandbox without the capability).
+    public init?(megabytes: Int) {
+        var template = Array("/tmp/sl-full-XXXXXX".utf8CString)
+        guard let p = mkdtemp(&template) else { return nil }
+        path = String(cString: p)
+        let mount = try? runProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m", "tmpfs", path])
+        guard mount?.status == 0 else {
+            rmdir(path)
+            return nil
+        }
+    }
+
+    /// Whether tmpfs mounts work here (probed once).
+    public static let available: Bool = {
+        guard getuid() == 0, let probe = TinyFilesystem(megabytes: 1) else { return false }
+        probe.unmount()
+        return true
+    }()
+
+    /// Fills `megabytes` MiB with a file that `free()` removes later.
+    public func reserve(megabytes: Int) throws {
+        try Data(repeating: 0x5A, count: megabytes << 20).write(to: URL(fileURLWithPath: path + "/reserve"))
+    }
+
+    /// Frees what `reserve` took.
+    public func free() throws { try FileManager.default.removeItem(atPath: path + "/reserve") }
+
+    public func unmount() {
+        _ = try? runProcess("/bin/umount", ["-l", path])
+        rmdir(path)
+    }
+}
+
+// MARK: - Threads of their own for tests that serve
+
+/// Threads of their own (GCD's, not Swift's cooperative pool) for in-process servers and the tests that drive or
+/// wait for servers. Across the whole suite, long synchronous tests (CPU-bound property tests, CLI tests waiting
+/// for processes) can hold both cooperative threads of a two-core machine for tens of seconds; a server whose
+/// handlers, or a test whose polling loop, waits for those threads then "does not start" or "does not answer".
+public final class TestExecutor: TaskExecutor {
+    public static let shared = TestExecutor()
+    private let queue = DispatchQueue(label: "storeledger.test-executor", attributes: .concurrent)
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
     }
 }

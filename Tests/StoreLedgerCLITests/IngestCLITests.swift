@@ -15,6 +15,14 @@ func stats(_ dir: String) throws -> [String: Any] {
     return (try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any]) ?? [:]
 }
 
+/// `stats` of a ledger another process may be creating right now: nil while it cannot be opened yet (its named
+/// databases not yet committed), without recording an issue.
+func statsIfOpen(_ dir: String) throws -> [String: Any]? {
+    let out = try runProcess(storeledgerExecutable(), ["stats", "--data", dir, "--json"])
+    guard out.status == 0 else { return nil }
+    return try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any]
+}
+
 @Suite(.serialized) struct IngestCLITests {
     @Test func ingestAppendsThenReportsDuplicates() throws {
         let dir = try TemporaryDirectory()
@@ -112,7 +120,7 @@ func stats(_ dir: String) throws -> [String: Any] {
         while Date() < deadline {
             Thread.sleep(forTimeInterval: 0.05)
             if FileManager.default.fileExists(atPath: ledger + "/data.mdb"),
-                let s = try? stats(ledger), let last = s["lastSeq"] as? Int, last > 0
+                let s = try? statsIfOpen(ledger), let last = s["lastSeq"] as? Int, last > 0
             {
                 seen = last
                 break

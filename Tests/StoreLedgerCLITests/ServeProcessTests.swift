@@ -28,7 +28,8 @@ final class ServerProcess {
 
     /// Waits until `/v1/health` answers (or the process dies).
     func waitUntilAnswering() async throws {
-        let deadline = ContinuousClock.now + .seconds(15)
+        // Generous, and off the cooperative pool: the whole suite runs in parallel on two shared cores.
+        let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline, process.isRunning {
             if let client = try? AsyncLedgerClient(socketPath: socketPath, timeoutSeconds: 2),
                 (try? await client.get("/v1/health"))?.status == 200
@@ -38,6 +39,11 @@ final class ServerProcess {
             try await Task.sleep(for: .milliseconds(25))
         }
         let log = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
+        // Never leave a server behind a failed test (its directory is about to be removed).
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
         throw LedgerClientError(code: "not_started", message: "storeledger serve did not answer: \(log)")
     }
 
@@ -73,6 +79,10 @@ actor Acknowledged {
 @Suite("storeledger serve as a process", .serialized, .timeLimit(.minutes(2)))
 struct ServeProcessTests {
     @Test func killNineUnderLoadLosesNoAcknowledgedInputAndVerifyPasses() async throws {
+        try await withTaskExecutorPreference(TestExecutor.shared) { try await killNineUnderLoad() }
+    }
+
+    private func killNineUnderLoad() async throws {
         let directory = try TemporaryDirectory(prefix: "sl-cli")
         defer { directory.remove() }
         let data = directory.path

@@ -1,0 +1,427 @@
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// MARK: - The HTTP/1.1 child channel with the ledger's connection limits
+
+/// Hummingbird's HTTP/1.1 channel with what a server on a shared socket needs against callers that hold connections
+/// or send what does not parse:
+/// - at most `maxConnections` open connections; one more is answered 503 `overloaded` and closed;
+/// - a header timeout: a request's head must arrive whole within `headerTimeoutSeconds` of its first byte (of the
+///   connection's start, for its first request), else 408 `request_timeout` and close;
+/// - an idle timeout: a keep-alive connection quiet between requests, or a request body that stalls, for
+///   `idleTimeoutSeconds` is closed. A request the server is still answering (a commit, a `follow` stream) is
+///   never timed out;
+/// - a request head that does not parse (a garbage request line, header fields over the limits) is answered 400
+///   `bad_request` with an error document, and kept in `rejected` through `onMalformedHead`.
+///
+/// Hummingbird's own idle timeout counts from the last decoded request part, so it cannot tell a stalled head from
+/// a quiet keep-alive connection; hence a handler in front of the HTTP decoder that sees the bytes.
+struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
+    typealias Value = HTTP1Channel.Value
+
+    let responder: HTTPChannelHandler.Responder
+    let limits: ConnectionLimits
+    let connections: ConnectionCount
+    let metrics: ServerMetrics
+    let onMalformedHead: @Sendable (_ channel: any Channel, _ head: [UInt8], _ message: String) -> Void
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        let admitted = connections.open(limit: limits.maxConnections)
+        let connections = self.connections
+        let metrics = self.metrics
+        metrics.setConnections(connections.current)
+        channel.closeFuture.whenComplete { _ in metrics.setConnections(connections.close()) }
+        let timeouts = ConnectionTimeouts(limits: limits, metrics: metrics, logger: logger)
+        do {
+            if !admitted {
+                metrics.connectionRefused()
+                connections.logRefusal(logger, limit: limits.maxConnections)
+                try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler(), position: .first)
+            } else {
+                try channel.pipeline.syncOperations.addHandler(ConnectionBytesHandler(timeouts), position: .first)
+            }
+        } catch {
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+        // Hummingbird calls this synchronously on the channel's event loop, where the handler lives.
+        let phases = NIOLoopBound(
+            RequestPhaseHandler(timeouts, onMalformedHead: onMalformedHead),
+            eventLoop: channel.eventLoop
+        )
+        let http1 = HTTP1Channel(
+            responder: responder,
+            configuration: .init(additionalChannelHandlers: admitted ? [phases.value] : [])
+        )
+        return http1.setup(channel: channel, logger: logger)
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        await handleHTTP(asyncChannel: value, logger: logger)
+    }
+}
+
+/// The connection limits of `LedgerConfiguration.Limits`, as the channel uses them.
+struct ConnectionLimits: Sendable {
+    var headerTimeout: TimeAmount
+    var idleTimeout: TimeAmount
+    var maxConnections: Int
+
+    init(_ limits: LedgerConfiguration.Limits) {
+        headerTimeout = .nanoseconds(Int64(limits.headerTimeoutSeconds * 1e9))
+        idleTimeout = .nanoseconds(Int64(limits.idleTimeoutSeconds * 1e9))
+        maxConnections = limits.maxConnections
+    }
+}
+
+/// Open connections of one server.
+final class ConnectionCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    private var refused = 0
+    private var lastRefusalLog: UInt64 = 0
+
+    /// Counts a new connection; false when it is one over the limit (it is counted anyway until it closes).
+    func open(limit: Int) -> Bool {
+        lock.withLock {
+            count += 1
+            return count <= limit
+        }
+    }
+
+    /// Counts a connection closed; returns how many stay open.
+    @discardableResult
+    func close() -> Int {
+        lock.withLock {
+            count -= 1
+            return count
+        }
+    }
+
+    var current: Int { lock.withLock { count } }
+
+    /// Logs refused connections at most once a second, with how many were refused since the last line, so a flood
+    /// of connections cannot flood the log too.
+    func logRefusal(_ logger: Logger, limit: Int) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let report: Int? = lock.withLock {
+            refused += 1
+            guard now &- lastRefusalLog >= 1_000_000_000 else { return nil }
+            lastRefusalLog = now
+            defer { refused = 0 }
+            return refused
+        }
+        if let report {
+            logger.warning(
+                "refused connections over the limit with 503 overloaded",
+                metadata: ["maxConnections": "\(limit)", "refused": "\(report)"]
+            )
+        }
+    }
+}
+
+// MARK: - Timeouts
+
+/// One connection's clocks, shared by its two handlers (the byte-level one in front of the decoder, the part-level
+/// one after it). Both run on the connection's event loop, so no lock.
+final class ConnectionTimeouts {
+    enum Reason: String {
+        case header = "header timeout"
+        case idle = "idle timeout"
+        case bodyStalled = "request body stalled"
+
+        var metric: ServerMetrics.ConnectionCloseReason {
+            switch self {
+            case .header: .headerTimeout
+            case .idle: .idleTimeout
+            case .bodyStalled: .bodyStalled
+            }
+        }
+    }
+
+    let limits: ConnectionLimits
+    let metrics: ServerMetrics
+    let logger: Logger
+    /// When bytes last arrived.
+    var lastByte = NIODeadline.now()
+    /// When the first byte of a head not yet decoded arrived.
+    var headStartedAt: NIODeadline?
+    /// The buffers that brought that head so far (views, not copies: a head that parses, the usual case, costs no
+    /// copy), for the `rejected` record when it does not parse.
+    private var headBuffers: [ByteBuffer] = []
+    private var headBuffered = 0
+    /// A request's head was decoded and its end not yet.
+    var readingBody = false
+    /// Requests whose head arrived and whose answer is not yet written.
+    var unanswered = 0
+    /// The connection's start, or the end of the last answer.
+    var quietSince = NIODeadline.now()
+    var servedAny = false
+    private var scheduled: Scheduled<Void>?
+    private var scheduledFor: NIODeadline?
+
+    static let keptHeadBytes = 16 << 10
+
+    init(limits: ConnectionLimits, metrics: ServerMetrics, logger: Logger) {
+        self.limits = limits
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// When the connection is to be closed if nothing changes, and why; nil while the server is answering.
+    func deadline() -> (NIODeadline, Reason)? {
+        if readingBody { return (lastByte + limits.idleTimeout, .bodyStalled) }
+        if unanswered > 0 { return nil }
+        if let headStartedAt { return (headStartedAt + limits.headerTimeout, .header) }
+        return servedAny ? (quietSince + limits.idleTimeout, .idle) : (quietSince + limits.headerTimeout, .header)
+    }
+
+    /// Bytes arrived (before the decoder sees them).
+    func bytesArrived(_ buffer: ByteBuffer) {
+        lastByte = .now()
+        if !readingBody {
+            if headStartedAt == nil {
+                headStartedAt = lastByte
+                headBuffers.removeAll(keepingCapacity: true)
+                headBuffered = 0
+            }
+            if headBuffered < Self.keptHeadBytes {
+                headBuffers.append(buffer)
+                headBuffered += buffer.readableBytes
+            }
+        }
+    }
+
+    func headDecoded() {
+        headStartedAt = nil
+        headBuffers.removeAll(keepingCapacity: true)
+        headBuffered = 0
+        readingBody = true
+        unanswered += 1
+    }
+
+    func requestEnded() { readingBody = false }
+
+    /// The first `keptHeadBytes` of the head being read.
+    var headBytes: [UInt8] {
+        var bytes: [UInt8] = []
+        for buffer in headBuffers where bytes.count < Self.keptHeadBytes {
+            bytes += buffer.readableBytesView.prefix(Self.keptHeadBytes - bytes.count)
+        }
+        return bytes
+    }
+
+    func answerEnded() {
+        unanswered = max(0, unanswered - 1)
+        guard unanswered == 0 else { return }
+        quietSince = .now()
+        servedAny = true
+        // Bytes of a pipelined head that arrived while the server was busy get a full header timeout from now.
+        if headStartedAt != nil { headStartedAt = quietSince }
+    }
+
+    /// Arms the timer for the current deadline, if it is earlier than the one armed; a later deadline (or none,
+    /// while the server answers) is picked up when the armed one fires. So a busy keep-alive connection costs no
+    /// timer work per request: one wake-up per timeout period.
+    func rearm(_ context: ChannelHandlerContext) {
+        guard let (deadline, _) = deadline() else { return }
+        if let scheduledFor, scheduledFor <= deadline { return }
+        scheduled?.cancel()
+        scheduledFor = deadline
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        scheduled = context.eventLoop.scheduleTask(deadline: deadline) {
+            let (timeouts, context) = loopBound.value
+            timeouts.fired(context)
+        }
+    }
+
+    private func fired(_ context: ChannelHandlerContext) {
+        scheduled = nil
+        scheduledFor = nil
+        guard let (deadline, reason) = deadline() else { return }
+        guard NIODeadline.now() >= deadline else {
+            rearm(context)
+            return
+        }
+        metrics.connectionClosed(reason.metric)
+        // A keep-alive connection expiring is routine; a head or body that stalls is worth an operator's notice.
+        logger.log(
+            level: reason == .idle ? .debug : .info,
+            "closing a connection",
+            metadata: ["reason": "\(reason.rawValue)"]
+        )
+        if reason == .header, headStartedAt != nil {
+            // Part of a request arrived: say why it is dropped (as a server would to a slow but honest client).
+            let body =
+                #"{"error":{"code":"request_timeout","message":"the request's header section did not arrive within \#(limits.headerTimeout.nanoseconds / 1_000_000) ms"}}"#
+                + "\n"
+            let head =
+                "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+            context.writeAndFlush(NIOAny(ByteBuffer(string: head + body))).assumeIsolated().whenComplete { _ in
+                context.close(promise: nil)
+            }
+        } else {
+            context.close(promise: nil)
+        }
+    }
+
+    func cancel() {
+        scheduled?.cancel()
+        scheduled = nil
+        scheduledFor = nil
+    }
+}
+
+/// In front of the HTTP decoder: sees every byte that arrives.
+final class ConnectionBytesHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private let timeouts: ConnectionTimeouts
+
+    init(_ timeouts: ConnectionTimeouts) { self.timeouts = timeouts }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { timeouts.rearm(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        timeouts.rearm(context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        timeouts.cancel()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { timeouts.cancel() }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        timeouts.bytesArrived(unwrapInboundIn(data))
+        // The decoder runs inside this call and reports heads and ends to `RequestPhaseHandler` before it returns.
+        context.fireChannelRead(data)
+        timeouts.rearm(context)
+    }
+}
+
+/// After the HTTP decoder: sees requests begin and end, and answers end; answers a head that does not parse.
+final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private let timeouts: ConnectionTimeouts
+    private let onMalformedHead: @Sendable (any Channel, [UInt8], String) -> Void
+    /// The answer being written said `Connection: close`.
+    private var closeAfterAnswer = false
+    private var refusedHead = false
+
+    init(_ timeouts: ConnectionTimeouts, onMalformedHead: @escaping @Sendable (any Channel, [UInt8], String) -> Void) {
+        self.timeouts = timeouts
+        self.onMalformedHead = onMalformedHead
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head: timeouts.headDecoded()
+        case .body: break
+        case .end: timeouts.requestEnded()
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head(let head):
+            closeAfterAnswer = head.headerFields[.connection]?.lowercased() == "close"
+            context.write(data, promise: promise)
+        case .body:
+            context.write(data, promise: promise)
+        case .end:
+            timeouts.answerEnded()
+            timeouts.rearm(context)
+            if closeAfterAnswer {
+                // The rest of the request (a body over the limit, or one that cannot be framed) is not read.
+                let written = promise ?? context.eventLoop.makePromise()
+                context.writeAndFlush(data, promise: written)
+                written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+            } else {
+                context.write(data, promise: promise)
+            }
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A head that does not parse, with no request of this connection in flight: answer it here, with an error
+        // document, and keep it. Within a body the error goes on to the route reading the body (400
+        // `invalid_body`); behind a pipelined request, to Hummingbird (400, then close).
+        guard let parserError = error as? HTTPParserError, !timeouts.readingBody, timeouts.unanswered == 0, !refusedHead
+        else {
+            context.fireErrorCaught(error)
+            return
+        }
+        refusedHead = true
+        timeouts.metrics.connectionClosed(.badRequest)
+        let message = "the request head does not parse (\(parserError))"
+        onMalformedHead(context.channel, timeouts.headBytes, message)
+        timeouts.cancel()
+        var body = context.channel.allocator.buffer(capacity: 128)
+        let escaped = message.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        body.writeString(#"{"error":{"code":"bad_request","message":"\#(escaped)"}}"# + "\n")
+        let head = HTTPResponse(
+            status: .badRequest,
+            headerFields: [
+                .contentType: "application/json", .connection: "close", .contentLength: "\(body.readableBytes)",
+            ]
+        )
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.write(wrapOutboundOut(.body(body)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
+            context.close(promise: nil)
+        }
+    }
+}
+
+/// On a connection over the limit: one 503 `overloaded` answer, then close, before anything is read.
+final class RefuseConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+
+    private var answered = false
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { refuse(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        refuse(context)
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
+
+    private func refuse(_ context: ChannelHandlerContext) {
+        guard !answered else { return }
+        answered = true
+        let body =
+            #"{"error":{"code":"overloaded","message":"the server has too many open connections; retry shortly"}}"#
+            + "\n"
+        let answer =
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+            + body
+        context.writeAndFlush(NIOAny(ByteBuffer(string: answer))).assumeIsolated().whenComplete { _ in
+            context.close(promise: nil)
+        }
+    }
+}

@@ -1,0 +1,160 @@
+import Foundation
+import LedgerClient
+import LedgerServer
+import LedgerStore
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension RawConnection: @unchecked Sendable {}
+
+/// Runs blocking socket work off the cooperative pool, which the in-process server's handlers need.
+func offThePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(returning: body()) }
+    }
+}
+
+/// Waits until the server counts `expected` open connections (closing is noticed asynchronously).
+func waitForConnections(_ server: TestServer, _ expected: Int) async throws {
+    let deadline = ContinuousClock.now + .seconds(5)
+    while server.service.openConnections != expected && ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    #expect(server.service.openConnections == expected)
+}
+
+@Suite("Connection timeouts and limits", .serialized, .timeLimit(.minutes(2)))
+struct ConnectionGuardTests {
+    /// A header timeout shorter than the idle timeout, so the tests can tell which one closed a connection. Upper bounds
+    /// are loose: on a loaded two-core machine timers fire late, never early.
+    static let timeouts = #"{"limits":{"headerTimeoutSeconds":1,"idleTimeoutSeconds":3}}"#
+
+    @Test func halfARequestLineIsAnswered408AndClosedAfterTheHeaderTimeout() async throws {
+        try await withServer(configuration: Self.timeouts) { server in
+            let connection = try RawConnection(server.socketPath)
+            let start = Date()
+            connection.send("POST /v1/ev")
+            let (text, closed) = await offThePool { connection.readUntilClosed(seconds: 10) }
+            let elapsed = Date().timeIntervalSince(start)
+            #expect(closed)
+            #expect(elapsed >= 0.9 && elapsed < 6, "closed after \(elapsed) s")
+            #expect(text.hasPrefix("HTTP/1.1 408 "), "\(text)")
+            #expect(text.contains(#""code":"request_timeout""#), "\(text)")
+            #expect(try await server.client().get("/v1/health").status == 200)
+            let metrics = try await server.client().get("/metrics").text
+            #expect(metrics.contains(#"storeledger_connections_closed_total{reason="header_timeout"} 1"#), "\(metrics)")
+        }
+    }
+
+    /// Slowloris: a byte every half second never completes the head; the header timeout counts from the first.
+    @Test func aHeadTrickledByteByByteIsClosedAfterTheHeaderTimeout() async throws {
+        try await withServer(configuration: Self.timeouts) { server in
+            let connection = try RawConnection(server.socketPath)
+            let start = Date()
+            let closedAfter: Double? = await offThePool {
+                for byte in "GET /v1/health HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaa".utf8 {
+                    if !connection.send([byte]) { return Date().timeIntervalSince(start) }
+                    if connection.readUntilClosed(seconds: 0.25).closed { return Date().timeIntervalSince(start) }
+                }
+                return nil
+            }
+            let elapsed = try #require(closedAfter, "the trickling connection was never closed")
+            #expect(elapsed >= 0.9 && elapsed < 6, "closed after \(elapsed) s")
+        }
+    }
+
+    @Test func anIdleKeepAliveConnectionIsClosedAfterTheIdleTimeout() async throws {
+        try await withServer(configuration: Self.timeouts) { server in
+            let connection = try RawConnection(server.socketPath)
+            connection.send("GET /v1/health HTTP/1.1\r\nHost: ledger\r\n\r\n")
+            let answer = await offThePool { connection.readAnswer() }
+            #expect(answer?.hasPrefix("HTTP/1.1 200 ") == true, "\(answer ?? "no answer")")
+            let start = Date()
+            let (text, closed) = await offThePool { connection.readUntilClosed(seconds: 10) }
+            let elapsed = Date().timeIntervalSince(start)
+            #expect(closed)
+            #expect(text.isEmpty, "nothing is said on an idle close: \(text)")
+            // Not the 1 s header timeout: a keep-alive connection between requests has the idle timeout.
+            #expect(elapsed >= 2.8 && elapsed < 9, "closed after \(elapsed) s")
+        }
+    }
+
+    @Test func aConnectionThatNeverSpeaksIsClosedAfterTheHeaderTimeout() async throws {
+        try await withServer(configuration: Self.timeouts) { server in
+            let connection = try RawConnection(server.socketPath)
+            let start = Date()
+            let (text, closed) = await offThePool { connection.readUntilClosed(seconds: 10) }
+            let elapsed = Date().timeIntervalSince(start)
+            #expect(closed && text.isEmpty)
+            #expect(elapsed >= 0.9 && elapsed < 6, "closed after \(elapsed) s")
+        }
+    }
+
+    @Test func aStalledBodyIsClosedAfterTheIdleTimeout() async throws {
+        try await withServer(configuration: Self.timeouts) { server in
+            let connection = try RawConnection(server.socketPath)
+            connection.send(
+                "POST /v1/events HTTP/1.1\r\nHost: ledger\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"type\":"
+            )
+            let start = Date()
+            let (_, closed) = await offThePool { connection.readUntilClosed(seconds: 10) }
+            let elapsed = Date().timeIntervalSince(start)
+            #expect(closed)
+            #expect(elapsed >= 2.8 && elapsed < 9, "closed after \(elapsed) s")
+            #expect(try server.ledger.lastSeq() == 0)
+        }
+    }
+
+    /// A request the server is still answering is never timed out: a follow stream outlives the idle timeout.
+    @Test func aFollowStreamOutlivesTheIdleTimeout() async throws {
+        try await withServer(configuration: Self.timeouts) { server in
+            let connection = try RawConnection(server.socketPath)
+            connection.send("GET /v1/events?after=0&follow=true HTTP/1.1\r\nHost: ledger\r\n\r\n")
+            let (_, closedEarly) = await offThePool { connection.readUntilClosed(seconds: 4) }
+            #expect(!closedEarly, "the follow stream was cut")
+            let r = try await server.client().post("/v1/events", Sample.transaction("7001"))
+            #expect(r.status == 200)
+            let (text, _) = await offThePool { connection.readUntilClosed(seconds: 1) }
+            #expect(text.contains("7001"), "\(text)")
+        }
+    }
+
+    @Test func connectionsBeyondTheLimitAre503WhileTheOthersAreServed() async throws {
+        let configuration = #"{"limits":{"maxConnections":4,"headerTimeoutSeconds":30,"idleTimeoutSeconds":30}}"#
+        try await withServer(configuration: configuration) { server in
+            try await waitForConnections(server, 0)
+            var held = try (0..<4).map { _ in try RawConnection(server.socketPath) }
+            try await waitForConnections(server, 4)
+
+            let extra = try RawConnection(server.socketPath)
+            let (refusal, closed) = await offThePool { extra.readUntilClosed(seconds: 5) }
+            #expect(closed)
+            #expect(refusal.hasPrefix("HTTP/1.1 503 "), "\(refusal)")
+            #expect(refusal.lowercased().contains("retry-after: 1"), "\(refusal)")
+            #expect(refusal.contains(#""code":"overloaded""#), "\(refusal)")
+            #expect(server.service.openConnections <= 5)
+
+            // The connections within the limit are served.
+            let first = held[0]
+            first.send("GET /v1/health HTTP/1.1\r\nHost: ledger\r\n\r\n")
+            let answer = await offThePool { first.readAnswer() }
+            #expect(answer?.hasPrefix("HTTP/1.1 200 ") == true, "\(answer ?? "no answer")")
+
+            // A place freed is a place taken.
+            held.removeLast()
+            try await waitForConnections(server, 3)
+            let again = try RawConnection(server.socketPath)
+            again.send("GET /v1/health HTTP/1.1\r\nHost: ledger\r\n\r\n")
+            let served = await offThePool { again.readAnswer() }
+            #expect(served?.hasPrefix("HTTP/1.1 200 ") == true, "\(served ?? "no answer")")
+            again.send("GET /metrics HTTP/1.1\r\nHost: ledger\r\n\r\n")
+            let metrics = await offThePool { again.readAnswer() } ?? ""
+            #expect(metrics.contains("storeledger_connections_refused_total 1"), "\(metrics)")
+            #expect(metrics.contains("storeledger_connections 4"), "\(metrics)")
+            held.removeAll()
+        }
+    }
+}

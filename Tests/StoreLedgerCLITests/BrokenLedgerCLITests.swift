@@ -1,0 +1,394 @@
+import Foundation
+import LMDB
+import LedgerTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a `storeledger` run said, and how it ended (a signal is not an exit status).
+struct Finished {
+    var exited: Bool
+    var status: Int32
+    var stdout: String
+    var stderr: String
+    /// The non-empty lines of stderr.
+    var errorLines: [Substring] { stderr.split(separator: "\n") }
+}
+
+/// Runs `storeledger` (optionally through a wrapper such as setpriv), killing it after `seconds`: a command that
+/// should have refused a broken ledger must not hang the suite by serving it. The wait runs off the cooperative pool,
+/// which the in-process servers of other suites need (two cores: two blocked pool threads would stall them).
+func runStoreLedger(
+    _ arguments: [String],
+    input: Data? = nil,
+    via wrapper: [String] = [],
+    seconds: Double = 60
+)
+    async throws -> Finished
+{
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async {
+            continuation.resume(
+                with: Result { try runStoreLedgerBlocking(arguments, input: input, via: wrapper, seconds: seconds) }
+            )
+        }
+    }
+}
+
+private func runStoreLedgerBlocking(
+    _ arguments: [String],
+    input: Data?,
+    via wrapper: [String],
+    seconds: Double
+) throws
+    -> Finished
+{
+    let process = Process()
+    let executable = storeledgerExecutable()
+    process.executableURL = URL(fileURLWithPath: wrapper.first ?? executable)
+    process.arguments = wrapper.isEmpty ? arguments : Array(wrapper.dropFirst()) + [executable] + arguments
+    let out = Pipe()
+    let err = Pipe()
+    let inPipe = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = inPipe
+    try process.run()
+    let outData = LockedData()
+    let errData = LockedData()
+    let group = DispatchGroup()
+    for (pipe, sink) in [(out, outData), (err, errData)] {
+        group.enter()
+        DispatchQueue.global().async {
+            sink.set(pipe.fileHandleForReading.readDataToEndOfFile())
+            group.leave()
+        }
+    }
+    if let input { inPipe.fileHandleForWriting.write(input) }
+    try? inPipe.fileHandleForWriting.close()
+    let deadline = Date().addingTimeInterval(seconds)
+    while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+    if process.isRunning {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        Issue.record("storeledger \(arguments.joined(separator: " ")) still ran after \(seconds) s")
+    }
+    process.waitUntilExit()
+    group.wait()
+    return Finished(
+        exited: process.terminationReason == .exit,
+        status: process.terminationStatus,
+        stdout: String(decoding: outData.get(), as: UTF8.self),
+        stderr: String(decoding: errData.get(), as: UTF8.self)
+    )
+}
+
+/// A small sound ledger made by the real binary: `count` transactions.
+func makeLedger(_ directory: String, count: Int = 40) async throws {
+    let file = directory + ".ndjson"
+    try (0..<count).map { transactionLine($0, otids: 10) }.joined(separator: "\n").write(
+        toFile: file,
+        atomically: true,
+        encoding: .utf8
+    )
+    defer { try? FileManager.default.removeItem(atPath: file) }
+    let out = try await runStoreLedger(["ingest", "--data", directory, file])
+    #expect(out.status == 0, "\(out.stderr)")
+}
+
+/// Overwrites `count` bytes at `offset` of `file` with `byte`.
+func overwrite(_ file: String, at offset: UInt64, count: Int, with byte: UInt8) throws {
+    let handle = try #require(FileHandle(forUpdatingAtPath: file))
+    defer { try? handle.close() }
+    try handle.seek(toOffset: offset)
+    try handle.write(contentsOf: Data(repeating: byte, count: count))
+}
+
+/// Writes `value` (little-endian, as LMDB stores it) at `offset` from every occurrence of `pattern` in `file`;
+/// returns how many it patched.
+func patchEveryNode<T: FixedWidthInteger>(in file: String, matching pattern: [UInt8], at offset: Int, with value: T)
+    throws -> Int
+{
+    var data = [UInt8](try Data(contentsOf: URL(fileURLWithPath: file)))
+    let width = MemoryLayout<T>.size
+    var patched = 0
+    var i = 0
+    while i + pattern.count <= data.count {
+        if data[i..<(i + pattern.count)].elementsEqual(pattern), i + offset >= 0, i + offset + width <= data.count {
+            withUnsafeBytes(of: value.littleEndian) { data.replaceSubrange((i + offset)..<(i + offset + width), with: $0) }
+            patched += 1
+        }
+        i += 1
+    }
+    try Data(data).write(to: URL(fileURLWithPath: file))
+    return patched
+}
+
+/// Every command refuses a ledger it cannot open with one line `error: <code>: …` and exit 1: never a crash (the
+/// double free of issue 18), never a usage error, never a server started on it.
+@Suite("Ledgers that cannot be opened", .serialized)
+struct BrokenLedgerCLITests {
+    /// Every command that opens the ledger, with the arguments it needs.
+    static func commands(_ dir: String) -> [[String]] {
+        [
+            ["serve", "--socket", dir + "/s.sock"], ["ingest", dir + "/../input.json"], ["timeline", "1"],
+            ["customer", "u1"], ["events"], ["export"], ["stats"], ["verify"], ["replay", "--check"], ["replay"],
+            ["rejected"],
+        ].map { $0 + ["--data", dir] }
+    }
+
+    /// Runs every command against the broken ledger in `dir` and checks each says `code` in one line and exits 1.
+    func expectEveryCommandRefuses(
+        _ dir: String,
+        code: String,
+        mentioning hint: String,
+        via wrapper: [String] = []
+    )
+        async throws
+    {
+        try #"{"appUserId":"u1","originalTransactionId":"1"}"#.write(
+            toFile: dir + "/../input.json",
+            atomically: true,
+            encoding: .utf8
+        )
+        for command in Self.commands(dir) {
+            let out = try await runStoreLedger(command, via: wrapper, seconds: 30)
+            let name = command.prefix(2).joined(separator: " ")
+            #expect(out.exited, "\(name): ended by a signal (\(out.status))")
+            #expect(out.status == 1, "\(name): exit \(out.status): \(out.stderr)")
+            #expect(out.errorLines.count == 1, "\(name): \(out.stderr)")
+            #expect(
+                out.stderr.hasPrefix("error: \(code): cannot open the ledger in \(dir): "),
+                "\(name): \(out.stderr)"
+            )
+            #expect(out.stderr.contains(hint), "\(name): \(out.stderr)")
+            #expect(!out.stderr.contains("double free"), "\(name)")
+        }
+    }
+
+    @Test func aGarbageDataFileIsCorrupted() async throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        var generator = SystemRandomNumberGenerator()
+        try Data((0..<65_536).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(
+            to: URL(fileURLWithPath: dir + "/data.mdb")
+        )
+        try await expectEveryCommandRefuses(dir, code: "corrupted", mentioning: "MDB_INVALID")
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir)
+        #expect(!files.contains("s.sock"), "serve did not bind its socket")
+    }
+
+    /// A real ledger whose two meta pages (page 0 and page 1, magic at offset 16) are both overwritten.
+    @Test func bothMetaPagesDamagedIsCorrupted() async throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try await makeLedger(dir)
+        let pageSize = UInt64(sysconf(Int32(_SC_PAGESIZE)))
+        try overwrite(dir + "/data.mdb", at: 16, count: 16, with: 0xA5)
+        try overwrite(dir + "/data.mdb", at: pageSize + 16, count: 16, with: 0xA5)
+        try await expectEveryCommandRefuses(dir, code: "corrupted", mentioning: "MDB_INVALID")
+    }
+
+    /// A data file cut short of the pages its meta page names: LMDB would fault (SIGBUS) reading them.
+    @Test func aTruncatedDataFileIsCorrupted() async throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try await makeLedger(dir, count: 400)
+        let pageSize = off_t(sysconf(Int32(_SC_PAGESIZE)))
+        #expect(truncate(dir + "/data.mdb", 3 * pageSize) == 0)
+        try await expectEveryCommandRefuses(dir, code: "corrupted", mentioning: "its meta page names")
+    }
+
+    /// A stray page number inside the file (here the `meta` database's root, in the record that names it, set past
+    /// the end of the data): LMDB finds it out of range and fails the transaction; that is `corrupted` too.
+    @Test func aStrayRootPageNumberIsCorrupted() async throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try await makeLedger(dir)
+        // A named database's node in the main database: flags F_SUBDATA (2), key size 4, "meta", then its MDB_db,
+        // whose root page number is its last 8 bytes (at 40).
+        let patched = try patchEveryNode(
+            in: dir + "/data.mdb", matching: [2, 0, 4, 0] + Array("meta".utf8), at: 48, with: UInt64(100_000))
+        #expect(patched > 0, "the meta database's record was not found")
+        for command in [["stats"], ["verify", "--json"], ["timeline", "1"], ["serve", "--socket", dir + "/s.sock"]] {
+            let out = try await runStoreLedger(command + ["--data", dir], seconds: 30)
+            #expect(out.exited && out.status == 1, "\(command[0]): \(out.status) \(out.stderr.prefix(300))")
+            #expect(out.errorLines.count == 1, "\(command[0]): \(out.stderr.prefix(300))")
+            #expect(out.stderr.hasPrefix("error: corrupted: cannot open the ledger in \(dir): "), "\(out.stderr)")
+        }
+    }
+
+    /// A value whose stored size runs past the end of the file (here a raw input in overflow pages whose size field
+    /// grew by 16 MiB): LMDB hands out the view unchecked and the read faults with SIGBUS. The process still ends
+    /// with one line `error: corrupted: …` and exit 1 (and the JSON document with `--json`), not a crash dump.
+    @Test func aValueRunningPastTheEndOfTheFileIsCorruptedNotACrash() async throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        // One input of 12 KiB, so its raw bytes live in overflow pages.
+        let padding = String(repeating: "p", count: 12_000)
+        let big = transactionLine(0).replacingOccurrences(
+            of: "\"quantity\":1", with: "\"quantity\":1,\"padding\":\"\(padding)\"")
+        try big.write(toFile: root.file("big.json"), atomically: true, encoding: .utf8)
+        let ingest = try await runStoreLedger(["ingest", "--data", dir, root.file("big.json")])
+        #expect(ingest.status == 0, "\(ingest.stderr)")
+        // The raw database's node for seq 1: flags F_BIGDATA (1), key size 8, key 1 (big-endian); its size's high
+        // 16 bits are the 2 bytes before the flags.
+        let patched = try patchEveryNode(
+            in: dir + "/data.mdb", matching: [1, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 1], at: -2, with: UInt16(0x0100))
+        #expect(patched > 0, "the raw input's node was not found")
+        for command in [["verify"], ["verify", "--json"], ["export"]] {
+            let out = try await runStoreLedger(command + ["--data", dir], seconds: 30)
+            #expect(out.exited && out.status == 1, "\(command): \(out.status) \(out.stderr.prefix(300))")
+            #expect(out.errorLines.count == 1, "\(command): \(out.stderr.prefix(300))")
+            #expect(
+                out.stderr.hasPrefix("error: corrupted: the ledger's data file names pages it does not hold"),
+                "\(command): \(out.stderr.prefix(300))")
+            if command.contains("--json") {
+                #expect(out.stdout.contains(#"{"error":{"code":"corrupted""#), "\(out.stdout)")
+            }
+        }
+    }
+
+    @Test func aDataFileThatIsADirectoryIsAnInvalidPath() async throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try FileManager.default.createDirectory(atPath: dir + "/data.mdb", withIntermediateDirectories: true)
+        try await expectEveryCommandRefuses(dir, code: "invalid_path", mentioning: "directory")
+    }
+
+    @Test func aLockFileThatCannotBeOpenedIsAnInvalidPath() async throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try await makeLedger(dir)
+        try FileManager.default.removeItem(atPath: dir + "/lock.mdb")
+        try FileManager.default.createDirectory(atPath: dir + "/lock.mdb", withIntermediateDirectories: true)
+        try await expectEveryCommandRefuses(dir, code: "invalid_path", mentioning: "lock.mdb")
+    }
+
+    @Test func aLedgerDirectoryThatIsAFileIsAnInvalidPath() async throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try Data("not a directory".utf8).write(to: URL(fileURLWithPath: dir))
+        for command in Self.commands(dir) where command[0] != "ingest" {
+            let out = try await runStoreLedger(command, seconds: 30)
+            #expect(out.exited && out.status == 1, "\(command[0]): \(out.status) \(out.stderr)")
+            #expect(out.errorLines.count == 1, "\(command[0]): \(out.stderr)")
+            #expect(
+                out.stderr == "error: invalid_path: cannot open the ledger in \(dir): \(dir) is not a directory\n",
+                "\(command[0]): \(out.stderr)"
+            )
+        }
+    }
+
+    /// The sandbox runs as root, whom file modes do not stop; so the commands run as `nobody` (setpriv) against a
+    /// ledger whose files that user may not read.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+    func aLedgerTheUserMayNotReadIsPermissionDenied() async throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        #expect(chmod(root.path, 0o777) == 0)
+        let dir = root.file("ledger")
+        try await makeLedger(dir)
+        #expect(chmod(dir + "/data.mdb", 0o600) == 0)
+        #expect(chmod(dir + "/lock.mdb", 0o600) == 0)
+        try await expectEveryCommandRefuses(
+            dir,
+            code: "permission_denied",
+            mentioning: "Permission denied",
+            via: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        )
+    }
+}
+
+/// Exit statuses as README promises: 0 success, 1 a reported failure, 2 only for arguments that do not parse.
+@Suite("Exit statuses", .serialized)
+struct ExitStatusCLITests {
+    /// Removes event 2 from the `events` database of the ledger in `dir`, behind the ledger's back.
+    func removeSecondEvent(_ dir: String) throws {
+        let env = try Environment(path: dir)
+        let events = try env.openDatabase("events")
+        try env.write { txn in
+            let cursor = try txn.cursor(events)
+            var entry = try cursor.first()
+            while let e = entry {
+                if e.key.suffix(8).elementsEqual(UInt64(2).bigEndianBytes) {
+                    try cursor.deleteCurrent()
+                    return
+                }
+                entry = try cursor.next()
+            }
+            Issue.record("event 2 not found")
+        }
+    }
+
+    @Test func replayCheckOnALedgerMissingAnEventIsCorruptedWithExitOne() async throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try await makeLedger(dir)
+        try removeSecondEvent(dir)
+        let replay = try await runStoreLedger(["replay", "--check", "--data", dir])
+        #expect(replay.exited && replay.status == 1, "\(replay.status): \(replay.stderr)")
+        #expect(replay.errorLines.count == 1, "\(replay.stderr)")
+        #expect(replay.stderr.hasPrefix("error: corrupted: "), "\(replay.stderr)")
+        #expect(!replay.stderr.contains("usage") && !replay.stderr.contains("Error:"), "\(replay.stderr)")
+
+        let verify = try await runStoreLedger(["verify", "--data", dir])
+        #expect(verify.status == 1)
+        #expect(verify.stderr.hasPrefix("error: verification_failed: event 2 "), "\(verify.stderr)")
+
+        let json = try await runStoreLedger(["replay", "--check", "--json", "--data", dir])
+        #expect(json.status == 1)
+        let document = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: [String: String]]
+        #expect(document?["error"]?["code"] == "corrupted", "\(json.stdout)")
+    }
+
+    /// `ingest --socket` reports the server's own code, not a generic `server_error`.
+    @Test func ingestThroughTheSocketReportsTheServersCode() async throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try #"{"limits":{"maxBodyBytes":200}}"#.write(toFile: dir + "/config.json", atomically: true, encoding: .utf8)
+        try transactionLine(1).write(toFile: root.file("one.json"), atomically: true, encoding: .utf8)
+        let server = try ServerProcess(data: dir)
+        do {
+            try await server.waitUntilAnswering()
+            let out = try await runStoreLedger(["ingest", "--socket", server.socketPath, root.file("one.json")])
+            #expect(out.status == 1)
+            #expect(out.stderr.hasPrefix("error: too_large: server answered 413: "), "\(out.stderr)")
+        } catch {
+            server.signal(SIGKILL)
+            throw error
+        }
+        server.signal(SIGTERM)
+        #expect(try await server.waitForExit() == 0)
+    }
+
+    @Test func usageErrorsAloneExitTwo() async throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try await makeLedger(dir, count: 3)
+        for arguments in [["timeline"], ["events", "--limit", "0"], ["ingest", "--type", "coupon"], ["frobnicate"]] {
+            let out = try await runStoreLedger(arguments + ["--data", dir])
+            #expect(out.status == 2, "\(arguments): \(out.status) \(out.stderr)")
+            #expect(out.stderr.hasPrefix("error: usage: "), "\(arguments): \(out.stderr)")
+            #expect(!out.stderr.hasPrefix("error: usage: Error:"), "\(arguments): \(out.stderr)")
+        }
+        #expect(try await runStoreLedger(["stats", "--data", dir]).status == 0)
+        #expect(try await runStoreLedger(["timeline", "nope", "--data", dir]).status == 1)
+        #expect(try await runStoreLedger(["--help"]).status == 0)
+    }
+}
