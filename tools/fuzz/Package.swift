@@ -3,8 +3,8 @@ import Foundation
 import PackageDescription
 
 // libFuzzer targets, one per decoder and one for the HTTP request path. A package of their own so that the main
-// `swift build` / `swift test` never builds them; `tools/fuzz/run.sh` builds them with
-// `--sanitize=fuzzer --sanitize=address` (every module instrumented) and runs one.
+// `swift build` / `swift test` never builds them; `tools/fuzz/run.sh` builds them (every Swift module with
+// `-sanitize=fuzzer,address`) and runs one.
 
 // The root package is a path dependency, known by its folder's name; a clone may be named anything, so derive it.
 let root = URL(fileURLWithPath: Context.packageDirectory).deletingLastPathComponent().deletingLastPathComponent()
@@ -26,9 +26,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
+        .target(name: "CFuzzDriver"),
         .target(
             name: "FuzzSupport",
             dependencies: [
+                "CFuzzDriver",
                 .product(name: "LedgerCore", package: root),
                 .product(name: "LedgerAppStore", package: root),
                 .product(name: "LedgerTestSupport", package: root),
@@ -57,8 +59,8 @@ let package = Package(
     ]
 )
 
-/// One libFuzzer target: `Sources/<name>/<name>.swift` defines `LLVMFuzzerTestOneInput` (libFuzzer brings `main`,
-/// hence `-parse-as-library`).
+/// One libFuzzer target: `Sources/<name>/<name>.swift` defines `LLVMFuzzerTestOneInput` and `<name>_main`, the entry
+/// point SwiftPM links `main` to, which hands over to libFuzzer's driver (`-parse-as-library`: no top-level code).
 func fuzzTarget(_ name: String, uses: [Target.Dependency] = []) -> Target {
     .executableTarget(
         name: name,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (every module instrumented: --sanitize=fuzzer --sanitize=address) and runs one.
+# Builds the libFuzzer targets (every Swift module with -sanitize=fuzzer,address, C with ASan) and runs one.
 #
 #   tools/fuzz/run.sh build                      # builds every target
 #   tools/fuzz/run.sh TARGET [SECONDS] [FLAGS…]  # seeds its corpus from the test fixtures, then fuzzes (default 60 s)
@@ -11,7 +11,9 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 work="$here/.work"
 targets=(FuzzReceipt FuzzNotificationV1 FuzzNotificationV2 FuzzJWS FuzzEnvelope FuzzFraming FuzzHTTP)
-build_flags=(--package-path "$here" -c release --sanitize=fuzzer --sanitize=address)
+# One -sanitize flag for Swift: the driver keeps only the last of several, and SwiftPM's --sanitize=fuzzer
+# --sanitize=address reaches swiftc as two (the modules would get ASan but no coverage counters).
+build_flags=(--package-path "$here" -c release --sanitize=address -Xswiftc -sanitize=fuzzer,address)
 
 if [[ $# -lt 1 ]]; then
     sed -n '2,9p' "$0"
@@ -33,12 +35,12 @@ bin="$(swift build "${build_flags[@]}" --show-bin-path)/$target"
 
 corpus="$work/corpus/$target"
 mkdir -p "$corpus" "$work/artifacts" "$work/logs"
+# Leak checks are off: the Swift runtime's caches (metadata, interned strings) live until exit by design.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}"
 # The seeds' JWS are signed by a test PKI made afresh in each process: write the seeds and their root together.
 export FUZZ_TEST_ROOT="$work/test-root-$target.der"
 FUZZ_WRITE_SEEDS="$corpus" "$bin" >&2
 
-# Leak checks are off: the Swift runtime's caches (metadata, interned strings) live until exit by design.
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}"
 if [[ "$seconds" == 0 ]]; then
     exec "$bin" -detect_leaks=0 "$@"
 fi

@@ -6,6 +6,9 @@ import LedgerServer
 ///
 /// Framing's own promises are checked: the pieces are in order, do not overlap, are neither empty nor padded with
 /// whitespace, and leave no byte of the body but whitespace outside them (nothing a caller sends is dropped unseen).
+/// JSON's whitespace (RFC 8259 §2), what framing trims.
+func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 }
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let body = Array(UnsafeBufferPointer(start: data, count: size))
@@ -14,11 +17,17 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     for piece in pieces {
         precondition(!piece.isEmpty, "an empty piece")
         precondition(piece.startIndex >= covered, "pieces overlap or are out of order")
-        precondition(!InputFraming.isSpace(piece.first!) && !InputFraming.isSpace(piece.last!), "a padded piece")
-        precondition(body[covered..<piece.startIndex].allSatisfy(InputFraming.isSpace), "bytes left outside every piece")
+        precondition(!isSpace(piece.first!) && !isSpace(piece.last!), "a padded piece")
+        precondition(body[covered..<piece.startIndex].allSatisfy(isSpace), "bytes left outside every piece")
         covered = piece.endIndex
     }
-    precondition(body[covered...].allSatisfy(InputFraming.isSpace), "bytes left after the last piece")
+    precondition(body[covered...].allSatisfy(isSpace), "bytes left after the last piece")
     for piece in pieces.prefix(64) { Fuzz.decode(Array(piece), as: nil) }
     return 0
+}
+
+/// The entry point SwiftPM links `main` to.
+@_cdecl("FuzzFraming_main")
+public func fuzzFramingMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
+    runFuzzer(argc, argv, fuzzOne)
 }

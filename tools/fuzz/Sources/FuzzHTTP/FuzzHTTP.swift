@@ -117,3 +117,9 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     }
     return 0
 }
+
+/// The entry point SwiftPM links `main` to.
+@_cdecl("FuzzHTTP_main")
+public func fuzzHTTPMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
+    runFuzzer(argc, argv, fuzzOne)
+}

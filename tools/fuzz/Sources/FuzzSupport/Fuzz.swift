@@ -1,3 +1,4 @@
+import CFuzzDriver
 import Foundation
 import LedgerAppStore
 import LedgerCore
@@ -113,4 +114,16 @@ public enum Fuzz {
         case .binding(let b): [b.claimedAt]
         }
     }
+}
+
+// MARK: - Entry point
+
+/// Runs libFuzzer's loop over `body` with the process's command line: what each target's `<name>_main` does.
+public func runFuzzer(
+    _ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>,
+    _ body: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+) -> CInt {
+    var count = argc
+    var arguments: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = argv
+    return LLVMFuzzerRunDriver(&count, &arguments, body)
 }
