@@ -34,8 +34,10 @@ struct AppleObject {
         return s
     }
 
+    /// A string every input of its kind carries; an empty one names nothing, so it is as good as missing.
     func requiredString(_ key: String) throws(InputError) -> String {
         guard let s = try string(key) else { throw .missingField(name(key)) }
+        guard !s.isEmpty else { throw .emptyField(name(key)) }
         return s
     }
 
@@ -51,6 +53,7 @@ struct AppleObject {
     }
 
     func requiredIdentifier(_ key: String) throws(InputError) -> String {
+        if case .string(let s)? = value(key), s.isEmpty { throw .emptyField(name(key)) }
         guard let s = try identifier(key) else { throw .missingField(name(key)) }
         return s
     }

@@ -5,8 +5,9 @@ import LedgerCore
 // MARK: - InputDecoder
 
 /// Turns one input — an API.md envelope or a bare Apple document — into canonical facts, or refuses it with an
-/// `InputError`. Never crashes on hostile bytes: size is checked first, and the JSON parser stops at the nesting
-/// limit (refused text is re-checked with `JSONStructure.checkDepth` before the `JSONSerialization` fallback sees it).
+/// `InputError`. Never crashes on hostile bytes: size is checked first, the JSON parser is strict (RFC 8259) and
+/// stops at the nesting limit, and every instant and quantity a fact carries is checked against `FactBounds` before
+/// it can reach the fold.
 ///
 /// Thread-safe and meant to be shared: the only mutable state is the verified-chain cache, behind a mutex.
 public final class InputDecoder: Sendable {
@@ -57,6 +58,8 @@ public final class InputDecoder: Sendable {
         var decoded = try decodeDocument(document, context: context)
         try check(decoded.facts)
         decoded.facts.append(contentsOf: bindingClaims(for: decoded, context: context))
+        try FactBounds.check(
+            decoded.facts, source: decoded.source, receivedAt: context.receivedAt, observedAt: decoded.observedAt)
 
         let metadata = FactMetadata(
             source: decoded.source, signature: decoded.signature, receivedAt: context.receivedAt,
@@ -97,15 +100,14 @@ public final class InputDecoder: Sendable {
             guard Base64.isPlausibleJWS(text) else {
                 // Brackets nested too deep are reported as such, whatever surrounds them.
                 try JSONStructure.checkDepth(raw, limit: configuration.maxDepth)
-                throw .invalidJSON("the input is neither JSON nor a compact JWS (header.payload.signature in base64url)")
+                if let encoding = JSONStructure.encodingProblem(raw) { throw .invalidJSON(encoding) }
+                throw .invalidJSON(
+                    "the input is neither JSON nor a compact JWS (header.payload.signature in base64url): unexpected \(JSONParser.describe(lead)) at byte \(first)")
             }
             return .jws(Array(text))
         }
-        guard let value = try JSONValue.parse(raw, depthLimit: configuration.maxDepth) else {
-            throw .invalidJSON("the input is not valid JSON")
-        }
         let object: [String: JSON]
-        switch value {
+        switch try JSONValue.parse(raw, depthLimit: configuration.maxDepth) {
         case .string(let jws): return .jws(Array(jws.utf8))
         case .object(let o): object = o
         default: throw .unknownInputType("a JSON array or scalar is not an input; expected an object or a JWS")
@@ -120,7 +122,10 @@ public final class InputDecoder: Sendable {
             }
             context.type = type
         }
-        if let user = try envelope.string("appUserId") { context.appUserId = AppUserID(user) }
+        if let user = try envelope.string("appUserId") {
+            guard !user.isEmpty else { throw .emptyField("appUserId") }
+            context.appUserId = AppUserID(user)
+        }
         if let at = try envelope.int64("receivedAt") { context.receivedAt = at }
         switch object["payload"] {
         case .string(let jws):

@@ -30,6 +30,12 @@ extension InputError {
     public static func missingField(_ field: String) -> InputError {
         InputError(code: "missing_field", message: "required field '\(field)' is missing")
     }
+    /// A required string field is present but empty (`"productId": ""`): refused like a missing one.
+    public static func emptyField(_ field: String) -> InputError {
+        InputError(code: "missing_field", message: "required field '\(field)' is empty")
+    }
+    /// A value outside what the ledger accepts (an instant outside `FactBounds`' window, an absurd quantity).
+    public static func outOfRange(_ message: String) -> InputError { InputError(code: "out_of_range", message: message) }
     /// A field is present with a value of the wrong kind.
     public static func wrongType(_ field: String, expected: String) -> InputError {
         InputError(code: "wrong_type", message: "field '\(field)' must be \(expected)")

@@ -1,9 +1,9 @@
 // MARK: - JSONStructure
 
-/// Byte-level looks at JSON text that need no parse: a nesting-depth check that runs before `JSONSerialization` ever
-/// sees refused text and decides `too_deep` for malformed input (so `[[[[…` 100 000 deep cannot overflow a stack; the
-/// module's own parser has the same limit built in), and the exact byte span of one top-level
-/// value (so an envelope's payload keeps the bytes its sender wrote).
+/// Byte-level looks at JSON text that need no parse: a nesting-depth check that decides `too_deep` for malformed
+/// input the same way the parser decides it for well-formed input (whichever of the two problems comes first, a text
+/// nested too deep is reported as such), a guess at the encoding of text that is not UTF-8, and the exact byte span
+/// of one top-level value (so an envelope's payload keeps the bytes its sender wrote).
 enum JSONStructure {
     /// Throws `too_deep` when arrays/objects nest deeper than `limit`. Brackets inside strings do not count.
     /// - Complexity: O(n), constant memory.
@@ -35,6 +35,29 @@ enum JSONStructure {
             return false
         }
         if exceeded { throw .tooDeep(limit: limit) }
+    }
+
+    /// Why `bytes` cannot be JSON text by their encoding alone, or nil: RFC 8259 §8.1 allows only UTF-8, without a
+    /// byte order mark. UTF-16 and UTF-32 are recognised by their byte order mark or by the zero bytes an ASCII first
+    /// character leaves around it.
+    static func encodingProblem(_ bytes: [UInt8]) -> String? {
+        let lead = Array(bytes.prefix(4))
+        func starts(_ prefix: [UInt8]) -> Bool { lead.starts(with: prefix) }
+        let name: String
+        if starts([0x00, 0x00, 0xFE, 0xFF]) || (lead.count == 4 && lead[0] == 0 && lead[1] == 0 && lead[2] == 0) {
+            name = "UTF-32BE"
+        } else if starts([0xFF, 0xFE, 0x00, 0x00]) || (lead.count == 4 && lead[1] == 0 && lead[2] == 0 && lead[3] == 0) {
+            name = "UTF-32LE"
+        } else if starts([0xFE, 0xFF]) || (lead.count >= 2 && lead[0] == 0) {
+            name = "UTF-16BE"
+        } else if starts([0xFF, 0xFE]) || (lead.count >= 2 && lead[1] == 0) {
+            name = "UTF-16LE"
+        } else if starts([0xEF, 0xBB, 0xBF]) {
+            return "not JSON: the text starts with a UTF-8 byte order mark (at byte 0); JSON text is UTF-8 without one (RFC 8259 §8.1)"
+        } else {
+            return nil
+        }
+        return "not JSON: the text is \(name) (at byte 0); JSON text must be UTF-8 (RFC 8259 §8.1)"
     }
 
     /// The byte range of the value of top-level `key` when `bytes` is a JSON object, whitespace trimmed; nil when

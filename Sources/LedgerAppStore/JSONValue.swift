@@ -1,5 +1,3 @@
-import Foundation
-
 // MARK: - JSON
 
 /// One parsed JSON value. Numbers keep whether they were written as integers: an integer literal that fits Int64 is
@@ -49,63 +47,47 @@ enum JSONValue {
     enum ParseFailure: Error {
         /// Nesting deeper than the limit (the caller reports `too_deep` after confirming with `JSONStructure`).
         case tooDeep
-        case syntax
+        /// Not JSON: what is wrong, and the offset of the byte where the parser saw it.
+        case syntax(String, offset: Int)
     }
 
-    /// Parses one JSON text (RFC 8259: UTF-8, surrounding whitespace allowed, any value at top level); nil when it
-    /// is not JSON. Throws `too_deep` when arrays/objects nest deeper than `depthLimit` — decided exactly as
-    /// `JSONStructure.checkDepth` would on the same bytes, even when they are also malformed.
+    /// Parses one JSON text (RFC 8259, strictly: UTF-8 without a byte order mark, surrounding whitespace allowed,
+    /// any value at top level, no duplicate member names). Throws `too_deep` when arrays/objects nest deeper than
+    /// `depthLimit` — decided exactly as `JSONStructure.checkDepth` would on the same bytes, even when they are also
+    /// malformed — and `invalid_json` saying what is wrong and at which byte offset.
     ///
-    /// The strict parser stops descending at the limit, so hostile input cannot overflow the stack. When it refuses
-    /// the text, `JSONSerialization` gets a second look (it also reads UTF-16/32 text), so nothing it used to accept
-    /// is refused now; that fallback only runs for input the strict parser refused.
-    static func parse(_ bytes: [UInt8], depthLimit: Int) throws(InputError) -> JSON? {
-        let fast: JSON? = bytes.withUnsafeBufferPointer { buffer in
+    /// The parser stops descending at the limit, so hostile input cannot overflow the stack.
+    static func parse(_ bytes: [UInt8], depthLimit: Int) throws(InputError) -> JSON {
+        let result: Result<JSON, ParseFailure> = bytes.withUnsafeBufferPointer { buffer in
             var parser = JSONParser(buffer, depthLimit: depthLimit)
-            return try? parser.parseDocument()
-        }
-        if let fast { return fast }
-        try JSONStructure.checkDepth(bytes, limit: depthLimit)
-        guard let any = try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed]) else {
-            return nil
-        }
-        return fromFoundation(any)
-    }
-
-    /// Converts a `JSONSerialization` value (booleans and numbers are both `NSNumber` there, told apart by their
-    /// Objective-C type code).
-    static func fromFoundation(_ any: Any) -> JSON? {
-        switch any {
-        case is NSNull: return .null
-        case let s as String: return .string(s)
-        case let n as NSNumber:
-            let t = n.objCType.pointee
-            if t == 0x63 { return .bool(n.boolValue) }  // "c"
-            if t == 0x64 || t == 0x66 { return .double(n.doubleValue) }  // "d", "f"
-            return .int(n.int64Value)
-        case let a as [Any]:
-            var out = [JSON]()
-            out.reserveCapacity(a.count)
-            for element in a {
-                guard let v = fromFoundation(element) else { return nil }
-                out.append(v)
+            do throws(ParseFailure) {
+                return .success(try parser.parseDocument())
+            } catch {
+                return .failure(error)
             }
-            return .array(out)
-        case let d as [String: Any]:
-            var out = [String: JSON](minimumCapacity: d.count)
-            for (k, element) in d {
-                guard let v = fromFoundation(element) else { return nil }
-                out[k] = v
-            }
-            return .object(out)
-        default: return nil
+        }
+        switch result {
+        case .success(let value):
+            return value
+        case .failure(.tooDeep):
+            throw .tooDeep(limit: depthLimit)
+        case .failure(.syntax(let what, let offset)):
+            // Brackets nested too deep are reported as such, whatever else is wrong with the text.
+            try JSONStructure.checkDepth(bytes, limit: depthLimit)
+            if let encoding = JSONStructure.encodingProblem(bytes) { throw .invalidJSON(encoding) }
+            throw .invalidJSON("not JSON: \(what) at byte \(offset)")
         }
     }
 }
 
 // MARK: - JSONParser
 
-/// A strict recursive-descent JSON parser over UTF-8 bytes with a nesting limit.
+/// A strict recursive-descent JSON parser over UTF-8 bytes with a nesting limit (RFC 8259 and nothing more: no
+/// trailing commas, leading zeros, lone surrogates, raw control characters, unknown escapes, NaN or Infinity,
+/// numbers beyond Int64 or Double, duplicate member names, or bytes after the value).
+///
+/// Every failure names what was wrong and the offset of the byte where it was seen; messages are only built on the
+/// failure path.
 struct JSONParser {
     typealias Failure = JSONValue.ParseFailure
     let bytes: UnsafeBufferPointer<UInt8>
@@ -120,11 +102,28 @@ struct JSONParser {
 
     mutating func parseDocument() throws(Failure) -> JSON {
         skipWhitespace()
+        guard i < bytes.count else { throw .syntax("no value", offset: i) }
         let value = try parseValue()
         skipWhitespace()
-        guard i == bytes.count else { throw .syntax }
+        guard i == bytes.count else { throw unexpected("after the value") }
         return value
     }
+
+    // MARK: Failures
+
+    /// The byte at `i` is not allowed here (or the text ended).
+    private func unexpected(_ context: StaticString) -> Failure {
+        guard i < bytes.count else { return .syntax("unexpected end of text \(context)", offset: i) }
+        return .syntax("unexpected \(Self.describe(bytes[i])) \(context)", offset: i)
+    }
+
+    static func describe(_ b: UInt8) -> String {
+        if b >= 0x21 && b < 0x7F { return "'\(Character(Unicode.Scalar(b)))'" }
+        let hex = String(b, radix: 16, uppercase: true)
+        return "byte 0x" + (hex.count == 1 ? "0" + hex : hex)
+    }
+
+    // MARK: Values
 
     @inline(__always)
     private mutating func skipWhitespace() {
@@ -136,7 +135,7 @@ struct JSONParser {
     }
 
     private mutating func parseValue() throws(Failure) -> JSON {
-        guard i < bytes.count else { throw .syntax }
+        guard i < bytes.count else { throw unexpected("where a value should be") }
         switch bytes[i] {
         case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return try parseArray()
@@ -150,15 +149,23 @@ struct JSONParser {
         case UInt8(ascii: "n"):
             try literal("null")
             return .null
-        default: return try parseNumber()
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return try parseNumber()
+        default:
+            throw unexpected("where a value should be")
         }
     }
 
     private mutating func literal(_ word: StaticString) throws(Failure) {
         let n = word.utf8CodeUnitCount
-        guard bytes.count - i >= n else { throw .syntax }
         let p = word.utf8Start
-        for k in 0..<n where bytes[i + k] != p[k] { throw .syntax }
+        let start = i
+        for k in 0..<n {
+            guard start + k < bytes.count, bytes[start + k] == p[k] else {
+                i = start + k
+                throw .syntax("invalid literal (expected '\(word)')", offset: start)
+            }
+        }
         i += n
     }
 
@@ -176,30 +183,39 @@ struct JSONParser {
             depth -= 1
             return .object([:])
         }
-        // Members are gathered first so the dictionary is sized once (no rehash while growing); later duplicates
-        // replace earlier ones, as JSONSerialization did.
-        var members = [(String, JSON)]()
+        // Members are gathered first so the dictionary is sized once (no rehash while growing).
+        var members = [(key: String, value: JSON, offset: Int)]()
         members.reserveCapacity(16)
         while true {
             skipWhitespace()
-            guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw .syntax }
+            guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else {
+                if i < bytes.count, bytes[i] == UInt8(ascii: "}"), !members.isEmpty {
+                    throw .syntax("trailing comma before '}'", offset: i)
+                }
+                throw unexpected("where a member name (a string) should be")
+            }
+            let keyOffset = i
             let key = try parseString()
             skipWhitespace()
-            guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw .syntax }
+            guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw unexpected("after a member name (expected ':')") }
             i += 1
             skipWhitespace()
-            members.append((key, try parseValue()))
+            members.append((key, try parseValue(), keyOffset))
             skipWhitespace()
-            guard i < bytes.count else { throw .syntax }
+            guard i < bytes.count else { throw unexpected("in an object (expected ',' or '}')") }
             if bytes[i] == UInt8(ascii: ",") {
                 i += 1
                 continue
             }
-            guard bytes[i] == UInt8(ascii: "}") else { throw .syntax }
+            guard bytes[i] == UInt8(ascii: "}") else { throw unexpected("in an object (expected ',' or '}')") }
             i += 1
             depth -= 1
             var object = [String: JSON](minimumCapacity: members.count)
-            for (key, value) in members { object[key] = value }
+            for member in members where object.updateValue(member.value, forKey: member.key) != nil {
+                // Readers disagree on which of two equal names wins (first, last, error); a ledger that keeps the
+                // raw bytes for auditors must not pick one silently.
+                throw .syntax("duplicate member name \"\(member.key)\"", offset: member.offset)
+            }
             return .object(object)
         }
     }
@@ -216,22 +232,28 @@ struct JSONParser {
         }
         while true {
             skipWhitespace()
+            if i < bytes.count, bytes[i] == UInt8(ascii: "]"), !array.isEmpty {
+                throw .syntax("trailing comma before ']'", offset: i)
+            }
             array.append(try parseValue())
             skipWhitespace()
-            guard i < bytes.count else { throw .syntax }
+            guard i < bytes.count else { throw unexpected("in an array (expected ',' or ']')") }
             if bytes[i] == UInt8(ascii: ",") {
                 i += 1
                 continue
             }
-            guard bytes[i] == UInt8(ascii: "]") else { throw .syntax }
+            guard bytes[i] == UInt8(ascii: "]") else { throw unexpected("in an array (expected ',' or ']')") }
             i += 1
             depth -= 1
             return .array(array)
         }
     }
 
+    // MARK: Strings
+
     /// At an opening quote; returns the decoded string and leaves `i` after the closing quote.
     private mutating func parseString() throws(Failure) -> String {
+        let opening = i
         i += 1
         let start = i
         // Fast path: no escapes. Eight bytes at a time while none is a quote, a backslash or a control character.
@@ -253,16 +275,16 @@ struct JSONParser {
             let b = bytes[i]
             if b == UInt8(ascii: "\"") {
                 guard let s = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self) else {
-                    throw .syntax
+                    throw invalidUTF8(from: start, to: i)
                 }
                 i += 1
                 return s
             }
             if b == UInt8(ascii: "\\") { break }
-            if b < 0x20 { throw .syntax }
+            if b < 0x20 { throw .syntax("control character \(Self.describe(b)) in a string (escape it)", offset: i) }
             i += 1
         }
-        guard i < bytes.count else { throw .syntax }
+        guard i < bytes.count else { throw .syntax("unterminated string", offset: opening) }
         // Slow path: unescape into a buffer.
         var out = [UInt8]()
         out.reserveCapacity(i - start + 16)
@@ -270,18 +292,19 @@ struct JSONParser {
         while i < bytes.count {
             let b = bytes[i]
             if b == UInt8(ascii: "\"") {
-                guard let s = String(validating: out, as: UTF8.self) else { throw .syntax }
+                guard let s = String(validating: out, as: UTF8.self) else { throw invalidUTF8(from: start, to: i) }
                 i += 1
                 return s
             }
-            if b < 0x20 { throw .syntax }
+            if b < 0x20 { throw .syntax("control character \(Self.describe(b)) in a string (escape it)", offset: i) }
             if b != UInt8(ascii: "\\") {
                 out.append(b)
                 i += 1
                 continue
             }
+            let escape = i
             i += 1
-            guard i < bytes.count else { throw .syntax }
+            guard i < bytes.count else { break }
             let e = bytes[i]
             i += 1
             switch e {
@@ -294,43 +317,81 @@ struct JSONParser {
             case UInt8(ascii: "r"): out.append(0x0D)
             case UInt8(ascii: "t"): out.append(0x09)
             case UInt8(ascii: "u"):
-                var scalar = try hex4()
+                var scalar = try hex4(escape: escape)
                 if scalar >= 0xD800 && scalar < 0xDC00 {
                     guard bytes.count - i >= 6, bytes[i] == UInt8(ascii: "\\"), bytes[i + 1] == UInt8(ascii: "u") else {
-                        throw .syntax
+                        throw .syntax("lone high surrogate \\u\(Self.hex(scalar)) (no low surrogate follows)", offset: escape)
                     }
+                    let lowEscape = i
                     i += 2
-                    let low = try hex4()
-                    guard low >= 0xDC00 && low < 0xE000 else { throw .syntax }
+                    let low = try hex4(escape: lowEscape)
+                    guard low >= 0xDC00 && low < 0xE000 else {
+                        throw .syntax(
+                            "high surrogate \\u\(Self.hex(scalar)) followed by \\u\(Self.hex(low)), not a low surrogate",
+                            offset: escape)
+                    }
                     scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
                 } else if scalar >= 0xDC00 && scalar < 0xE000 {
-                    throw .syntax
+                    throw .syntax("lone low surrogate \\u\(Self.hex(scalar))", offset: escape)
                 }
-                guard let u = Unicode.Scalar(scalar) else { throw .syntax }
-                out.append(contentsOf: UTF8.encode(u)!)
-            default: throw .syntax
+                // Every value left is a scalar: surrogates were handled above and four hex digits stay below 0x110000.
+                out.append(contentsOf: UTF8.encode(Unicode.Scalar(scalar)!)!)
+            default:
+                let shown = e >= 0x21 && e < 0x7F ? "\\" + String(Unicode.Scalar(e)) : "\\ then \(Self.describe(e))"
+                throw .syntax("invalid escape \(shown)", offset: escape)
             }
         }
-        throw .syntax
+        throw .syntax("unterminated string", offset: opening)
     }
 
-    private mutating func hex4() throws(Failure) -> UInt32 {
-        guard bytes.count - i >= 4 else { throw .syntax }
+    /// Four hex digits after `\u` (at `escape`).
+    private mutating func hex4(escape: Int) throws(Failure) -> UInt32 {
         var v: UInt32 = 0
         for _ in 0..<4 {
+            guard i < bytes.count else { throw .syntax("unterminated \\u escape", offset: escape) }
             let b = bytes[i]
             let d: UInt32
             switch b {
             case 0x30...0x39: d = UInt32(b - 0x30)
             case 0x41...0x46: d = UInt32(b - 0x41 + 10)
             case 0x61...0x66: d = UInt32(b - 0x61 + 10)
-            default: throw .syntax
+            default: throw .syntax("\\u escape needs four hex digits, found \(Self.describe(b))", offset: i)
             }
             v = v << 4 | d
             i += 1
         }
         return v
     }
+
+    private static func hex(_ v: UInt32) -> String {
+        let s = String(v, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, 4 - s.count)) + s
+    }
+
+    /// The failure for string content between `start` and `end` that is not UTF-8, at the first offending byte.
+    /// Escapes always produce whole scalars, so the culprit lies in a run of raw bytes between them.
+    private func invalidUTF8(from start: Int, to end: Int) -> Failure {
+        var k = start
+        while k < end {
+            var runEnd = k
+            while runEnd < end, bytes[runEnd] != UInt8(ascii: "\\") { runEnd += 1 }
+            var iterator = UnsafeBufferPointer(rebasing: bytes[k..<runEnd]).makeIterator()
+            var decoder = UTF8()
+            var consumed = 0
+            loop: while true {
+                switch decoder.decode(&iterator) {
+                case .scalarValue(let scalar): consumed += UTF8.width(scalar)
+                case .emptyInput: break loop
+                case .error: return .syntax("invalid UTF-8 in a string", offset: k + consumed)
+                }
+            }
+            // Skip the escape (its own errors were reported while unescaping).
+            k = runEnd + (runEnd + 1 < end && bytes[runEnd + 1] == UInt8(ascii: "u") ? 6 : 2)
+        }
+        return .syntax("invalid UTF-8 in a string", offset: start)
+    }
+
+    // MARK: Numbers
 
     private mutating func parseNumber() throws(Failure) -> JSON {
         let start = i
@@ -339,10 +400,11 @@ struct JSONParser {
             negative = true
             i += 1
         }
-        guard i < bytes.count, isDigit(bytes[i]) else { throw .syntax }
+        guard i < bytes.count, isDigit(bytes[i]) else { throw unexpected("in a number (expected a digit)") }
         let intStart = i
         if bytes[i] == UInt8(ascii: "0") {
             i += 1
+            if i < bytes.count, isDigit(bytes[i]) { throw .syntax("number with a leading zero", offset: intStart) }
         } else {
             while i < bytes.count, isDigit(bytes[i]) { i += 1 }
         }
@@ -351,14 +413,14 @@ struct JSONParser {
         if i < bytes.count, bytes[i] == UInt8(ascii: ".") {
             integral = false
             i += 1
-            guard i < bytes.count, isDigit(bytes[i]) else { throw .syntax }
+            guard i < bytes.count, isDigit(bytes[i]) else { throw unexpected("after a decimal point (expected a digit)") }
             while i < bytes.count, isDigit(bytes[i]) { i += 1 }
         }
         if i < bytes.count, bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") {
             integral = false
             i += 1
             if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
-            guard i < bytes.count, isDigit(bytes[i]) else { throw .syntax }
+            guard i < bytes.count, isDigit(bytes[i]) else { throw unexpected("in an exponent (expected a digit)") }
             while i < bytes.count, isDigit(bytes[i]) { i += 1 }
         }
         if integral && intEnd - intStart <= 18 {
@@ -367,8 +429,13 @@ struct JSONParser {
             return .int(negative ? -v : v)
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
-        if integral, let v = Int64(text) { return .int(v) }
-        guard let d = Double(text), d.isFinite else { throw .syntax }
+        if integral {
+            guard let v = Int64(text) else { throw .syntax("integer \(text) does not fit in 64 bits", offset: start) }
+            return .int(v)
+        }
+        guard let d = Double(text), d.isFinite else {
+            throw .syntax("number \(text) is beyond the range of a double", offset: start)
+        }
         return .double(d)
     }
 

@@ -217,8 +217,12 @@ final class JWSVerifier: Sendable {
 
     /// The JSON object in `bytes`; nil when they are not JSON or not an object. Throws `too_deep`.
     private func parseObject(_ bytes: [UInt8]) throws(InputError) -> [String: JSON]? {
-        guard case .object(let object)? = try JSONValue.parse(bytes, depthLimit: maxDepth) else { return nil }
-        return object
+        do throws(InputError) {
+            guard case .object(let object) = try JSONValue.parse(bytes, depthLimit: maxDepth) else { return nil }
+            return object
+        } catch where error.code == "invalid_json" {
+            return nil
+        }
     }
 
     // MARK: - Chains

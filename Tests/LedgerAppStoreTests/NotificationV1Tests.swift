@@ -101,13 +101,13 @@ struct NotificationV1Tests {
     func identity() throws {
         let body = F.v1Notification(type: "DID_RENEW", latest: [F.v1Transaction()])
         let bare = try decode(body)
-        let wrapped = try decode(F.envelope(type: "notification", appUserId: "u7", receivedAt: 42, payload: body))
+        let wrapped = try decode(F.envelope(type: "notification", appUserId: "u7", receivedAt: F.epoch + 42, payload: body))
         #expect(bare.notifications[0].notificationUUID == wrapped.notifications[0].notificationUUID)
         #expect(bare.metadata.rawDigest != wrapped.metadata.rawDigest)
-        #expect(wrapped.metadata.receivedAt == 42)
+        #expect(wrapped.metadata.receivedAt == F.epoch + 42)
         #expect(wrapped.metadata.appUserId == "u7")
         #expect(wrapped.bindings.map(\.appUserId) == ["u7"])
-        #expect(wrapped.bindings.first?.claimedAt == 42)
+        #expect(wrapped.bindings.first?.claimedAt == F.epoch + 42)
     }
 
     @Test("A notification without notification_type is refused naming the field")

@@ -23,7 +23,7 @@ struct RobustnessTests {
             F.v2Notification(type: "RENEWAL_EXTENSION", subtype: "SUMMARY"),
             Array(F.signedTransaction().utf8),
             F.json(["signedTransactionInfo": F.signedTransaction(), "signedRenewalInfo": F.signedRenewal()]),
-            F.envelope(type: "transaction", appUserId: "u1", receivedAt: 5, jws: F.signedTransaction()),
+            F.envelope(type: "transaction", appUserId: "u1", receivedAt: F.epoch, jws: F.signedTransaction()),
             F.envelope(type: "receipt", appUserId: "u1", payload: F.receiptIOS7(inApp: [t1])),
             F.binding(appUserId: "u1", originalTransactionId: "1"),
             F.json(F.v2Transaction(appAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138")),

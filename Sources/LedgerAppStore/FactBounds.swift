@@ -1,0 +1,84 @@
+import LedgerCore
+
+// MARK: - FactBounds
+
+/// The values a fact may carry into the ledger: every instant within a window around the App Store's lifetime, and
+/// quantities a purchase can have. Checked once, on the decoded facts (`InputDecoder.decode`), whatever format they
+/// came in: an instant near the ends of Int64 is no date Apple ever wrote, and arithmetic on it (a period's end minus
+/// one, a duration added) would overflow everywhere the fold and the views use it.
+///
+/// Refusals are `out_of_range` and name Apple's field as the input spelled it (`expires_date_ms` in V1 documents,
+/// `expiresDate` in V2 ones).
+public enum FactBounds {
+    /// 2008-01-01T00:00:00Z: before the App Store opened (July 2008), so no purchase predates it.
+    public static let earliestInstant: UnixMillis = 1_199_145_600_000
+    /// 2200-01-01T00:00:00Z (exclusive): far beyond any expiry Apple states, far within Int64 milliseconds.
+    public static let instantLimit: UnixMillis = 7_258_118_400_000
+    /// How the window is named in refusals.
+    public static let windowText = "2008-01-01..2200-01-01"
+    /// The largest `quantity` accepted (Apple allows at most 10 per purchase; anything near this is not a purchase).
+    public static let maxQuantity: Int64 = 1_000_000
+
+    /// Whether `instant` lies in [2008-01-01, 2200-01-01) UTC.
+    @inline(__always)
+    public static func contains(_ instant: UnixMillis) -> Bool {
+        instant >= earliestInstant && instant < instantLimit
+    }
+
+    /// The refusal for an instant outside the window; `field` is Apple's name for it.
+    public static func refusal(_ field: String, _ value: Int64, of subject: String? = nil) -> InputError {
+        .outOfRange("\(field) \(value) is outside \(windowText)" + (subject.map { " (\($0))" } ?? ""))
+    }
+
+    // MARK: - Checking decoded facts
+
+    /// Throws `out_of_range` for the first instant outside the window, or quantity outside 0...`maxQuantity`, among
+    /// `facts`, then for the metadata's `receivedAt` and `observedAt`. `source` decides the field names (V1 documents
+    /// spell them `*_date_ms`).
+    /// - Complexity: O(number of facts); allocates only to build a refusal.
+    static func check(
+        _ facts: [Fact], source: FactSource, receivedAt: UnixMillis, observedAt: UnixMillis?
+    ) throws(InputError) {
+        let v1 = source == .receipt || source == .notificationV1
+        for fact in facts {
+            switch fact {
+            case .transaction(let t):
+                func instant(_ v2: String, _ v1Name: String, _ value: UnixMillis?) throws(InputError) {
+                    guard let value, !contains(value) else { return }
+                    throw refusal(v1 ? v1Name : v2, value, of: "transaction \(t.transactionId.rawValue)")
+                }
+                try instant("purchaseDate", "purchase_date_ms", t.purchaseDate)
+                try instant("originalPurchaseDate", "original_purchase_date_ms", t.originalPurchaseDate)
+                try instant("expiresDate", "expires_date_ms", t.expiresDate)
+                try instant("revocationDate", "cancellation_date_ms", t.revocationDate)
+                try instant("signedDate", "signedDate", t.signedDate)
+                try instant("commitmentInfo.commitmentExpiresDate", "commitmentInfo.commitmentExpiresDate", t.commitment?.expiresDate)
+                if let quantity = t.quantity, quantity < 0 || quantity > maxQuantity {
+                    throw .outOfRange(
+                        "quantity \(quantity) is outside 0...\(maxQuantity) (transaction \(t.transactionId.rawValue))")
+                }
+            case .renewal(let r):
+                func instant(_ v2: String, _ v1Name: String, _ value: UnixMillis?) throws(InputError) {
+                    guard let value, !contains(value) else { return }
+                    throw refusal(v1 ? v1Name : v2, value, of: "renewal info of \(r.originalTransactionId.rawValue)")
+                }
+                try instant("gracePeriodExpiresDate", "grace_period_expires_date_ms", r.gracePeriodExpiresDate)
+                try instant("renewalDate", "renewalDate", r.renewalDate)
+                try instant("signedDate", "signedDate", r.signedDate)
+                try instant("recentSubscriptionStartDate", "recentSubscriptionStartDate", r.recentSubscriptionStartDate)
+            case .notification(let n):
+                if let signed = n.signedDate, !contains(signed) {
+                    throw refusal("signedDate", signed, of: "notification \(n.notificationType)")
+                }
+            case .binding(let b):
+                if !contains(b.claimedAt) {
+                    throw refusal("claimedAt", b.claimedAt, of: "binding of \(b.originalTransactionId.rawValue)")
+                }
+            }
+        }
+        if !contains(receivedAt) { throw refusal("receivedAt", receivedAt) }
+        if let observedAt, !contains(observedAt) {
+            throw refusal(source == .receipt ? "request_date_ms" : "observedAt", observedAt)
+        }
+    }
+}

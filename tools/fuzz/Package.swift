@@ -1,0 +1,70 @@
+// swift-tools-version: 6.1
+import Foundation
+import PackageDescription
+
+// libFuzzer targets, one per decoder and one for the HTTP request path. A package of their own so that the main
+// `swift build` / `swift test` never builds them; `tools/fuzz/run.sh` builds them (every Swift module with
+// `-sanitize=fuzzer,address`) and runs one.
+
+// The root package is a path dependency, known by its folder's name; a clone may be named anything, so derive it.
+let root = URL(fileURLWithPath: Context.packageDirectory).deletingLastPathComponent().deletingLastPathComponent()
+    .lastPathComponent
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "StoreLedgerFuzz",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(path: "../.."),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.34.1"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        .target(name: "CFuzzDriver"),
+        .target(
+            name: "FuzzSupport",
+            dependencies: [
+                "CFuzzDriver",
+                .product(name: "LedgerCore", package: root),
+                .product(name: "LedgerAppStore", package: root),
+                .product(name: "LedgerTestSupport", package: root),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        fuzzTarget("FuzzReceipt"),
+        fuzzTarget("FuzzNotificationV1"),
+        fuzzTarget("FuzzNotificationV2"),
+        fuzzTarget("FuzzJWS"),
+        fuzzTarget("FuzzEnvelope"),
+        fuzzTarget("FuzzFraming", uses: [.product(name: "LedgerServer", package: root)]),
+        fuzzTarget(
+            "FuzzHTTP",
+            uses: [
+                .product(name: "LedgerServer", package: root),
+                .product(name: "LedgerStore", package: root),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+    ]
+)
+
+/// One libFuzzer target: `Sources/<name>/<name>.swift` defines `LLVMFuzzerTestOneInput` and `<name>_main`, the entry
+/// point SwiftPM links `main` to, which hands over to libFuzzer's driver (`-parse-as-library`: no top-level code).
+func fuzzTarget(_ name: String, uses: [Target.Dependency] = []) -> Target {
+    .executableTarget(
+        name: name,
+        dependencies: ["FuzzSupport"] + uses,
+        swiftSettings: swiftSettings + [.unsafeFlags(["-parse-as-library"])]
+    )
+}
