@@ -74,12 +74,19 @@ func content(_ view: some Encodable) throws -> NSDictionary {
             renewal.autoRenewProductId = rng.chance(30) ? "yearly" : "monthly"
             renewal.signedDate = t - day
             facts.append(.renewal(renewal))
+            // The same subscription seen in the sandbox too, sometimes.
+            if rng.chance(30), let first = periods.first {
+                var sandbox = first
+                sandbox.environment = .sandbox
+                facts.append(.transaction(sandbox))
+            }
+            // Claims; some name no environment (they apply wherever the subscription is known or appears).
             for c in 0..<rng.below(3) {
                 facts.append(
                     .binding(
                         BindingClaim(
                             appUserId: AppUserID("user\(rng.below(4))"), originalTransactionId: otid,
-                            claimedAt: start + Int64(c * 40 + rng.below(30)) * day)))
+                            claimedAt: start + Int64(c * 40 + rng.below(30)) * day, everyEnvironment: rng.chance(40))))
             }
         }
         return facts
@@ -127,9 +134,12 @@ func content(_ view: some Encodable) throws -> NSDictionary {
             }
             for user in (0..<4).map({ AppUserID("user\($0)") }) {
                 let at = Self.start + 95 * Self.day
-                #expect(
-                    try content(shuffled.ledger.customer(user, at: at)) == content(ordered.ledger.customer(user, at: at)),
-                    "seed \(seed): \(user)'s entitlements depend on delivery order")
+                for environment in [AppStoreEnvironment.production, .sandbox] {
+                    #expect(
+                        try content(shuffled.ledger.customer(user, environment: environment, at: at))
+                            == content(ordered.ledger.customer(user, environment: environment, at: at)),
+                        "seed \(seed): \(user)'s \(environment) entitlements depend on delivery order")
+                }
             }
         }
     }
