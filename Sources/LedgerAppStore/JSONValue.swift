@@ -45,7 +45,7 @@ enum JSONValue {
     // MARK: Parsing
 
     enum ParseFailure: Error {
-        /// Nesting deeper than the limit (the caller reports `too_deep` after confirming with `JSONStructure`).
+        /// Nesting deeper than the limit, seen before any syntax error (reported as `too_deep`).
         case tooDeep
         /// Not JSON: what is wrong, and the offset of the byte where the parser saw it.
         case syntax(String, offset: Int)
