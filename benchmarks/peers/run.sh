@@ -70,8 +70,10 @@ READ_USERS=4000        # users filled before the reads (loadgen: 8 connections x
 USERS_PER_CONNECTION=500   # loadgen's default: the subscriptions its single and batch modes write to
 NPROC="$(nproc)"
 
-log() { printf '%s peers: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
-die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+# Messages go to the script's own stderr (fd 3), also from traps that fire while a step's output is redirected.
+exec 3>&2
+log() { printf '%s peers: %s\n' "$(date -u +%H:%M:%S)" "$*" >&3; }
+die() { printf 'error: %s\n' "$*" >&3; exit 1; }
 
 command -v python3 >/dev/null || die "python3 is needed (to make the table): apt-get install -y python3"
 command -v timeout >/dev/null || die "timeout (coreutils) is needed"
@@ -133,7 +135,7 @@ trap 'log "terminated"; exit 143' TERM
 bounded() {  # seconds name command…
     local limit="$1" name="$2" pid status=0
     shift 2
-    timeout --kill-after=10 "$limit" "$@" &
+    timeout --kill-after=10 "$limit" "$@" 3>&- &
     pid=$!
     STARTED+=("$name $pid TERM 15")
     wait "$pid" || status=$?
@@ -246,7 +248,7 @@ if wants ledger; then
         shift
         mkdir -p "$dir"
         STORELEDGER_LOG_LEVEL=warning "$BIN/storeledger" serve --data "$dir" --socket "$dir/ledger.sock" \
-            > "$dir/serve.log" 2>&1 &
+            > "$dir/serve.log" 2>&1 3>&- &
         pid=$!
         STARTED+=("storeledger $pid TERM 60")
         until curl -sf --unix-socket "$dir/ledger.sock" http://localhost/v1/health > /dev/null 2>&1; do
@@ -299,7 +301,7 @@ if wants postgres; then
     "${AS_PG[@]}" "$PGBIN/initdb" -D "$PG/data" --auth=trust -U postgres -E UTF8 --no-instructions > "$PG/initdb.log" 2>&1 \
         || { cat "$PG/initdb.log" >&2; die "initdb failed (log above)"; }
     "${AS_PG[@]}" "$PGBIN/postgres" -D "$PG/data" -c listen_addresses='' -c unix_socket_directories="$PG" \
-        -c fsync=on -c synchronous_commit=on -c full_page_writes=on > "$PG/server.log" 2>&1 &
+        -c fsync=on -c synchronous_commit=on -c full_page_writes=on > "$PG/server.log" 2>&1 3>&- &
     PG_WRAPPER=$!
     STARTED+=("postgres-launcher $PG_WRAPPER TERM 30")
     waited=0
@@ -374,7 +376,7 @@ if wants redis; then
     mkdir -p "$RD"
     [ ${#RD} -lt 90 ] || die "the scratch folder's path is too long for a Unix socket: set TMPDIR to a shorter folder"
     redis-server --port 0 --unixsocket "$RD/redis.sock" --unixsocketperm 700 --dir "$RD" --appendonly yes \
-        --appendfsync always --save '' --daemonize no --logfile "$RD/redis.log" &
+        --appendfsync always --save '' --daemonize no --logfile "$RD/redis.log" 3>&- &
     RD_PID=$!
     STARTED+=("redis-server $RD_PID TERM 60")
     RCLI=(redis-cli -s "$RD/redis.sock")
