@@ -212,7 +212,7 @@ print(json.dumps({
 EOF
 }
 echo "{\"machine\": $(machine_json)}" > "$SCRATCH/machine.json"
-record kind=load when=start "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
+record kind=load "when=at the start" "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
 log "scratch folder $SCRATCH, ${DURATION}s per row, parts: $ONLY"
 
 # MARK: - Raw limits
@@ -228,6 +228,7 @@ if wants limits; then
     bounded 300 "fdatasync" "$SCRATCH/limits" fsync "$SCRATCH/limits.d" "$fsyncs" >> "$SCRATCH/limits.out" \
         || die "the fdatasync series failed"
     sed 's/^{/{"kind":"limit",/' "$SCRATCH/limits.out" >> "$RESULTS"
+    record kind=load "when=after the limits" "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
 fi
 
 # MARK: - The ledger
@@ -280,6 +281,7 @@ EOF
     for clients in $READ_CLIENTS; do
         ledger_row "read$clients" --mode read --connections "$clients" --users $((READ_USERS / clients))
     done
+    record kind=load "when=after the ledger" "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
 fi
 
 # MARK: - PostgreSQL
@@ -367,6 +369,7 @@ EOF
     stop_pid postgres-launcher "$PG_WRAPPER" TERM 30
     forget_pid "$PG_PID"
     forget_pid "$PG_WRAPPER"
+    record kind=load "when=after PostgreSQL" "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
 fi
 
 # MARK: - Redis
@@ -433,7 +436,7 @@ fi
 
 # MARK: - The table
 
-record kind=load when=end "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
+record kind=load "when=at the end" "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
 record kind=version system=ledger "version=StoreLedger $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet 2>/dev/null || echo ' (modified)')"
 python3 "$HERE/table.py" "$SCRATCH/machine.json" "$RESULTS" > "$SCRATCH/table.md" || die "making the table failed"
 cat "$SCRATCH/table.md"

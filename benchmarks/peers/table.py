@@ -63,12 +63,12 @@ def main():
     records = [json.loads(line) for line in open(sys.argv[2]) if line.strip()]
     runs = {(r["system"], r["row"]): r for r in records if r.get("kind") == "run"}
     limits = [r for r in records if r.get("kind") == "limit"]
-    loads = {r["when"]: r["loadavg"] for r in records if r.get("kind") == "load"}
+    loads = [f"{r['loadavg']} {r['when']}" for r in records if r.get("kind") == "load"]
     versions = [r["version"] for r in records if r.get("kind") == "version"]
 
     out = []
     out.append(f"Peers, {machine['date']}: {machine['seconds_per_row']} s per row, one row after the other; "
-               f"load average {loads.get('start', '?')} at the start, {loads.get('end', '?')} at the end.")
+               f"load average (1, 5, 15 min) {', '.join(loads) if loads else '?'}.")
     out.append("")
     out.append("| workload | ledger | peer | peer's figure | ledger ÷ peer | p50 ledger ÷ peer | goal |")
     out.append("|---|---|---|---|---|---|---|")
