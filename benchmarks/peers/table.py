@@ -104,12 +104,13 @@ def main():
         out.append("| the machine's raw limits (same run) | per second | p50 | p99 |")
         out.append("|---|---|---|---|")
         for limit in limits:
-            out.append(f"| {LIMITS.get(limit['figure'], limit['figure'])} | {rate(limit['per_second'])} | "
+            when = {"start": "", "end": ", after the peers"}.get(limit.get("when", ""), "")
+            out.append(f"| {LIMITS.get(limit['figure'], limit['figure'])}{when} | {rate(limit['per_second'])} | "
                        f"{latency(limit['p50_us'])} | {latency(limit['p99_us'])} |")
     out.append("")
     out.append(f"Machine: {machine['nproc']} cores ({machine['cpu']}), {machine['memory_gib']} GiB, Linux "
-               f"{machine['kernel']}; scratch folder on {machine['filesystem']}. "
-               + ("; ".join(versions) + "." if versions else ""))
+               f"{machine['kernel']}; scratch folder on {machine['filesystem']}."
+               + (" " + "; ".join(versions) + "." if versions else ""))
     out.append("Durability: every write acknowledged after its fsync (PostgreSQL fsync=on, synchronous_commit=on; "
                "Redis appendonly yes, appendfsync always; the ledger's durable LMDB commits).")
     print("\n".join(out))
