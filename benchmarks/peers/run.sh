@@ -171,7 +171,7 @@ pg_bin() { find /usr/lib/postgresql -maxdepth 2 -name bin -type d 2>/dev/null | 
 
 if wants postgres; then
     if [ -z "$(pg_bin)" ] || [ ! -x "$(pg_bin)/pgbench" ] || [ ! -x "$(pg_bin)/initdb" ]; then
-        install_packages postgresql postgresql-contrib
+        install_packages postgresql
     fi
     PGBIN="$(pg_bin)"
     [ -n "$PGBIN" ] && [ -x "$PGBIN/postgres" ] && [ -x "$PGBIN/pgbench" ] && [ -x "$PGBIN/psql" ] \
