@@ -33,6 +33,7 @@ struct LoadGen: ParsableCommand {
     @Option(name: .long, help: "Users (subscriptions) per connection.") var users = 500
     @Option(name: .long, help: "Seed of the synthetic traffic.") var seed: UInt64 = 1
     @Flag(name: .long, help: "Print only the markdown table row.") var quiet = false
+    @Flag(name: .long, help: "Print only one JSON object (for scripts: benchmarks/peers/run.sh).") var json = false
 
     func validate() throws {
         guard connections > 0, connections <= 1024 else { throw ValidationError("--connections must be 1…1024") }
@@ -47,7 +48,7 @@ struct LoadGen: ParsableCommand {
             socket: socket, mode: mode, connections: connections, batchSize: mode == .batch ? batchSize : 1,
             duration: duration, requests: requests, rate: rate, users: users, seed: seed)
         if mode == .read {
-            if !quiet { print("filling the ledger with \(connections * users) purchases…") }
+            if !quiet && !json { print("filling the ledger with \(connections * users) purchases…") }
             try plan.fill()
         }
         let workers = (0..<connections).map { Worker(plan: plan, index: $0) }
@@ -64,6 +65,10 @@ struct LoadGen: ParsableCommand {
         }
         group.wait()
         let report = Report(plan: plan, workers: workers, elapsed: Double(workers.map(\.finished).max()! - start) / 1e9)
+        if json {
+            print(report.json)
+            return
+        }
         if !quiet { report.printSummary() }
         print(Report.tableHeader)
         print(report.tableRow)
@@ -247,6 +252,47 @@ struct Report {
         "| \(plan.mode.rawValue) | \(plan.connections) | \(loop) | \(plan.batchSize) | \(Self.rate(Double(scheduled) / elapsed)) | "
             + "\(Self.rate(Double(accepted) / elapsed)) | \(Self.rate(Double(inputsAccepted) / elapsed)) | "
             + "\(Self.format(percentile(0.5))) | \(Self.format(percentile(0.99))) | \(Self.format(percentile(0.999))) | \(errors) |"
+    }
+}
+
+// MARK: - Report as JSON
+
+extension Report {
+    /// The figures of the summary as one JSON object; latencies in nanoseconds, rates per second.
+    struct Figures: Encodable {
+        var mode: String
+        var connections: Int
+        var batchSize: Int
+        var rate: Double?
+        var elapsedSeconds: Double
+        var offeredRequests: Int
+        var sentRequests: Int
+        var acceptedRequests: Int
+        var acceptedPerSecond: Double
+        var inputsAccepted: Int
+        var inputsPerSecond: Double
+        var p50Ns: UInt64
+        var p99Ns: UInt64
+        var p999Ns: UInt64
+        var maxNs: UInt64
+        var errors: Int
+        var statuses: [String: Int]
+        var transportErrors: [String: Int]
+    }
+
+    var json: String {
+        let figures = Figures(
+            mode: plan.mode.rawValue, connections: plan.connections, batchSize: plan.batchSize, rate: plan.rate,
+            elapsedSeconds: elapsed, offeredRequests: scheduled, sentRequests: sent, acceptedRequests: accepted,
+            acceptedPerSecond: Double(accepted) / elapsed, inputsAccepted: inputsAccepted,
+            inputsPerSecond: Double(inputsAccepted) / elapsed, p50Ns: percentile(0.5), p99Ns: percentile(0.99),
+            p999Ns: percentile(0.999), maxNs: sorted.last ?? 0, errors: errors,
+            statuses: Dictionary(uniqueKeysWithValues: statuses.map { (String($0.key), $0.value) }),
+            transportErrors: transportErrors)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        // Encoding plain numbers, strings and dictionaries of them cannot fail.
+        return String(decoding: try! encoder.encode(figures), as: UTF8.self)
     }
 }
 
