@@ -372,13 +372,20 @@ extension Timeline {
     /// not a refund.
     mutating func endUpgradedPeriod(at i: Int) {
         guard i >= 0, i + 1 < periods.count else { return }
-        let next = periods[i + 1]
-        guard periods[i].type == .autoRenewable, next.type == .autoRenewable, periods[i].productId != next.productId,
-            periods[i].start < next.start, periods[i].end.map({ next.start < $0 }) ?? false
-        else { return }
-        periods[i].end = next.start
+        // Read in place: a period read out of the array is a copy of all its references (this runs on every new
+        // period, and almost never changes anything).
+        let upgradedAt: UnixMillis? = periods.withUnsafeBufferPointer { ps in
+            let old = ps.baseAddress! + i, next = old + 1
+            guard old.pointee.type == .autoRenewable, next.pointee.type == .autoRenewable,
+                old.pointee.start < next.pointee.start, let end = old.pointee.end, next.pointee.start < end,
+                old.pointee.productId != next.pointee.productId
+            else { return nil }
+            return next.pointee.start
+        }
+        guard let upgradedAt else { return }
+        periods[i].end = upgradedAt
         periods[i].upgraded = true
-        if let r = periods[i].revocations.last, r.date == next.start, r.reversedAt == nil, !r.isFamilyRevoke {
+        if let r = periods[i].revocations.last, r.date == upgradedAt, r.reversedAt == nil, !r.isFamilyRevoke {
             periods[i].revocations.removeLast()
             periods[i].revokingTransactions = []
         }
