@@ -54,30 +54,8 @@ public final class LedgerClient {
 
     private func connect() throws(LedgerClientError) {
         if fd >= 0 { close(fd) }
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw LedgerClientError(code: "socket", message: String(cString: strerror(errno))) }
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        let path = Array(socketPath.utf8)
-        let capacity = MemoryLayout.size(ofValue: addr.sun_path)
-        guard path.count < capacity else {
-            throw LedgerClientError(code: "path_too_long", message: "socket path longer than \(capacity - 1) bytes")
-        }
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-            for (i, b) in path.enumerated() { raw[i] = b }
-            raw[path.count] = 0
-        }
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard rc == 0 else {
-            let message = String(cString: strerror(errno))
-            close(fd)
-            fd = -1
-            throw LedgerClientError(code: "connect", message: "\(socketPath): \(message)")
-        }
+        fd = -1
+        fd = try connectUnixSocket(socketPath)
         if timeoutSeconds > 0 {
             var tv = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
@@ -244,4 +222,32 @@ extension StringProtocol {
         while let l = s.last, l == " " || l == "\r" || l == "\t" { s.removeLast() }
         return String(s)
     }
+}
+
+/// A new stream socket connected to the Unix socket at `path`; the caller owns (and closes) the descriptor.
+public func connectUnixSocket(_ path: String) throws(LedgerClientError) -> Int32 {
+    var addr = sockaddr_un()
+    addr.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    let capacity = MemoryLayout.size(ofValue: addr.sun_path)
+    guard bytes.count < capacity else {
+        throw LedgerClientError(code: "path_too_long", message: "socket path longer than \(capacity - 1) bytes")
+    }
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw LedgerClientError(code: "socket", message: String(cString: strerror(errno))) }
+    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+        for (i, b) in bytes.enumerated() { raw[i] = b }
+        raw[bytes.count] = 0
+    }
+    let rc = withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+    }
+    guard rc == 0 else {
+        let message = String(cString: strerror(errno))
+        close(fd)
+        throw LedgerClientError(code: "connect", message: "\(path): \(message)")
+    }
+    return fd
 }

@@ -37,12 +37,18 @@ public struct ProcessOutput: Sendable {
     public var status: Int32
     public var stdout: String
     public var stderr: String
+    /// False when a signal ended the process (`status` is then the signal), or `runProcess`'s deadline killed it.
+    public var exited: Bool = true
+    /// True when the deadline passed and the process was killed.
+    public var killed: Bool = false
 }
 
-/// Runs `executable` with `arguments`, feeding `input` on stdin, and waits for it.
-public func runProcess(_ executable: String, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil)
-    throws -> ProcessOutput
-{
+/// Runs `executable` with `arguments`, feeding `input` on stdin, and waits for it; with `deadline`, kills it (SIGKILL)
+/// after that many seconds.
+public func runProcess(
+    _ executable: String, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
+    deadline: Double? = nil
+) throws -> ProcessOutput {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
@@ -64,11 +70,21 @@ public func runProcess(_ executable: String, _ arguments: [String], input: Data?
     }
     if let input { inPipe.fileHandleForWriting.write(input) }
     try? inPipe.fileHandleForWriting.close()
+    var killed = false
+    if let deadline {
+        let end = Date().addingTimeInterval(deadline)
+        while process.isRunning && Date() < end { Thread.sleep(forTimeInterval: 0.02) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            killed = true
+        }
+    }
     process.waitUntilExit()
     group.wait()
     return ProcessOutput(
         status: process.terminationStatus, stdout: String(decoding: outData.get(), as: UTF8.self),
-        stderr: String(decoding: errData.get(), as: UTF8.self))
+        stderr: String(decoding: errData.get(), as: UTF8.self), exited: process.terminationReason == .exit && !killed,
+        killed: killed)
 }
 
 /// Bytes handed from a reading thread to the waiting one.

@@ -45,44 +45,12 @@ private func runStoreLedgerBlocking(
 ) throws
     -> Finished
 {
-    let process = Process()
     let executable = storeledgerExecutable()
-    process.executableURL = URL(fileURLWithPath: wrapper.first ?? executable)
-    process.arguments = wrapper.isEmpty ? arguments : Array(wrapper.dropFirst()) + [executable] + arguments
-    let out = Pipe()
-    let err = Pipe()
-    let inPipe = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = inPipe
-    try process.run()
-    let outData = LockedData()
-    let errData = LockedData()
-    let group = DispatchGroup()
-    for (pipe, sink) in [(out, outData), (err, errData)] {
-        group.enter()
-        DispatchQueue.global().async {
-            sink.set(pipe.fileHandleForReading.readDataToEndOfFile())
-            group.leave()
-        }
-    }
-    if let input { inPipe.fileHandleForWriting.write(input) }
-    try? inPipe.fileHandleForWriting.close()
-    let deadline = Date().addingTimeInterval(seconds)
-    while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-    if process.isRunning {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        Issue.record("storeledger \(arguments.joined(separator: " ")) still ran after \(seconds) s")
-    }
-    process.waitUntilExit()
-    group.wait()
-    return Finished(
-        exited: process.terminationReason == .exit,
-        status: process.terminationStatus,
-        stdout: String(decoding: outData.get(), as: UTF8.self),
-        stderr: String(decoding: errData.get(), as: UTF8.self)
-    )
+    let out = try runProcess(
+        wrapper.first ?? executable, wrapper.isEmpty ? arguments : Array(wrapper.dropFirst()) + [executable] + arguments,
+        input: input, deadline: seconds)
+    if out.killed { Issue.record("storeledger \(arguments.joined(separator: " ")) still ran after \(seconds) s") }
+    return Finished(exited: out.exited, status: out.status, stdout: out.stdout, stderr: out.stderr)
 }
 
 /// A small sound ledger made by the real binary: `count` transactions.
