@@ -203,6 +203,13 @@ public struct BinaryWriter: ~Copyable {
         count &+= n
     }
 
+    /// A copy of `count` bytes this writer wrote at `offset` (whole fields that repeat).
+    mutating func write(bytesAt offset: Int, count n: Int) {
+        reserve(n)
+        (base + count).update(from: base + offset, count: n)  // Earlier bytes: the regions never overlap.
+        count &+= n
+    }
+
     public mutating func write(_ tag: UInt32, _ value: String?) {
         if let value { write(tag, value) }
     }

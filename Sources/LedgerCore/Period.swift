@@ -31,17 +31,9 @@ public struct Period: Hashable, Sendable {
     public var revocations: [Revocation]
     /// Provenance: the sequence number of the event that created the period.
     public var seq: UInt64
-    /// What the customer paid, in milliunits of `currency` (Apple's `price`; V1 receipts do not state it).
-    public var price: Int64?
-    public var currency: String?
-    /// `PURCHASE` or `RENEWAL` (V2 `transactionReason`): a renewal after a lapse in billing is still a renewal.
-    public var transactionReason: String?
-    /// `MONTHLY` for a period billed as one installment of a longer commitment.
-    public var billingPlanType: String?
-    /// When the commitment this period is an installment of ends.
-    public var commitmentExpiresDate: UnixMillis?
-    /// For the app's own purchase (an AppTransaction): the app version the customer first got.
-    public var originalApplicationVersion: String?
+    /// What the period was sold at and under (price, currency, why it was bought, billing plan), when Apple states any
+    /// of it. Shared with the previous period when the same.
+    public var terms: PeriodTerms?
     /// Fold state: the transaction ids whose latest revision states the open revocation. A later revision of one of
     /// them without a revocation date reverses it; a restored copy that never mentioned it does not.
     var revokingTransactions: [TransactionID]
@@ -65,7 +57,7 @@ public struct Period: Hashable, Sendable {
         transactionId: TransactionID, lineItem: CompactID?, productId: String, start: UnixMillis,
         expiresDate: UnixMillis?, end: UnixMillis?, originalPurchaseDate: UnixMillis?, type: ProductType,
         quantity: Int64, offer: Offer?, upgraded: Bool, observedAs: [TransactionID], revocations: [Revocation],
-        seq: UInt64, revokingTransactions: [TransactionID]
+        seq: UInt64, revokingTransactions: [TransactionID], terms: PeriodTerms? = nil
     ) {
         self.transactionId = transactionId
         self.lineItem = lineItem
@@ -82,36 +74,15 @@ public struct Period: Hashable, Sendable {
         self.revocations = revocations
         self.seq = seq
         self.revokingTransactions = revokingTransactions
-    }
-
-    /// Every field, fold state included, for the decoder: one initialisation, no copy of a half-built period.
-    init(
-        transactionId: TransactionID, lineItem: CompactID?, productId: String, start: UnixMillis,
-        expiresDate: UnixMillis?, end: UnixMillis?, originalPurchaseDate: UnixMillis?, type: ProductType,
-        quantity: Int64, offer: Offer?, upgraded: Bool, observedAs: [TransactionID], revocations: [Revocation],
-        seq: UInt64, revokingTransactions: [TransactionID], price: Int64?, currency: String?,
-        transactionReason: String?, billingPlanType: String?, commitmentExpiresDate: UnixMillis?,
-        originalApplicationVersion: String?
-    ) {
-        self.init(
-            transactionId: transactionId, lineItem: lineItem, productId: productId, start: start,
-            expiresDate: expiresDate, end: end, originalPurchaseDate: originalPurchaseDate, type: type,
-            quantity: quantity, offer: offer, upgraded: upgraded, observedAs: observedAs, revocations: revocations,
-            seq: seq, revokingTransactions: revokingTransactions)
-        self.price = price
-        self.currency = currency
-        self.transactionReason = transactionReason
-        self.billingPlanType = billingPlanType
-        self.commitmentExpiresDate = commitmentExpiresDate
-        self.originalApplicationVersion = originalApplicationVersion
+        self.terms = terms
     }
 
     /// The period the transaction `t` buys, stated by the event `seq`: its fields taken from `t` (as `take` does), a
-    /// revocation open if `t` states one (as `walkRevocation` does on a period without one). Each field computed and
-    /// stored once: built as a blank period then taken and walked, it cost one more retain per new period (counted
-    /// with a uprobe on `swift_retain` during a replay), and one more again out of line.
+    /// revocation open if `t` states one (as `walkRevocation` does on a period without one), its terms shared with
+    /// `previous` when `t` states the same. Each field is computed and stored once, rather than building a blank
+    /// period and then taking and walking it, which would copy (and retain) its references again.
     @inline(__always)
-    init(bought t: borrowing TransactionFact, seq: UInt64, rules: FoldRules) {
+    init(bought t: borrowing TransactionFact, seq: UInt64, rules: FoldRules, previousTerms previous: PeriodTerms? = nil) {
         let stated = Period.typeAndEnd(of: t, rules: rules)
         self.transactionId = t.transactionId
         self.lineItem = t.webOrderLineItem
@@ -126,12 +97,7 @@ public struct Period: Hashable, Sendable {
         self.upgraded = t.isUpgraded == true
         self.observedAs = []
         self.seq = seq
-        self.price = t.price
-        self.currency = t.currency
-        self.transactionReason = t.transactionReason
-        self.billingPlanType = t.billingPlanType
-        self.commitmentExpiresDate = t.commitment?.expiresDate
-        self.originalApplicationVersion = t.originalApplicationVersion
+        self.terms = PeriodTerms.stated(by: t, sharing: previous)
         if t.isRefundLike, let date = t.revocationDate {
             self.revocations = [
                 Revocation(
@@ -171,6 +137,83 @@ public struct Period: Hashable, Sendable {
 
     /// True when `instant` lies in `[start, end)`, revoked or not.
     public func covers(_ instant: UnixMillis) -> Bool { start <= instant && (end.map { instant < $0 } ?? true) }
+}
+
+/// What a period was sold at and under: Apple's price and currency, why it was bought, its billing plan. Consecutive
+/// periods of a subscription almost always have the same terms, so they share one instance: a period carries one
+/// reference for all of them, and copying a period (as the fold does when it places or refolds one) stays cheap.
+/// Immutable: a revision that states other terms gets another instance.
+public final class PeriodTerms: Hashable, Sendable {
+    /// What the customer paid, in milliunits of `currency` (Apple's `price`; V1 receipts do not state it).
+    public let price: Int64?
+    public let currency: String?
+    /// `PURCHASE` or `RENEWAL` (V2 `transactionReason`): a renewal after a lapse in billing is still a renewal.
+    public let transactionReason: String?
+    /// `MONTHLY` for a period billed as one installment of a longer commitment.
+    public let billingPlanType: String?
+    /// When the commitment this period is an installment of ends.
+    public let commitmentExpiresDate: UnixMillis?
+    /// For the app's own purchase (an AppTransaction): the app version the customer first got.
+    public let originalApplicationVersion: String?
+
+    /// Nil when no term is stated, so periods from receipts (which state none) carry nothing.
+    public init?(
+        price: Int64? = nil, currency: String? = nil, transactionReason: String? = nil, billingPlanType: String? = nil,
+        commitmentExpiresDate: UnixMillis? = nil, originalApplicationVersion: String? = nil
+    ) {
+        guard
+            price != nil || currency != nil || transactionReason != nil || billingPlanType != nil
+                || commitmentExpiresDate != nil || originalApplicationVersion != nil
+        else { return nil }
+        self.price = price
+        self.currency = currency
+        self.transactionReason = transactionReason
+        self.billingPlanType = billingPlanType
+        self.commitmentExpiresDate = commitmentExpiresDate
+        self.originalApplicationVersion = originalApplicationVersion
+    }
+
+    /// The terms given, as `previous` when it states exactly these (no new instance), or a new instance.
+    static func sharing(
+        _ previous: PeriodTerms?, price: Int64?, currency: String?, transactionReason: String?,
+        billingPlanType: String?, commitmentExpiresDate: UnixMillis?, originalApplicationVersion: String?
+    ) -> PeriodTerms? {
+        if let previous, previous.price == price, previous.currency == currency,
+            previous.transactionReason == transactionReason, previous.billingPlanType == billingPlanType,
+            previous.commitmentExpiresDate == commitmentExpiresDate,
+            previous.originalApplicationVersion == originalApplicationVersion
+        {
+            return previous
+        }
+        return PeriodTerms(
+            price: price, currency: currency, transactionReason: transactionReason, billingPlanType: billingPlanType,
+            commitmentExpiresDate: commitmentExpiresDate, originalApplicationVersion: originalApplicationVersion)
+    }
+
+    /// The terms the transaction `t` states, shared with `previous` when the same.
+    @inline(__always)
+    static func stated(by t: borrowing TransactionFact, sharing previous: PeriodTerms?) -> PeriodTerms? {
+        sharing(
+            previous, price: t.price, currency: t.currency, transactionReason: t.transactionReason,
+            billingPlanType: t.billingPlanType, commitmentExpiresDate: t.commitment?.expiresDate,
+            originalApplicationVersion: t.originalApplicationVersion)
+    }
+
+    public static func == (a: PeriodTerms, b: PeriodTerms) -> Bool {
+        a === b
+            || (a.price == b.price && a.currency == b.currency && a.transactionReason == b.transactionReason
+                && a.billingPlanType == b.billingPlanType && a.commitmentExpiresDate == b.commitmentExpiresDate
+                && a.originalApplicationVersion == b.originalApplicationVersion)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(price)
+        hasher.combine(currency)
+        hasher.combine(transactionReason)
+        hasher.combine(billingPlanType)
+        hasher.combine(commitmentExpiresDate)
+        hasher.combine(originalApplicationVersion)
+    }
 }
 
 /// A refund or revoke of one period: access ends at `date`, and comes back at `reversedAt` if the refund was reversed.

@@ -45,12 +45,12 @@ extension Timeline {
         // retains and releases each of the period's references).
         periods.withUnsafeBufferPointer { ps in
             guard let base = ps.baseAddress else { return }
-            var product = RepeatedStringField()
+            var repeated = RepeatedPeriodFields()
             for i in 0..<ps.count {
                 let at = w.beginNested(3)
-                Period.encode(base + i, into: &w, product: &product)
-                // A long record moved right to make room for its length: where the product was written moved too.
-                if w.endNested(at) > 0 { product = RepeatedStringField() }
+                Period.encode(base + i, into: &w, repeated: &repeated)
+                // A long record moved right to make room for its length: what was written in it moved too.
+                if w.endNested(at) > 0 { repeated = RepeatedPeriodFields() }
             }
         }
         for c in statedChanges { w.writeNested(4) { c.encode(into: &$0) } }
@@ -143,6 +143,7 @@ extension Timeline {
         var changes: [TimelineChange] = []
         changes.reserveCapacity(changeCount)
         var product = ""
+        var terms: PeriodTerms?
         var index: PeriodIndex?
         var renewal: RenewalState?
         var owners: [OwnerInterval] = []
@@ -161,7 +162,7 @@ extension Timeline {
             case 13 where s: env = try readEnvironmentName(&r)
             case 3 where s:
                 let record = try r.readBytes()
-                if stored == nil || at == lastPeriodAt { periods.append(try Period(decoding: record, product: &product)) }
+                if stored == nil || at == lastPeriodAt { periods.append(try Period(decoding: record, product: &product, terms: &terms)) }
             case 4 where s: changes.append(try TimelineChange(decoding: try r.readBytes()))
             case 5 where s: renewal = try RenewalState(decoding: try r.readBytes())
             case 6 where s: owners.append(try OwnerInterval(decoding: try r.readBytes()))
@@ -237,14 +238,43 @@ struct RepeatedStringField {
     }
 }
 
+/// The fields of a period that usually repeat those of the period before it (the product, the terms), and where
+/// they were last written, so a repeat is a copy of those bytes.
+struct RepeatedPeriodFields {
+    var product = RepeatedStringField()
+    private var terms: PeriodTerms?
+    private var termsAt = 0
+    private var termsCount = 0
+
+    /// Writes `value`'s fields (tags 16–21), or copies them when they are the instance written last.
+    @inline(__always)
+    mutating func write(_ value: PeriodTerms?, into w: inout BinaryWriter) {
+        guard let value else { return }
+        if let terms, terms === value {
+            w.write(bytesAt: termsAt, count: termsCount)
+            return
+        }
+        let at = w.count
+        w.write(16, value.price)
+        w.write(17, value.currency)
+        w.write(18, value.transactionReason)
+        w.write(19, value.billingPlanType)
+        w.write(20, value.commitmentExpiresDate)
+        w.write(21, value.originalApplicationVersion)
+        terms = value
+        termsAt = at
+        termsCount = w.count - at
+    }
+}
+
 extension Period {
     /// Writes the period `p` points to, reading it field by field in place: a period passed as a value (even
     /// borrowed, even inlined) was copied first, for fear `w` aliased it, retaining and releasing each of its
     /// references.
-    static func encode(_ p: UnsafePointer<Period>, into w: inout BinaryWriter, product: inout RepeatedStringField) {
+    static func encode(_ p: UnsafePointer<Period>, into w: inout BinaryWriter, repeated: inout RepeatedPeriodFields) {
         w.write(1, p.pointee.transactionId.id)
         w.write(2, p.pointee.lineItem)
-        product.write(3, p.pointee.productId, into: &w)
+        repeated.product.write(3, p.pointee.productId, into: &w)
         w.write(4, p.pointee.start)
         w.write(5, p.pointee.expiresDate)
         w.write(6, p.pointee.end)
@@ -257,12 +287,7 @@ extension Period {
         if !p.pointee.revocations.isEmpty { encodeRevocations(p, into: &w) }
         w.write(14, p.pointee.seq)
         if !p.pointee.revokingTransactions.isEmpty { encodeIds(15, p.pointee.revokingTransactions, into: &w) }
-        w.write(16, p.pointee.price)
-        w.write(17, p.pointee.currency)
-        w.write(18, p.pointee.transactionReason)
-        w.write(19, p.pointee.billingPlanType)
-        w.write(20, p.pointee.commitmentExpiresDate)
-        w.write(21, p.pointee.originalApplicationVersion)
+        repeated.write(p.pointee.terms, into: &w)
     }
 
     private static func encodeIds(_ tag: UInt32, _ ids: [TransactionID], into w: inout BinaryWriter) {
@@ -295,10 +320,11 @@ extension Period {
         }
     }
 
-    /// Decodes a period; `previousProduct` is shared across a timeline's periods so a repeated product id is not
-    /// allocated again.
+    /// Decodes a period; `previousProduct` and `previousTerms` are shared across a timeline's periods so a repeated
+    /// product id or terms are not allocated again.
     init(
-        decoding bytes: UnsafeRawBufferPointer, product previousProduct: inout String
+        decoding bytes: UnsafeRawBufferPointer, product previousProduct: inout String,
+        terms previousTerms: inout PeriodTerms?
     ) throws(FactDecodingError) {
         var r = BinaryReader(bytes)
         var tid: CompactID?, product: String?, start: Int64?
@@ -374,9 +400,12 @@ extension Period {
             transactionId: TransactionID(tid), lineItem: lineItem, productId: product, start: start,
             expiresDate: expiresDate, end: end, originalPurchaseDate: originalPurchaseDate, type: type,
             quantity: quantity, offer: offer, upgraded: upgraded, observedAs: observedAs, revocations: revocations,
-            seq: seq, revokingTransactions: revokingTransactions, price: price, currency: currency,
-            transactionReason: transactionReason, billingPlanType: billingPlanType,
-            commitmentExpiresDate: commitmentExpiresDate, originalApplicationVersion: originalApplicationVersion)
+            seq: seq, revokingTransactions: revokingTransactions,
+            terms: PeriodTerms.sharing(
+                previousTerms, price: price, currency: currency, transactionReason: transactionReason,
+                billingPlanType: billingPlanType, commitmentExpiresDate: commitmentExpiresDate,
+                originalApplicationVersion: originalApplicationVersion))
+        previousTerms = terms
     }
 }
 

@@ -309,7 +309,7 @@ extension Timeline {
         } else {
             // When `surelyNew`, neither one of the periods' transactions nor a copy of one (no period has its id or
             // line item, none starts when it does): the scans above would find nothing.
-            let p = Period(bought: t, seq: seq, rules: rules)
+            let p = Period(bought: t, seq: seq, rules: rules, previousTerms: periods.isEmpty ? nil : periods[periods.count - 1].terms)
             if periods.isEmpty || !goes(p, before: periods.count - 1) {
                 // The common case, appended here: `place` takes its period as an argument, a copy.
                 periods.append(p)
@@ -536,12 +536,7 @@ extension Period {
         upgraded = t.isUpgraded == true
         (type, end) = Period.typeAndEnd(of: t, rules: rules)
         start = Period.start(of: t, type: type)
-        price = t.price
-        currency = t.currency
-        transactionReason = t.transactionReason
-        billingPlanType = t.billingPlanType
-        commitmentExpiresDate = t.commitment?.expiresDate
-        originalApplicationVersion = t.originalApplicationVersion
+        terms = PeriodTerms.stated(by: t, sharing: terms)
     }
 
     /// The product type a revision states (catalog first, then Apple's `type`, then inferred: an expiry means a

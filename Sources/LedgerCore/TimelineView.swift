@@ -204,7 +204,7 @@ extension Timeline {
         // A renewal that came late because billing was retried is still a renewal: Apple says so
         // (`transactionReason` RENEWAL), or the retry was stated in between.
         let renewed =
-            p.transactionReason == "RENEWAL"
+            p.terms?.transactionReason == "RENEWAL"
             || (gap
                 && statedChanges.contains {
                     $0.at >= prev.start && $0.at <= p.start
@@ -267,9 +267,10 @@ extension PeriodView {
                     date: $0.date, reason: $0.reason, type: $0.type, percentage: $0.percentage, reversedAt: $0.reversedAt)
             },
             upgraded: p.upgraded, observedAs: p.observedAs.map(\.rawValue), reinstatedAt: last?.reversedAt,
-            expiresDate: p.expiresDate, quantity: p.quantity, productType: p.type.catalogName, price: p.price,
-            currency: p.currency, transactionReason: p.transactionReason, billingPlanType: p.billingPlanType,
-            commitmentExpiresDate: p.commitmentExpiresDate, originalApplicationVersion: p.originalApplicationVersion)
+            expiresDate: p.expiresDate, quantity: p.quantity, productType: p.type.catalogName,
+            price: p.terms?.price, currency: p.terms?.currency, transactionReason: p.terms?.transactionReason,
+            billingPlanType: p.terms?.billingPlanType, commitmentExpiresDate: p.terms?.commitmentExpiresDate,
+            originalApplicationVersion: p.terms?.originalApplicationVersion)
     }
 }
 

@@ -51,4 +51,42 @@ import Testing
             #expect(bought == walked, "\(t)")
         }
     }
+
+    @Test func consecutivePeriodsWithTheSameTermsShareThemAndEncodeAsIfTheyDidNot() throws {
+        func renewal(_ i: Int64, price: Int64) -> TransactionFact {
+            var t = TransactionFact(
+                transactionId: TransactionID("20000000000\(i)"), originalTransactionId: OriginalTransactionID("200000000001"),
+                productId: "com.example.monthly", purchaseDate: 1_700_000_000_000 + i * 2_592_000_000)
+            t.expiresDate = t.purchaseDate + 2_592_000_000
+            t.transactionReason = i == 0 ? "PURCHASE" : "RENEWAL"
+            t.price = price
+            t.currency = "EUR"
+            return t
+        }
+        let first = Period(bought: renewal(0, price: 4_990), seq: 1, rules: Self.rules)
+        let second = Period(bought: renewal(1, price: 4_990), seq: 2, rules: Self.rules, previousTerms: first.terms)
+        let third = Period(bought: renewal(2, price: 4_990), seq: 3, rules: Self.rules, previousTerms: second.terms)
+        let raised = Period(bought: renewal(3, price: 5_990), seq: 4, rules: Self.rules, previousTerms: third.terms)
+        // The reason differs from the purchase to the first renewal; then the terms repeat until the price rises.
+        #expect(first.terms !== second.terms)
+        #expect(second.terms === third.terms)
+        #expect(raised.terms !== third.terms)
+        #expect(raised.terms?.price == 5_990 && raised.terms?.currency == "EUR")
+        #expect(third.terms?.transactionReason == "RENEWAL" && third.terms?.price == 4_990)
+        #expect(Period(bought: renewal(2, price: 4_990), seq: 3, rules: Self.rules) == third)
+
+        // A timeline whose periods share terms encodes to the bytes of one whose periods each have their own, and
+        // decodes to periods that share them again.
+        var shared = Timeline(originalTransactionId: OriginalTransactionID("200000000001"), environment: .production)
+        shared.periods = [first, second, third, raised]
+        var separate = shared
+        separate.periods = (0..<4).map { i in
+            Period(bought: renewal(Int64(i), price: i == 3 ? 5_990 : 4_990), seq: UInt64(i + 1), rules: Self.rules)
+        }
+        #expect(separate.periods[1].terms !== separate.periods[2].terms)
+        #expect(shared.encoded() == separate.encoded())
+        let decoded = try Timeline(decoding: separate.encoded())
+        #expect(decoded.periods == shared.periods)
+        #expect(decoded.periods[1].terms === decoded.periods[2].terms)
+    }
 }
