@@ -173,7 +173,10 @@ public final class PeriodTerms: Hashable, Sendable {
         self.originalApplicationVersion = originalApplicationVersion
     }
 
-    /// The terms given, as `previous` when it states exactly these (no new instance), or a new instance.
+    /// The terms given, as `previous` when it states exactly these (no new instance), or a new instance. Out of line:
+    /// inlined, it made `Period.init(bought:)` too large to inline into the fold's step, whose copies of the new period
+    /// it spares.
+    @inline(never)
     static func sharing(
         _ previous: PeriodTerms?, price: Int64?, currency: String?, transactionReason: String?,
         billingPlanType: String?, commitmentExpiresDate: UnixMillis?, originalApplicationVersion: String?

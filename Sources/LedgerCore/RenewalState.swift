@@ -27,7 +27,8 @@ public struct RenewalState: Hashable, Sendable {
         self.seq = seq
     }
 
-    init(_ r: RenewalInfoFact, at: UnixMillis, seq: UInt64) {
+    @inline(__always)
+    init(_ r: borrowing RenewalInfoFact, at: UnixMillis, seq: UInt64) {
         self.at = at
         self.seq = seq
         productId = r.productId

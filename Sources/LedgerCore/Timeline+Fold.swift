@@ -309,13 +309,14 @@ extension Timeline {
         } else {
             // When `surelyNew`, neither one of the periods' transactions nor a copy of one (no period has its id or
             // line item, none starts when it does): the scans above would find nothing.
-            let p = Period(bought: t, seq: seq, rules: rules, previousTerms: periods.isEmpty ? nil : periods[periods.count - 1].terms)
+            let previousTerms = periods.isEmpty ? nil : periods[periods.count - 1].terms
+            let p = Period(bought: t, seq: seq, rules: rules, previousTerms: previousTerms)
             if periods.isEmpty || !goes(p, before: periods.count - 1) {
                 // The common case, appended here: `place` takes its period as an argument, a copy.
-                periods.append(p)
+                periods.append(consume p)
                 endUpgradedPeriod(at: periods.count - 2)
             } else {
-                place(p, from: nil)
+                place(consume p, from: nil)
             }
         }
     }
@@ -393,36 +394,36 @@ extension Timeline {
 
     /// The renewal info replaces the renewal state; what changed becomes stated changes.
     mutating func stepRenewal(_ r: RenewalInfoFact, at instant: UnixMillis, seq: UInt64) {
-        let new = RenewalState(r, at: instant, seq: seq)
-        let old = renewal
-        if let was = old?.autoRenewStatus, let now = new.autoRenewStatus, was != now {
+        // The previous state is read field by field where it is stored, and replaced at the end.
+        if let was = renewal?.autoRenewStatus, let now = r.autoRenewStatus, was != now {
             record(TimelineChange(at: instant, kind: now ? .autoRenewOn : .autoRenewOff, seq: seq))
         }
         // Apple keeps retrying during a grace period too; while the grace period lasts, that is the state to tell.
-        let graceUntil = new.gracePeriodExpiresDate.flatMap { $0 > instant ? $0 : nil }
-        if let g = graceUntil, g != old?.gracePeriodExpiresDate {
+        let graceUntil = r.gracePeriodExpiresDate.flatMap { $0 > instant ? $0 : nil }
+        if let g = graceUntil, g != renewal?.gracePeriodExpiresDate {
             record(TimelineChange(at: instant, kind: .gracePeriod, seq: seq, until: g))
-        } else if graceUntil == nil, new.isInBillingRetryPeriod == true, old?.isInBillingRetryPeriod != true {
+        } else if graceUntil == nil, r.isInBillingRetryPeriod == true, renewal?.isInBillingRetryPeriod != true {
             record(TimelineChange(at: instant, kind: .billingRetry, seq: seq))
         }
         // Apple stops retrying: the subscription expired (an expiration intent says why) or the billing recovered.
         // V1 receipts have no notification for either; the renewal info is all they state.
-        if old?.isInBillingRetryPeriod == true, new.isInBillingRetryPeriod == false {
-            if let reason = RenewalState.expirationReason(intent: new.expirationIntent) {
+        if renewal?.isInBillingRetryPeriod == true, r.isInBillingRetryPeriod == false {
+            if let reason = RenewalState.expirationReason(intent: r.expirationIntent) {
                 record(TimelineChange(at: instant, kind: .expired, seq: seq, detail: reason))
             } else {
                 record(TimelineChange(at: instant, kind: .recovered, seq: seq))
             }
         }
-        let current = new.productId ?? lastProductId
-        let oldPending = old.flatMap { o in o.autoRenewProductId.flatMap { $0 != (o.productId ?? current) ? $0 : nil } }
-        if let target = new.autoRenewProductId, target != current {
+        let current = r.productId ?? lastProductId
+        var oldPending: String?
+        if let target = renewal?.autoRenewProductId, target != (renewal?.productId ?? current) { oldPending = target }
+        if let target = r.autoRenewProductId, target != current {
             if target != oldPending { record(TimelineChange(at: instant, kind: .pendingChange, seq: seq, detail: target)) }
         } else if let oldPending, oldPending != current {
             // Back to the current product before the change took effect: the pending change was cancelled.
             record(TimelineChange(at: instant, kind: .pendingChangeCancelled, seq: seq, detail: oldPending))
         }
-        renewal = new
+        renewal = RenewalState(r, at: instant, seq: seq)
     }
 
     /// What a notification states. Its transaction and renewal info are separate facts; only what they cannot say
