@@ -15,18 +15,24 @@ let package = Package(
     targets: [
         benchmark("EventStore", uses: ["LedgerCore", "LedgerStore"]),
         benchmark("Import", uses: ["LedgerCore", "LedgerStore"]),
-        benchmark("Fold", uses: ["LedgerCore"]),
+        benchmark("Fold", uses: ["LedgerCore"], workload: true),
         benchmark("Decode", uses: ["LedgerCore", "LedgerAppStore", "LedgerTestSupport"]),
+        // The Fold benchmark's workload, and the same operations run under callgrind by instructions.sh.
+        .target(name: "FoldWorkload", dependencies: [.product(name: "LedgerCore", package: root)]),
+        .executableTarget(
+            name: "fold-instructions",
+            dependencies: ["FoldWorkload", .product(name: "LedgerCore", package: root)]
+        ),
     ]
 )
 
 /// One ordo-one/benchmark target: `Benchmarks/<name>/`, the benchmark library, and the root's `products`. (The plugin
 /// only finds targets whose folder's parent is named exactly `Benchmarks`.)
-func benchmark(_ name: String, uses products: [String]) -> Target {
+func benchmark(_ name: String, uses products: [String], workload: Bool = false) -> Target {
     .executableTarget(
         name: name,
         dependencies: [.product(name: "Benchmark", package: "benchmark")]
-            + products.map { .product(name: $0, package: root) },
+            + products.map { .product(name: $0, package: root) } + (workload ? ["FoldWorkload"] : []),
         path: "Benchmarks/\(name)",
         plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
     )
