@@ -1,10 +1,11 @@
 import Crypto
 import Foundation
-@testable import LedgerAppStore
 import LedgerCore
 import LedgerTestSupport
 import Testing
 import X509
+
+@testable import LedgerAppStore
 
 // MARK: - Apple's chain policy and the chain cache
 

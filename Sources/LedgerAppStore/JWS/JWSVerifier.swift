@@ -42,7 +42,7 @@ final class JWSVerifier: Sendable {
     }
 
     let validator: ChainValidator
-    /// True when roots were configured but none could be parsed: every signed input then fails as untrusted.
+    /// True when roots are configured, usable or not: with none usable, signed inputs fail as untrusted.
     let rootsConfigured: Bool
     let requireSignatures: Bool
     let maxDepth: Int
