@@ -43,42 +43,44 @@ public enum FactBounds {
         for fact in facts {
             switch fact {
             case .transaction(let t):
-                func instant(_ v2: String, _ v1Name: String, _ value: UnixMillis?) throws(InputError) {
-                    guard let value, !contains(value) else { return }
-                    throw refusal(v1 ? v1Name : v2, value, of: "transaction \(t.transactionId.rawValue)")
+                func check(_ value: UnixMillis?, _ v2Name: String, _ v1Name: String) throws(InputError) {
+                    try checkInstant(value, v1 ? v1Name : v2Name, of: "transaction \(t.transactionId.rawValue)")
                 }
-                try instant("purchaseDate", "purchase_date_ms", t.purchaseDate)
-                try instant("originalPurchaseDate", "original_purchase_date_ms", t.originalPurchaseDate)
-                try instant("expiresDate", "expires_date_ms", t.expiresDate)
-                try instant("revocationDate", "cancellation_date_ms", t.revocationDate)
-                try instant("signedDate", "signedDate", t.signedDate)
-                try instant("commitmentInfo.commitmentExpiresDate", "commitmentInfo.commitmentExpiresDate", t.commitment?.expiresDate)
+                try check(t.purchaseDate, "purchaseDate", "purchase_date_ms")
+                try check(t.originalPurchaseDate, "originalPurchaseDate", "original_purchase_date_ms")
+                try check(t.expiresDate, "expiresDate", "expires_date_ms")
+                try check(t.revocationDate, "revocationDate", "cancellation_date_ms")
+                try check(t.signedDate, "signedDate", "signedDate")
+                try check(
+                    t.commitment?.expiresDate, "commitmentInfo.commitmentExpiresDate", "commitmentInfo.commitmentExpiresDate")
                 if let quantity = t.quantity, quantity < 0 || quantity > maxQuantity {
                     throw .outOfRange(
                         "quantity \(quantity) is outside 0...\(maxQuantity) (transaction \(t.transactionId.rawValue))")
                 }
             case .renewal(let r):
-                func instant(_ v2: String, _ v1Name: String, _ value: UnixMillis?) throws(InputError) {
-                    guard let value, !contains(value) else { return }
-                    throw refusal(v1 ? v1Name : v2, value, of: "renewal info of \(r.originalTransactionId.rawValue)")
+                func check(_ value: UnixMillis?, _ v2Name: String, _ v1Name: String) throws(InputError) {
+                    try checkInstant(value, v1 ? v1Name : v2Name, of: "renewal info of \(r.originalTransactionId.rawValue)")
                 }
-                try instant("gracePeriodExpiresDate", "grace_period_expires_date_ms", r.gracePeriodExpiresDate)
-                try instant("renewalDate", "renewalDate", r.renewalDate)
-                try instant("signedDate", "signedDate", r.signedDate)
-                try instant("recentSubscriptionStartDate", "recentSubscriptionStartDate", r.recentSubscriptionStartDate)
+                try check(r.gracePeriodExpiresDate, "gracePeriodExpiresDate", "grace_period_expires_date_ms")
+                try check(r.renewalDate, "renewalDate", "renewalDate")
+                try check(r.signedDate, "signedDate", "signedDate")
+                try check(r.recentSubscriptionStartDate, "recentSubscriptionStartDate", "recentSubscriptionStartDate")
             case .notification(let n):
-                if let signed = n.signedDate, !contains(signed) {
-                    throw refusal("signedDate", signed, of: "notification \(n.notificationType)")
-                }
+                try checkInstant(n.signedDate, "signedDate", of: "notification \(n.notificationType)")
             case .binding(let b):
-                if !contains(b.claimedAt) {
-                    throw refusal("claimedAt", b.claimedAt, of: "binding of \(b.originalTransactionId.rawValue)")
-                }
+                try checkInstant(b.claimedAt, "claimedAt", of: "binding of \(b.originalTransactionId.rawValue)")
             }
         }
-        if !contains(receivedAt) { throw refusal("receivedAt", receivedAt) }
-        if let observedAt, !contains(observedAt) {
-            throw refusal(source == .receipt ? "request_date_ms" : "observedAt", observedAt)
-        }
+        try checkInstant(receivedAt, "receivedAt")
+        try checkInstant(observedAt, source == .receipt ? "request_date_ms" : "observedAt")
+    }
+
+    /// Throws `out_of_range` when `value` is present and outside the window. `subject` is only built for a refusal.
+    @inline(__always)
+    private static func checkInstant(
+        _ value: UnixMillis?, _ field: String, of subject: @autoclosure () -> String? = nil
+    ) throws(InputError) {
+        guard let value, !contains(value) else { return }
+        throw refusal(field, value, of: subject())
     }
 }

@@ -10,21 +10,9 @@ enum JSONStructure {
     static func checkDepth(_ bytes: [UInt8], limit: Int) throws(InputError) {
         let exceeded: Bool = bytes.withUnsafeBufferPointer { buffer in
             var depth = 0
-            var inString = false
-            var escaped = false
-            for byte in buffer {
-                if inString {
-                    if escaped {
-                        escaped = false
-                    } else if byte == UInt8(ascii: "\\") {
-                        escaped = true
-                    } else if byte == UInt8(ascii: "\"") {
-                        inString = false
-                    }
-                    continue
-                }
+            var strings = StringTracker()
+            for byte in buffer where strings.step(byte) == .structure {
                 switch byte {
-                case UInt8(ascii: "\""): inString = true
                 case UInt8(ascii: "["), UInt8(ascii: "{"):
                     depth += 1
                     if depth > limit { return true }
@@ -65,47 +53,36 @@ enum JSONStructure {
     static func topLevelValueRange(of key: String, in bytes: [UInt8]) -> Range<Int>? {
         let keyBytes = Array(key.utf8)
         var depth = 0
-        var inString = false
-        var escaped = false
+        var strings = StringTracker()
         var stringStart = -1
         var stringDepth = 0
         var lastKeyMatches = false
         var valueStart = -1
-        var i = 0
-        let n = bytes.count
-        while i < n {
-            let byte = bytes[i]
-            if inString {
-                if escaped {
-                    escaped = false
-                } else if byte == UInt8(ascii: "\\") {
-                    escaped = true
-                } else if byte == UInt8(ascii: "\"") {
-                    inString = false
-                    if stringDepth == 1 && valueStart < 0 {
-                        lastKeyMatches = bytes[(stringStart + 1)..<i].elementsEqual(keyBytes)
-                    }
-                }
-                i += 1
+        for (i, byte) in bytes.enumerated() {
+            switch strings.step(byte) {
+            case .insideString:
                 continue
-            }
-            switch byte {
-            case UInt8(ascii: "\""):
-                inString = true
+            case .stringOpened:
                 stringStart = i
                 stringDepth = depth
-            case UInt8(ascii: "["), UInt8(ascii: "{"): depth += 1
-            case UInt8(ascii: "]"), UInt8(ascii: "}"):
-                if depth == 1 && valueStart >= 0 { return trimmed(valueStart..<i, in: bytes) }
-                depth -= 1
-            case UInt8(ascii: ":") where depth == 1:
-                if lastKeyMatches { valueStart = i + 1 }
-                lastKeyMatches = false
-            case UInt8(ascii: ",") where depth == 1:
-                if valueStart >= 0 { return trimmed(valueStart..<i, in: bytes) }
-            default: break
+            case .stringClosed:
+                if stringDepth == 1 && valueStart < 0 {
+                    lastKeyMatches = bytes[(stringStart + 1)..<i].elementsEqual(keyBytes)
+                }
+            case .structure:
+                switch byte {
+                case UInt8(ascii: "["), UInt8(ascii: "{"): depth += 1
+                case UInt8(ascii: "]"), UInt8(ascii: "}"):
+                    if depth == 1 && valueStart >= 0 { return trimmed(valueStart..<i, in: bytes) }
+                    depth -= 1
+                case UInt8(ascii: ":") where depth == 1:
+                    if lastKeyMatches { valueStart = i + 1 }
+                    lastKeyMatches = false
+                case UInt8(ascii: ",") where depth == 1:
+                    if valueStart >= 0 { return trimmed(valueStart..<i, in: bytes) }
+                default: break
+                }
             }
-            i += 1
         }
         return nil
     }
@@ -120,5 +97,37 @@ enum JSONStructure {
 
     static func isWhitespace(_ byte: UInt8) -> Bool {
         byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
+    }
+
+    // MARK: - Strings
+
+    /// Follows a byte-by-byte walk in and out of JSON strings, so that brackets, colons and commas inside a string
+    /// are not taken for structure. Both walks above need exactly this, and nothing else of a parse.
+    struct StringTracker {
+        enum Step { case structure, stringOpened, insideString, stringClosed }
+
+        private var inString = false
+        private var escaped = false
+
+        /// What `byte`, the next byte of the text, is.
+        @inline(__always)
+        mutating func step(_ byte: UInt8) -> Step {
+            guard inString else {
+                if byte == UInt8(ascii: "\"") {
+                    inString = true
+                    return .stringOpened
+                }
+                return .structure
+            }
+            if escaped {
+                escaped = false
+            } else if byte == UInt8(ascii: "\\") {
+                escaped = true
+            } else if byte == UInt8(ascii: "\"") {
+                inString = false
+                return .stringClosed
+            }
+            return .insideString
+        }
     }
 }

@@ -4,8 +4,8 @@ import LedgerCore
 
 /// One JSON object from Apple with accessors that say which field was wrong when it is.
 ///
-/// V2 accessors (`string`, `int64`, `bool`) expect JSON's own types; V1 accessors (`v1…`) expect Apple's V1 habit
-/// of sending numbers and booleans as strings (and tolerate real numbers and booleans). JSON `null` reads as absent.
+/// These accessors expect JSON's own types (V2 documents); the V1 ones (`v1…`, in `AppleObject+V1.swift`) expect
+/// Apple's V1 habit of sending numbers and booleans as strings. JSON `null` reads as absent.
 struct AppleObject {
     let fields: [String: JSON]
     /// Where this object sits in the document (`unified_receipt.latest_receipt_info[2]`), for error messages.
@@ -26,7 +26,7 @@ struct AppleObject {
 
     func has(_ key: String) -> Bool { value(key) != nil }
 
-    // MARK: - V2 (JSON types)
+    // MARK: - JSON types
 
     func string(_ key: String) throws(InputError) -> String? {
         guard let v = value(key) else { return nil }
@@ -111,50 +111,6 @@ struct AppleObject {
         guard let s = try string(key) else { return nil }
         guard let e = AppStoreEnvironment(appleName: s) else { throw .unknownEnvironment(s, field: name(key)) }
         return e
-    }
-
-    // MARK: - V1 (strings for everything)
-
-    /// A V1 integer: a digit string, or a JSON integer.
-    func v1Int(_ key: String) throws(InputError) -> Int64? {
-        guard let v = value(key) else { return nil }
-        if case .string(let s) = v, let i = JSONValue.int64(digits: s) { return i }
-        if let i = JSONValue.int64(v) { return i }
-        throw .wrongType(name(key), expected: "a number string")
-    }
-
-    /// A V1 boolean: `"true"`/`"false"`, `"1"`/`"0"`, or a JSON boolean / 0 / 1.
-    func v1Bool(_ key: String) throws(InputError) -> Bool? {
-        guard let v = value(key) else { return nil }
-        if case .string(let s) = v {
-            switch s {
-            case "true", "1", "TRUE", "True": return true
-            case "false", "0", "FALSE", "False": return false
-            default: break
-            }
-        } else if case .bool(let b) = v {
-            return b
-        } else if let i = JSONValue.int64(v), i == 0 || i == 1 {
-            return i == 1
-        }
-        throw .wrongType(name(key), expected: "\"true\" or \"false\"")
-    }
-
-    /// A V1 instant: `<base>_ms`, else `<base>` (milliseconds as digits — iOS 6 `expires_date` — or a formatted
-    /// `"2018-11-29 08:29:26 Etc/GMT"`), else `<base>_formatted`.
-    func v1Date(_ base: String) throws(InputError) -> UnixMillis? {
-        if let ms = try v1Int(base + "_ms") { return ms }
-        for key in [base, base + "_formatted"] {
-            guard let v = value(key) else { continue }
-            if case .string(let s) = v {
-                if let ms = JSONValue.int64(digits: s) { return ms }
-                if let ms = AppleDate.parse(s) { return ms }
-            } else if let ms = JSONValue.int64(v) {
-                return ms
-            }
-            throw .wrongType(name(key), expected: "a date (milliseconds or \"yyyy-MM-dd HH:mm:ss Etc/GMT\")")
-        }
-        return nil
     }
 
     // MARK: - Unknown fields

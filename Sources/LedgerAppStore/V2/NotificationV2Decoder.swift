@@ -63,17 +63,16 @@ enum NotificationV2Decoder {
         var signature = SignatureStatus.verified
         let nestedDate = notification.signedDate ?? receivedAt
         if let jws = try data?.string("signedTransactionInfo") {
-            let opened = try verifier.open(Array(jws.utf8), field: "data.signedTransactionInfo", fallbackDate: nestedDate)
-            if opened.signature != .verified { signature = opened.signature }
-            let transaction = try V2Mapping.transaction(AppleObject(opened.payload, path: "signedTransactionInfo"))
+            let (transaction, status) = try verifier.transaction(
+                jws, field: "data.signedTransactionInfo", fallbackDate: nestedDate)
+            if status != .verified { signature = status }
             notification.originalTransactionId = transaction.originalTransactionId
             notification.transactionId = transaction.transactionId
             facts.append(.transaction(transaction))
         }
         if let jws = try data?.string("signedRenewalInfo") {
-            let opened = try verifier.open(Array(jws.utf8), field: "data.signedRenewalInfo", fallbackDate: nestedDate)
-            if opened.signature != .verified { signature = opened.signature }
-            let renewal = try V2Mapping.renewal(AppleObject(opened.payload, path: "signedRenewalInfo"))
+            let (renewal, status) = try verifier.renewal(jws, field: "data.signedRenewalInfo", fallbackDate: nestedDate)
+            if status != .verified { signature = status }
             if notification.originalTransactionId == nil { notification.originalTransactionId = renewal.originalTransactionId }
             facts.append(.renewal(renewal))
         }

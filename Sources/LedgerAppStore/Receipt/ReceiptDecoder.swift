@@ -30,30 +30,18 @@ enum ReceiptDecoder {
         if bundleId == nil { bundleId = try receipt?.string("bid") }
         let requestDate = try receipt?.v1Date("request_date")
 
-        var transactions = [TransactionFact]()
-        var positions: [TransactionID: Int] = [:]
-        func add(_ objects: [AppleObject]) throws(InputError) {
-            for o in objects {
-                V1Mapping.appendDeduplicated(
-                    try V1Mapping.transaction(o, environment: environment, bundleId: bundleId), to: &transactions,
-                    positions: &positions)
-            }
-        }
+        var transactions = V1Transactions()
         if let receipt {
             if receipt.has("in_app") {
-                try add(try receipt.objects("in_app"))
+                try transactions.add(try receipt.objects("in_app"), environment: environment, bundleId: bundleId)
             } else if receipt.has("transaction_id") {
                 // iOS 6: the receipt is itself the transaction it was issued for.
-                try add([receipt])
+                try transactions.add([receipt], environment: environment, bundleId: bundleId)
             }
         }
-        if root.has("latest_receipt_info") {
-            try add(try root.objects("latest_receipt_info"))
-        } else {
-            try add(try root.objects("latest_expired_receipt_info"))
-        }
+        try transactions.add(try V1Mapping.latestTransactions(root), environment: environment, bundleId: bundleId)
 
-        var facts = transactions.map(Fact.transaction)
+        var facts = transactions.list.map(Fact.transaction)
         for o in try root.objects("pending_renewal_info") {
             facts.append(.renewal(try V1Mapping.renewal(o, environment: environment)))
         }

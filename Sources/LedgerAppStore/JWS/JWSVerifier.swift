@@ -11,34 +11,18 @@ import X509
 // MARK: - JWSVerifier
 
 /// Opens Apple's compact JWS (`header.payload.signature`) and, when trusted roots are configured, verifies it:
-/// ES256 only; `x5c` = [leaf, intermediate, root?] chaining to a configured root; Apple's leaf OID
-/// 1.2.840.113635.100.6.11.1 and intermediate OID 1.2.840.113635.100.6.2.1; every certificate valid **at the
-/// payload's `signedDate`** (so old genuine payloads stay verifiable offline); signature over `header.payload` with
-/// the leaf's P-256 key.
+/// ES256 only; `x5c` = [leaf, intermediate, root?] chaining to a configured root under Apple's rules
+/// (`AppleChainPolicy`, checked by `ChainValidator`); every certificate valid **at the payload's `signedDate`** (so
+/// old genuine payloads stay verifiable offline); signature over `header.payload` with the leaf's P-256 key.
 ///
-/// Verified chains are cached by the SHA-256 of their `x5c` entries, so a payload signed by a known chain costs one
-/// ECDSA verification. The cache is bounded and guarded by a `Mutex`: one verifier serves every thread.
+/// A chain is validated once: its verdict is cached by the SHA-256 of its `x5c` entries, so a payload signed by a
+/// known chain costs one ECDSA verification. The caches are bounded and guarded by a `Mutex`: one verifier serves
+/// every thread.
 final class JWSVerifier: Sendable {
-    /// Apple's "Mac App Store / App Store receipt signing" leaf marker.
-    static let leafOID: ASN1ObjectIdentifier = [1, 2, 840, 113_635, 100, 6, 11, 1]
-    /// Apple's "Apple Worldwide Developer Relations" intermediate marker.
-    static let intermediateOID: ASN1ObjectIdentifier = [1, 2, 840, 113_635, 100, 6, 2, 1]
-
     /// A decoded JWS: its payload object and what is known of its signature.
     struct Opened {
         var payload: [String: JSON]
         var signature: SignatureStatus
-    }
-
-    /// What survives of a validated chain: the leaf key and each certificate's validity window.
-    struct VerifiedChain: Sendable {
-        struct Window: Sendable {
-            var subject: String
-            var notBefore: UnixMillis
-            var notAfter: UnixMillis
-        }
-        var leafKey: P256.Signing.PublicKey
-        var windows: [Window]
     }
 
     /// Verified chains by the SHA-256 of their x5c entries, and by the SHA-256 of the whole base64url header segment
@@ -53,10 +37,12 @@ final class JWSVerifier: Sendable {
         /// (a memcmp) usually answers before any hashing.
         var lastHeader: [UInt8] = []
         var lastChain: VerifiedChain?
+        /// How many times `ChainValidator` ran (once per chain not found in `byX5C`, accepted or not).
+        var validations = 0
     }
 
-    let roots: [Certificate]
-    /// True when roots were configured but none could be parsed: every signed input then fails as untrusted.
+    let validator: ChainValidator
+    /// True when roots are configured, usable or not: with none usable, signed inputs fail as untrusted.
     let rootsConfigured: Bool
     let requireSignatures: Bool
     let maxDepth: Int
@@ -67,7 +53,7 @@ final class JWSVerifier: Sendable {
     /// Roots that are not DER certificates are skipped here (`checkRoots` reports them); with roots configured but
     /// none usable, every signed input is refused as untrusted rather than silently accepted unverified.
     init(configuration: AppStoreConfiguration) {
-        self.roots = configuration.trustedRootsDER.compactMap { try? Certificate(derEncoded: $0) }
+        self.validator = ChainValidator(roots: configuration.trustedRootsDER.compactMap { try? Certificate(derEncoded: $0) })
         self.rootsConfigured = !configuration.trustedRootsDER.isEmpty
         self.requireSignatures = configuration.requireSignatures
         self.maxDepth = configuration.maxDepth
@@ -89,6 +75,9 @@ final class JWSVerifier: Sendable {
 
     /// Number of chains currently cached (for tests and metrics).
     var cachedChainCount: Int { cache.withLock { $0.byX5C.count } }
+
+    /// How many chains were run through `ChainValidator` since this verifier was made (for tests).
+    var chainValidationCount: Int { cache.withLock { $0.validations } }
 
     // MARK: - Opening
 
@@ -181,17 +170,7 @@ final class JWSVerifier: Sendable {
             }
         }
 
-        let signedDate = payload["signedDate"].flatMap(JSONValue.int64) ?? fallbackDate
-        for window in chain.windows {
-            if signedDate > window.notAfter {
-                throw .certificateExpired(
-                    "\(field): certificate '\(window.subject)' expired at \(window.notAfter), before signedDate \(signedDate)")
-            }
-            if signedDate < window.notBefore {
-                throw .certificateNotYetValid(
-                    "\(field): certificate '\(window.subject)' is valid only from \(window.notBefore), after signedDate \(signedDate)")
-            }
-        }
+        try chain.checkValidity(at: payload["signedDate"].flatMap(JSONValue.int64) ?? fallbackDate, field: field)
 
         guard let rawSignature = Base64.decode(token[(secondDot + 1)...]),
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: rawSignature)
@@ -227,6 +206,7 @@ final class JWSVerifier: Sendable {
 
     // MARK: - Chains
 
+    /// The chain of `x5c` (base64 DER, leaf first), from the cache or validated now.
     private func verifiedChain(_ x5c: [String], field: String) throws(InputError) -> VerifiedChain {
         var hasher = SHA256()
         for entry in x5c {
@@ -243,7 +223,7 @@ final class JWSVerifier: Sendable {
         return chain
     }
 
-    /// The time-independent part of chain validation; validity windows are checked per payload.
+    /// Everything about the chain but its validity in time, which is judged per payload.
     private func validate(_ x5c: [String], field: String) throws(InputError) -> VerifiedChain {
         var certificates = [Certificate]()
         for (i, entry) in x5c.enumerated() {
@@ -255,44 +235,17 @@ final class JWSVerifier: Sendable {
         guard certificates.count >= 2 else {
             throw .untrustedChain("\(field) x5c must carry at least the leaf and the intermediate certificate")
         }
-        let leaf = certificates[0]
-        guard leaf.extensions[oid: Self.leafOID] != nil else {
-            throw .untrustedChain("\(field) leaf certificate lacks Apple's OID \(Self.leafOID)")
-        }
-        guard certificates[1].extensions[oid: Self.intermediateOID] != nil else {
-            throw .untrustedChain("\(field) intermediate certificate lacks Apple's OID \(Self.intermediateOID)")
-        }
-        for i in 0..<(certificates.count - 1) {
-            let child = certificates[i]
-            let issuer = certificates[i + 1]
-            guard child.issuer == issuer.subject, issuer.publicKey.isValidSignature(child.signature, for: child) else {
-                throw .untrustedChain("\(field) x5c[\(i)] is not signed by x5c[\(i + 1)]")
+        let result = validator.validate(leaf: certificates[0], intermediates: Array(certificates.dropFirst()))
+        cache.withLock { $0.validations += 1 }
+        switch result {
+        case .validCertificate(let chain):
+            return VerifiedChain(chain)
+        case .couldNotValidate(let failures):
+            // A chain that reached a root but broke a policy says which rule; otherwise no root was reached.
+            guard let failure = failures.first else {
+                throw .untrustedChain("\(field) certificate chain does not lead to a configured trusted root")
             }
-            guard case .isCertificateAuthority = try? issuer.extensions.basicConstraints else {
-                throw .untrustedChain("\(field) x5c[\(i + 1)] is not a certificate authority")
-            }
+            throw .untrustedChain("\(field) \(failure.policyFailureReason)")
         }
-        var windows = certificates.map(Self.window)
-        let top = certificates[certificates.count - 1]
-        if let root = roots.first(where: { $0 == top }) {
-            _ = root
-        } else if let root = roots.first(where: { root in
-            root.subject == top.issuer && root.publicKey.isValidSignature(top.signature, for: top)
-        }) {
-            windows.append(Self.window(root))
-        } else {
-            throw .untrustedChain("\(field) certificate chain does not lead to a configured trusted root")
-        }
-        guard let leafKey = P256.Signing.PublicKey(leaf.publicKey) else {
-            throw .untrustedChain("\(field) leaf certificate key is not P-256")
-        }
-        return VerifiedChain(leafKey: leafKey, windows: windows)
-    }
-
-    private static func window(_ certificate: Certificate) -> VerifiedChain.Window {
-        VerifiedChain.Window(
-            subject: certificate.subject.description,
-            notBefore: UnixMillis((certificate.notValidBefore.timeIntervalSince1970 * 1000).rounded()),
-            notAfter: UnixMillis((certificate.notValidAfter.timeIntervalSince1970 * 1000).rounded()))
     }
 }

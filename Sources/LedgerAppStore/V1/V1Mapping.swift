@@ -51,12 +51,9 @@ enum V1Mapping {
         t.isUpgraded = try o.v1Bool("is_upgraded")
         t.isTrialPeriod = try o.v1Bool("is_trial_period")
         t.isInIntroOfferPeriod = try o.v1Bool("is_in_intro_offer_period")
-        if let promo = try o.string("promotional_offer_id") {
-            t.offerType = 2
-            t.offerIdentifier = promo
-        } else if let code = try o.string("offer_code_ref_name") {
-            t.offerType = 3
-            t.offerIdentifier = code
+        if let offer = try namedOffer(o) {
+            t.offerType = offer.type
+            t.offerIdentifier = offer.identifier
         } else if t.isTrialPeriod == true || t.isInIntroOfferPeriod == true {
             t.offerType = 1
         }
@@ -77,38 +74,25 @@ enum V1Mapping {
         r.gracePeriodExpiresDate = try o.v1Date("grace_period_expires_date")
         r.priceIncreaseStatus = try o.v1Int("price_consent_status")
         if r.priceIncreaseStatus == nil { r.priceIncreaseStatus = try o.v1Int("price_increase_status") }
-        if let promo = try o.string("promotional_offer_id") {
-            r.offerType = 2
-            r.offerIdentifier = promo
-        } else if let code = try o.string("offer_code_ref_name") {
-            r.offerType = 3
-            r.offerIdentifier = code
+        if let offer = try namedOffer(o) {
+            r.offerType = offer.type
+            r.offerIdentifier = offer.identifier
         }
         r.extra = o.extras(excluding: renewalKeys)
         return r
     }
 
-    /// Adds `t` to the document's transactions, one per transaction id, keeping first-seen order. The same
-    /// transaction may stand in `in_app` and in `latest_receipt_info`; when the copies differ, the one stating a
-    /// revocation wins (a copy without it never undoes it: docs/domain.md, "Refunds"), else the later one
-    /// (`latest_receipt_info` is read after `in_app`).
-    /// Short lists are searched; from 16 entries on, `positions` (id → index) takes over.
-    static func appendDeduplicated(
-        _ t: TransactionFact, to list: inout [TransactionFact], positions: inout [TransactionID: Int]
-    ) {
-        let found: Int?
-        if list.count < 16 {
-            found = list.firstIndex { $0.transactionId == t.transactionId }
-        } else {
-            if positions.isEmpty { for (i, e) in list.enumerated() { positions[e.transactionId] = i } }
-            found = positions[t.transactionId]
-        }
-        guard let i = found else {
-            if !positions.isEmpty { positions[t.transactionId] = list.count }
-            list.append(t)
-            return
-        }
-        if list[i] == t || (list[i].revocationDate != nil && t.revocationDate == nil) { return }
-        list[i] = t
+    /// The offer a V1 transaction or renewal info names, as V2 numbers it: a promotional offer (2) by
+    /// `promotional_offer_id`, else an offer code (3) by `offer_code_ref_name`.
+    private static func namedOffer(_ o: AppleObject) throws(InputError) -> (type: Int64, identifier: String)? {
+        if let promo = try o.string("promotional_offer_id") { return (2, promo) }
+        if let code = try o.string("offer_code_ref_name") { return (3, code) }
+        return nil
+    }
+
+    /// The latest transactions a V1 document states: `latest_receipt_info`, or, when that is absent (an expired
+    /// subscription, iOS 6 style), `latest_expired_receipt_info`.
+    static func latestTransactions(_ o: AppleObject) throws(InputError) -> [AppleObject] {
+        try o.objects(o.has("latest_receipt_info") ? "latest_receipt_info" : "latest_expired_receipt_info")
     }
 }

@@ -80,25 +80,4 @@ enum Base64 {
             return failed ? nil : out
         }
     }
-
-    /// Standard base64 (with padding) of `bytes`, or URL-safe without padding.
-    static func encode(_ bytes: some Collection<UInt8>, urlSafe: Bool) -> String {
-        let alphabet = Array(
-            (urlSafe
-                ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-                : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/").utf8)
-        var out = [UInt8]()
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var it = bytes.makeIterator()
-        while let b0 = it.next() {
-            let b1 = it.next()
-            let b2 = it.next()
-            let n = UInt32(b0) << 16 | UInt32(b1 ?? 0) << 8 | UInt32(b2 ?? 0)
-            out.append(alphabet[Int(n >> 18 & 63)])
-            out.append(alphabet[Int(n >> 12 & 63)])
-            if b1 != nil { out.append(alphabet[Int(n >> 6 & 63)]) } else if !urlSafe { out.append(UInt8(ascii: "=")) }
-            if b2 != nil { out.append(alphabet[Int(n & 63)]) } else if !urlSafe { out.append(UInt8(ascii: "=")) }
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
 }

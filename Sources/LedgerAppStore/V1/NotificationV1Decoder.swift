@@ -30,20 +30,16 @@ enum NotificationV1Decoder {
         }
         let bundleId = try root.string("bid")
 
-        var transactions = [TransactionFact]()
-        var positions: [TransactionID: Int] = [:]
         let sources: [AppleObject]
         if let unified {
             sources = try unified.objects("latest_receipt_info")
-        } else if root.has("latest_receipt_info") {
-            sources = try root.objects("latest_receipt_info")
         } else {
-            sources = try root.objects("latest_expired_receipt_info")
+            // The older shape states the latest (or latest expired) transaction at the top level.
+            sources = try V1Mapping.latestTransactions(root)
         }
-        for o in sources {
-            V1Mapping.appendDeduplicated(
-                try V1Mapping.transaction(o, environment: environment, bundleId: bundleId), to: &transactions, positions: &positions)
-        }
+        var deduplicated = V1Transactions()
+        try deduplicated.add(sources, environment: environment, bundleId: bundleId)
+        let transactions = deduplicated.list
 
         // The latest transaction the notification concerns: the newest purchase, ties broken by the larger id.
         let latest = transactions.max { a, b in
