@@ -11,22 +11,37 @@ let package = Package(
     dependencies: [
         .package(path: "../"),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ],
     targets: [
         benchmark("EventStore", uses: ["LedgerCore", "LedgerStore"]),
         benchmark("Import", uses: ["LedgerCore", "LedgerStore"]),
         benchmark("Fold", uses: ["LedgerCore"]),
-        benchmark("Decode", uses: ["LedgerCore", "LedgerAppStore", "LedgerTestSupport"]),
+        benchmark("Decode", uses: ["LedgerCore", "LedgerAppStore"], local: ["TestFixtures"]),
+        // The root's test fixtures, which it does not ship as a product: `Support/TestFixtures` links to
+        // `Tests/LedgerTestSupport`.
+        .target(
+            name: "TestFixtures",
+            dependencies: [
+                .product(name: "LedgerCore", package: root),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            path: "Support/TestFixtures"
+        ),
     ]
 )
 
-/// One ordo-one/benchmark target: `Benchmarks/<name>/`, the benchmark library, and the root's `products`. (The plugin
-/// only finds targets whose folder's parent is named exactly `Benchmarks`.)
-func benchmark(_ name: String, uses products: [String]) -> Target {
+/// One ordo-one/benchmark target: `Benchmarks/<name>/`, the benchmark library, the root's `products` and this
+/// package's `local` targets. (The plugin only finds targets whose folder's parent is named exactly `Benchmarks`.)
+func benchmark(_ name: String, uses products: [String], local: [String] = []) -> Target {
     .executableTarget(
         name: name,
         dependencies: [.product(name: "Benchmark", package: "benchmark")]
-            + products.map { .product(name: $0, package: root) },
+            + products.map { .product(name: $0, package: root) } + local.map { .target(name: $0) },
         path: "Benchmarks/\(name)",
         plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
     )

@@ -2,7 +2,10 @@
 
 /// One parsed JSON value. Numbers keep whether they were written as integers: an integer literal that fits Int64 is
 /// `.int`, every other number (fraction, exponent, out of Int64 range) is `.double`.
-enum JSON: Sendable {
+///
+/// The package's one JSON parser: the configuration files (`LedgerConfiguration`) are read with it too, hence
+/// `package` access.
+package enum JSON: Sendable {
     case null
     case bool(Bool)
     case int(Int64)
@@ -11,17 +14,17 @@ enum JSON: Sendable {
     case array([JSON])
     case object([String: JSON])
 
-    var isNull: Bool { if case .null = self { true } else { false } }
+    package var isNull: Bool { if case .null = self { true } else { false } }
 }
 
 // MARK: - JSONValue
 
 /// Reading numbers without guessing: booleans are never numbers, and a fraction-less double within range counts as
 /// an integer (as Apple's JSON writers sometimes emit `1.0`).
-enum JSONValue {
+package enum JSONValue {
     /// An integer JSON number (a fraction-less double within range counts); nil for booleans, fractions and others.
     @inline(__always)
-    static func int64(_ value: JSON) -> Int64? {
+    package static func int64(_ value: JSON) -> Int64? {
         switch value {
         case .int(let i): return i
         case .double(let d):
@@ -57,7 +60,7 @@ enum JSONValue {
     /// malformed — and `invalid_json` saying what is wrong and at which byte offset.
     ///
     /// The parser stops descending at the limit, so hostile input cannot overflow the stack.
-    static func parse(_ bytes: [UInt8], depthLimit: Int) throws(InputError) -> JSON {
+    package static func parse(_ bytes: [UInt8], depthLimit: Int) throws(InputError) -> JSON {
         let result: Result<JSON, ParseFailure> = bytes.withUnsafeBufferPointer { buffer in
             var parser = JSONParser(buffer, depthLimit: depthLimit)
             do throws(ParseFailure) {
