@@ -64,12 +64,12 @@ private func text(_ s: String?) -> String { s ?? "-" }
 
 private func text(_ n: UInt64?) -> String { n.map { "\($0)" } ?? "-" }
 
-/// An offer as its JSON members, in key order.
+/// An offer as its members, in key order (a flag as 1 or 0), as the table has always shown it.
 private func text(_ offer: Offer) -> String {
     var members: [String] = []
     if let discountType = offer.discountType { members.append(#""discountType": "\#(discountType)""#) }
     if let identifier = offer.identifier { members.append(#""identifier": "\#(identifier)""#) }
-    members.append(#""isTrial": \#(offer.isTrial)"#)
+    members.append(#""isTrial": \#(offer.isTrial ? 1 : 0)"#)
     if let period = offer.period { members.append(#""period": "\#(period)""#) }
     if let type = offer.type { members.append(#""type": \#(type)"#) }
     return "[" + members.joined(separator: ", ") + "]"
