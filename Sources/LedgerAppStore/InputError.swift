@@ -5,9 +5,8 @@ import LedgerWire
 /// Why an input is refused.
 ///
 /// `code` is stable and machine-readable (`ErrorCode`: `invalid_json`, `signature_invalid`, …); `message` says
-/// what exactly was wrong for a human. Two errors are equal when their codes are equal (as swift-certificates'
-/// `CertificateError`), so tests and callers match on the code alone.
-public struct InputError: Error, Hashable, Sendable, CustomStringConvertible {
+/// what exactly was wrong for a human. Two errors are equal when their codes are equal (`CodedErrorProtocol`).
+public struct InputError: CodedErrorProtocol {
     /// Stable reason, e.g. `missing_field`, `receipt_status_21002`, `untrusted_chain`.
     public let code: ErrorCode
     /// Human explanation naming the field, status or certificate at fault.
@@ -18,9 +17,6 @@ public struct InputError: Error, Hashable, Sendable, CustomStringConvertible {
         self.message = message
     }
 
-    public static func == (lhs: InputError, rhs: InputError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-    public var description: String { "\(code): \(message)" }
 }
 
 // MARK: - Factories

@@ -264,17 +264,10 @@ final class ConnectionTimeouts {
         )
         if reason == .header, headStartedAt != nil {
             // Part of a request arrived: say why it is dropped (as a server would to a slow but honest client).
-            let body = JSONWriter.bytes(
-                of: ErrorDocument(
-                    CodedError(
-                        .requestTimeout,
-                        "the request's header section did not arrive within \(limits.headerTimeout.nanoseconds / 1_000_000) ms"))
-            ) + [UInt8(ascii: "\n")]
-            var answer = ByteBuffer(
-                string:
-                    "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: \(body.count)\r\n\r\n"
-            )
-            answer.writeBytes(body)
+            let answer = HTTPErrors.closingAnswer(
+                CodedError(
+                    .requestTimeout,
+                    "the request's header section did not arrive within \(limits.headerTimeout.nanoseconds / 1_000_000) ms"))
             context.writeAndFlush(NIOAny(answer)).assumeIsolated().whenComplete { _ in
                 context.close(promise: nil)
             }
@@ -422,15 +415,8 @@ final class RefuseConnectionHandler: ChannelInboundHandler, RemovableChannelHand
     private func refuse(_ context: ChannelHandlerContext) {
         guard !answered else { return }
         answered = true
-        let body =
-            JSONWriter.bytes(
-                of: ErrorDocument(CodedError(.overloaded, "the server has too many open connections; retry shortly")))
-            + [UInt8(ascii: "\n")]
-        var answer = ByteBuffer(
-            string:
-                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: \(body.count)\r\n\r\n"
-        )
-        answer.writeBytes(body)
+        let answer = HTTPErrors.closingAnswer(
+            CodedError(.overloaded, "the server has too many open connections; retry shortly"))
         context.writeAndFlush(NIOAny(answer)).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }

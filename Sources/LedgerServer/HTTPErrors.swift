@@ -74,6 +74,23 @@ enum HTTPErrors {
     }
 }
 
+// MARK: - Answers written before the HTTP pipeline
+
+extension HTTPErrors {
+    /// The whole answer, head and body, for a connection the server closes before (or instead of) reading a request:
+    /// a head that stalled, a connection over the limit. Written to the channel as bytes; the connection closes after.
+    static func closingAnswer(_ error: CodedError) -> ByteBuffer {
+        let answer = answer(for: error.code)
+        let body = JSONWriter.bytes(of: ErrorDocument(error)) + [UInt8(ascii: "\n")]
+        var head = "HTTP/1.1 \(answer.status.code) \(answer.status.reasonPhrase)\r\nContent-Type: application/json\r\n"
+        if let retryAfter = answer.retryAfter { head += "Retry-After: \(retryAfter)\r\n" }
+        head += "Connection: close\r\nContent-Length: \(body.count)\r\n\r\n"
+        var buffer = ByteBuffer(string: head)
+        buffer.writeBytes(body)
+        return buffer
+    }
+}
+
 extension CodedError {
     /// The refusal of a store failure, with the store's code and message.
     init(_ error: LedgerError) { self.init(error.code, error.message) }

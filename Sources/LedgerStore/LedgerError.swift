@@ -6,8 +6,8 @@ import Darwin
 import LMDB
 import LedgerWire
 
-/// Why the store could not do what was asked. Compared on the code only.
-public struct LedgerError: Error, Hashable, CustomStringConvertible, Sendable {
+/// Why the store could not do what was asked. Compared on the code only (`CodedErrorProtocol`).
+public struct LedgerError: CodedErrorProtocol {
     public let code: ErrorCode
     public let message: String
 
@@ -16,9 +16,6 @@ public struct LedgerError: Error, Hashable, CustomStringConvertible, Sendable {
         self.message = message
     }
 
-    public static func == (a: LedgerError, b: LedgerError) -> Bool { a.code == b.code }
-    public func hash(into h: inout Hasher) { h.combine(code) }
-    public var description: String { "\(code): \(message)" }
 
     /// The writer queue is full: retry later (HTTP 503 with Retry-After).
     public static func overloaded(_ queued: Int) -> LedgerError {

@@ -1,5 +1,6 @@
 import Hummingbird
 import LedgerWire
+import NIOCore
 import Testing
 
 @testable import LedgerServer
@@ -78,5 +79,22 @@ import Testing
         #expect(followers.headers[.retryAfter] == "5")
         let hummingbird = HTTPErrors.response(CodedError(.tooLarge, "big"), status: .contentTooLarge, closesConnection: false)
         #expect(hummingbird.headers[.connection] == nil)
+    }
+
+    @Test func answersWrittenBeforeTheHTTPPipelineAreTheSameBytesAsEver() {
+        let overloaded = HTTPErrors.closingAnswer(
+            CodedError(.overloaded, "the server has too many open connections; retry shortly"))
+        let body = #"{"error":{"code":"overloaded","message":"the server has too many open connections; retry shortly"}}"# + "\n"
+        #expect(
+            String(buffer: overloaded)
+                == "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+                + body)
+        let timeout = HTTPErrors.closingAnswer(CodedError(.requestTimeout, "the request's header section did not arrive within 10000 ms"))
+        let timeoutBody =
+            #"{"error":{"code":"request_timeout","message":"the request's header section did not arrive within 10000 ms"}}"# + "\n"
+        #expect(
+            String(buffer: timeout)
+                == "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: \(timeoutBody.utf8.count)\r\n\r\n"
+                + timeoutBody)
     }
 }
