@@ -16,9 +16,11 @@ let package = Package(
         .library(name: "LedgerCore", targets: ["LedgerCore"]),
         .library(name: "LedgerAppStore", targets: ["LedgerAppStore"]),
         .library(name: "LedgerStore", targets: ["LedgerStore"]),
+        .library(name: "LedgerWire", targets: ["LedgerWire"]),
+        .library(name: "LedgerAPI", targets: ["LedgerAPI"]),
+        .library(name: "LedgerIngest", targets: ["LedgerIngest"]),
         .library(name: "LedgerServer", targets: ["LedgerServer"]),
         .library(name: "LedgerClient", targets: ["LedgerClient"]),
-        .library(name: "LedgerTestSupport", targets: ["LedgerTestSupport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -44,10 +46,13 @@ let package = Package(
 
         // MARK: - Domain
         .target(name: "LedgerCore", swiftSettings: swiftSettings),
+        // The error codes and the Unix socket: below every layer that refuses, and below the client.
+        .target(name: "LedgerWire", swiftSettings: swiftSettings),
         .target(
             name: "LedgerAppStore",
             dependencies: [
                 "LedgerCore",
+                "LedgerWire",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -58,6 +63,7 @@ let package = Package(
             name: "LedgerStore",
             dependencies: [
                 "LedgerCore",
+                "LedgerWire",
                 "LMDB",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -67,9 +73,22 @@ let package = Package(
 
         // MARK: - Serving
         .target(
+            name: "LedgerIngest",
+            dependencies: ["LedgerCore", "LedgerWire", "LedgerAppStore", "LedgerStore"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "LedgerAPI",
+            dependencies: ["LedgerCore", "LedgerWire", "LedgerAppStore", "LedgerStore"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "LedgerServer",
             dependencies: [
                 "LedgerCore",
+                "LedgerWire",
+                "LedgerAPI",
+                "LedgerIngest",
                 "LedgerAppStore",
                 "LedgerStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -88,13 +107,16 @@ let package = Package(
             exclude: ["openapi.yaml"],
             swiftSettings: swiftSettings
         ),
-        .target(name: "LedgerClient", swiftSettings: swiftSettings),
+        .target(name: "LedgerClient", dependencies: ["LedgerWire"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "storeledger",
             dependencies: [
                 "LedgerCore",
+                "LedgerWire",
                 "LedgerAppStore",
                 "LedgerStore",
+                "LedgerAPI",
+                "LedgerIngest",
                 "LedgerServer",
                 "LedgerClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -106,6 +128,7 @@ let package = Package(
             name: "loadgen",
             dependencies: [
                 "LedgerClient",
+                "LedgerWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "tools/loadgen",
@@ -113,6 +136,7 @@ let package = Package(
         ),
 
         // MARK: - Tests
+        // Fixtures and helpers for the test targets only: a target, not a product, so nothing ships it.
         .target(
             name: "LedgerTestSupport",
             dependencies: [
@@ -128,18 +152,35 @@ let package = Package(
         .testTarget(name: "LedgerCoreTests", dependencies: ["LedgerCore", "LedgerTestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "LedgerAppStoreTests",
-            dependencies: ["LedgerAppStore", "LedgerCore", "LedgerTestSupport"],
+            dependencies: ["LedgerAppStore", "LedgerCore", "LedgerWire", "LedgerTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LedgerStoreTests",
-            dependencies: ["LedgerStore", "LedgerCore", "LedgerAppStore", "LedgerTestSupport", "LMDB"],
+            dependencies: ["LedgerStore", "LedgerCore", "LedgerAppStore", "LedgerAPI", "LedgerWire", "LedgerTestSupport", "LMDB"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(name: "LedgerWireTests", dependencies: ["LedgerWire"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "LedgerAPITests",
+            dependencies: ["LedgerAPI", "LedgerWire", "LedgerCore", "LedgerStore", "LedgerIngest", "LedgerTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            exclude: ["Fixtures"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LedgerIngestTests",
+            dependencies: ["LedgerIngest", "LedgerWire", "LedgerCore", "LedgerAppStore", "LedgerStore", "LedgerTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LedgerServerTests",
             dependencies: [
-                "LedgerServer", "LedgerStore", "LedgerCore", "LedgerAppStore", "LedgerClient", "LedgerTestSupport",
+                "LedgerServer", "LedgerAPI", "LedgerIngest", "LedgerWire", "LedgerStore", "LedgerCore", "LedgerAppStore",
+                "LedgerClient", "LedgerTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -149,7 +190,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StoreLedgerCLITests",
-            dependencies: ["LedgerTestSupport", "LedgerClient", "storeledger", "LMDB"],
+            dependencies: ["LedgerTestSupport", "LedgerClient", "LedgerWire", "storeledger", "LMDB"],
             swiftSettings: swiftSettings
         ),
     ]

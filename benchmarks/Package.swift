@@ -11,12 +11,27 @@ let package = Package(
     dependencies: [
         .package(path: "../"),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ],
     targets: [
         benchmark("EventStore", uses: ["LedgerCore", "LedgerStore"]),
         benchmark("Import", uses: ["LedgerCore", "LedgerStore"]),
-        benchmark("Fold", uses: ["LedgerCore"], workload: true),
-        benchmark("Decode", uses: ["LedgerCore", "LedgerAppStore", "LedgerTestSupport"]),
+        benchmark("Fold", uses: ["LedgerCore"], local: ["FoldWorkload"]),
+        benchmark("Decode", uses: ["LedgerCore", "LedgerAppStore"], local: ["TestFixtures"]),
+        // The root's test fixtures, which it does not ship as a product: `Support/TestFixtures` links to
+        // `Tests/LedgerTestSupport`.
+        .target(
+            name: "TestFixtures",
+            dependencies: [
+                .product(name: "LedgerCore", package: root),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            path: "Support/TestFixtures"
+        ),
         // The Fold benchmark's workload, and the same operations run under callgrind by instructions.sh.
         .target(name: "FoldWorkload", dependencies: [.product(name: "LedgerCore", package: root)]),
         .executableTarget(
@@ -26,13 +41,13 @@ let package = Package(
     ]
 )
 
-/// One ordo-one/benchmark target: `Benchmarks/<name>/`, the benchmark library, and the root's `products`. (The plugin
-/// only finds targets whose folder's parent is named exactly `Benchmarks`.)
-func benchmark(_ name: String, uses products: [String], workload: Bool = false) -> Target {
+/// One ordo-one/benchmark target: `Benchmarks/<name>/`, the benchmark library, the root's `products` and this
+/// package's `local` targets. (The plugin only finds targets whose folder's parent is named exactly `Benchmarks`.)
+func benchmark(_ name: String, uses products: [String], local: [String] = []) -> Target {
     .executableTarget(
         name: name,
         dependencies: [.product(name: "Benchmark", package: "benchmark")]
-            + products.map { .product(name: $0, package: root) } + (workload ? ["FoldWorkload"] : []),
+            + products.map { .product(name: $0, package: root) } + local.map { .target(name: $0) },
         path: "Benchmarks/\(name)",
         plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
     )

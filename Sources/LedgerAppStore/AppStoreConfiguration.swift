@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerWire
 
 // MARK: - AppStoreConfiguration
 
@@ -50,21 +51,21 @@ public struct AppStoreConfiguration: Sendable {
     /// DER files, relative ones resolved against `baseDirectory` — `requireSignatures`, optional `environments`),
     /// ignoring every other key. Throws `invalid_configuration` naming what is wrong.
     public init(configFile json: [UInt8], baseDirectory: String) throws(InputError) {
-        func invalid(_ message: String) -> InputError { InputError(code: "invalid_configuration", message: message) }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] else {
+        func invalid(_ message: String) -> InputError { InputError(code: .invalidConfiguration, message: message) }
+        guard case .object(let object)? = try? JSONValue.parse(json, depthLimit: Self.defaultMaxDepth) else {
             throw invalid("the configuration file is not a JSON object")
         }
         self.init()
-        if let v = object["bundleId"], !(v is NSNull) {
-            guard let s = v as? String else { throw invalid("bundleId must be a string") }
+        if let v = object["bundleId"], !v.isNull {
+            guard case .string(let s) = v else { throw invalid("bundleId must be a string") }
             bundleId = s
         }
         if let v = object["requireSignatures"] {
-            guard let b = v as? Bool else { throw invalid("requireSignatures must be a boolean") }
+            guard case .bool(let b) = v else { throw invalid("requireSignatures must be a boolean") }
             requireSignatures = b
         }
         if let v = object["trustedRoots"] {
-            guard let paths = v as? [String] else { throw invalid("trustedRoots must be an array of file paths") }
+            guard let paths = Self.strings(v) else { throw invalid("trustedRoots must be an array of file paths") }
             for path in paths {
                 let full = path.hasPrefix("/") ? path : baseDirectory + "/" + path
                 guard let data = FileManager.default.contents(atPath: full) else {
@@ -73,8 +74,8 @@ public struct AppStoreConfiguration: Sendable {
                 trustedRootsDER.append([UInt8](data))
             }
         }
-        if let v = object["environments"], !(v is NSNull) {
-            guard let names = v as? [String] else { throw invalid("environments must be an array of names") }
+        if let v = object["environments"], !v.isNull {
+            guard let names = Self.strings(v) else { throw invalid("environments must be an array of names") }
             var set = Set<AppStoreEnvironment>()
             for name in names {
                 guard let e = AppStoreEnvironment(appleName: name) else { throw invalid("unknown environment '\(name)'") }
@@ -82,5 +83,16 @@ public struct AppStoreConfiguration: Sendable {
             }
             acceptedEnvironments = set
         }
+    }
+
+    /// The strings of a JSON array of strings; nil for anything else.
+    private static func strings(_ value: JSON) -> [String]? {
+        guard case .array(let elements) = value else { return nil }
+        var strings: [String] = []
+        for element in elements {
+            guard case .string(let s) = element else { return nil }
+            strings.append(s)
+        }
+        return strings
     }
 }

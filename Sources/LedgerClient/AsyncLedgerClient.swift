@@ -1,4 +1,5 @@
 import Dispatch
+import LedgerWire
 
 // MARK: - AsyncLedgerClient
 
@@ -10,7 +11,7 @@ public final class AsyncLedgerClient: @unchecked Sendable {
     private let queue: DispatchQueue
 
     /// Connects to the server listening on `socketPath`.
-    public init(socketPath: String, timeoutSeconds: Int = 30) throws(LedgerClientError) {
+    public init(socketPath: String, timeoutSeconds: Int = 30) throws(CodedError) {
         client = try LedgerClient(socketPath: socketPath, timeoutSeconds: timeoutSeconds)
         queue = DispatchQueue(label: "storeledger.client")
     }

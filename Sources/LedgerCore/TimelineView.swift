@@ -1,6 +1,6 @@
-/// A timeline evaluated at one instant, in the API.md Timeline JSON shape (`timeline --json`,
-/// `GET /v1/subscriptions/{otid}`), with a few extra fields. Absent values are written as `null`.
-public struct TimelineView: Hashable, Sendable, Codable {
+/// A timeline evaluated at one instant, in the API.md Timeline shape (`timeline --json`,
+/// `GET /v1/subscriptions/{otid}`), with a few extra fields. Its JSON is written by LedgerAPI.
+public struct TimelineView: Hashable, Sendable {
     public var originalTransactionId: String
     public var environment: String
     public var at: UnixMillis
@@ -27,42 +27,10 @@ public struct TimelineView: Hashable, Sendable, Codable {
     public var renewalCurrency: String?
     /// Win-back offers the customer may redeem, per the latest renewal info.
     public var eligibleWinBackOfferIds: [String]?
-
-    enum CodingKeys: String, CodingKey {
-        case originalTransactionId, environment, at, asOf, status, productId, expiresAt, autoRenew, pendingProductId
-        case periods, changes, owners, expirationReason, gracePeriodExpiresAt, productType, inBillingRetry
-        case priceIncreaseStatus, refusedClaims, lastSeq, renewalPrice, renewalCurrency, eligibleWinBackOfferIds
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(originalTransactionId, forKey: .originalTransactionId)
-        try c.encode(environment, forKey: .environment)
-        try c.encode(at, forKey: .at)
-        try c.encode(asOf, forKey: .asOf)
-        try c.encode(status, forKey: .status)
-        try c.encode(productId, forKey: .productId)
-        try c.encode(expiresAt, forKey: .expiresAt)
-        try c.encode(autoRenew, forKey: .autoRenew)
-        try c.encode(pendingProductId, forKey: .pendingProductId)
-        try c.encode(periods, forKey: .periods)
-        try c.encode(changes, forKey: .changes)
-        try c.encode(owners, forKey: .owners)
-        try c.encode(expirationReason, forKey: .expirationReason)
-        try c.encode(gracePeriodExpiresAt, forKey: .gracePeriodExpiresAt)
-        try c.encode(productType, forKey: .productType)
-        try c.encode(inBillingRetry, forKey: .inBillingRetry)
-        try c.encode(priceIncreaseStatus, forKey: .priceIncreaseStatus)
-        try c.encode(refusedClaims, forKey: .refusedClaims)
-        try c.encode(lastSeq, forKey: .lastSeq)
-        try c.encode(renewalPrice, forKey: .renewalPrice)
-        try c.encode(renewalCurrency, forKey: .renewalCurrency)
-        try c.encode(eligibleWinBackOfferIds, forKey: .eligibleWinBackOfferIds)
-    }
 }
 
 /// One period in a `TimelineView`.
-public struct PeriodView: Hashable, Sendable, Codable {
+public struct PeriodView: Hashable, Sendable {
     public var transactionId: String
     public var webOrderLineItemId: String?
     public var productId: String
@@ -88,40 +56,10 @@ public struct PeriodView: Hashable, Sendable, Codable {
     public var commitmentExpiresDate: UnixMillis?
     /// The app's own purchase: the version the customer first got.
     public var originalApplicationVersion: String?
-
-    enum CodingKeys: String, CodingKey {
-        case transactionId, webOrderLineItemId, productId, start, end, offer, revokedAt, revocation, upgraded
-        case observedAs, reinstatedAt, expiresDate, quantity, productType, price, currency, transactionReason
-        case billingPlanType, commitmentExpiresDate, originalApplicationVersion
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(transactionId, forKey: .transactionId)
-        try c.encode(webOrderLineItemId, forKey: .webOrderLineItemId)
-        try c.encode(productId, forKey: .productId)
-        try c.encode(start, forKey: .start)
-        try c.encode(end, forKey: .end)
-        try c.encode(offer, forKey: .offer)
-        try c.encode(revokedAt, forKey: .revokedAt)
-        try c.encode(revocation, forKey: .revocation)
-        try c.encode(upgraded, forKey: .upgraded)
-        try c.encode(observedAs, forKey: .observedAs)
-        try c.encode(reinstatedAt, forKey: .reinstatedAt)
-        try c.encode(expiresDate, forKey: .expiresDate)
-        try c.encode(quantity, forKey: .quantity)
-        try c.encode(productType, forKey: .productType)
-        try c.encode(price, forKey: .price)
-        try c.encode(currency, forKey: .currency)
-        try c.encode(transactionReason, forKey: .transactionReason)
-        try c.encode(billingPlanType, forKey: .billingPlanType)
-        try c.encode(commitmentExpiresDate, forKey: .commitmentExpiresDate)
-        try c.encodeIfPresent(originalApplicationVersion, forKey: .originalApplicationVersion)
-    }
 }
 
 /// A revocation in a `PeriodView`.
-public struct RevocationView: Hashable, Sendable, Codable {
+public struct RevocationView: Hashable, Sendable {
     public var date: UnixMillis
     public var reason: Int64?
     public var type: String?
@@ -130,7 +68,7 @@ public struct RevocationView: Hashable, Sendable, Codable {
 }
 
 /// One change in a `TimelineView`.
-public struct ChangeView: Hashable, Sendable, Codable {
+public struct ChangeView: Hashable, Sendable {
     public var at: UnixMillis
     public var kind: String
     public var seq: UInt64
@@ -139,26 +77,17 @@ public struct ChangeView: Hashable, Sendable, Codable {
 }
 
 /// One ownership interval in a `TimelineView` or a `CustomerView`.
-public struct OwnerView: Hashable, Sendable, Codable {
+public struct OwnerView: Hashable, Sendable {
     public var appUserId: String
     public var from: UnixMillis
     public var to: UnixMillis?
     public var seq: UInt64
     /// `claim | appAccountToken | transfer`.
     public var cause: String
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(appUserId, forKey: .appUserId)
-        try c.encode(from, forKey: .from)
-        try c.encode(to, forKey: .to)
-        try c.encode(seq, forKey: .seq)
-        try c.encode(cause, forKey: .cause)
-    }
 }
 
 /// A claim refused under `keep`.
-public struct RefusedClaimView: Hashable, Sendable, Codable {
+public struct RefusedClaimView: Hashable, Sendable {
     public var appUserId: String
     public var at: UnixMillis
     public var seq: UInt64

@@ -1,6 +1,8 @@
 import Foundation
 import Hummingbird
 import HummingbirdCore
+import LedgerAPI
+import LedgerWire
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -262,12 +264,11 @@ final class ConnectionTimeouts {
         )
         if reason == .header, headStartedAt != nil {
             // Part of a request arrived: say why it is dropped (as a server would to a slow but honest client).
-            let body =
-                #"{"error":{"code":"request_timeout","message":"the request's header section did not arrive within \#(limits.headerTimeout.nanoseconds / 1_000_000) ms"}}"#
-                + "\n"
-            let head =
-                "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
-            context.writeAndFlush(NIOAny(ByteBuffer(string: head + body))).assumeIsolated().whenComplete { _ in
+            let answer = HTTPErrors.closingAnswer(
+                CodedError(
+                    .requestTimeout,
+                    "the request's header section did not arrive within \(limits.headerTimeout.nanoseconds / 1_000_000) ms"))
+            context.writeAndFlush(NIOAny(answer)).assumeIsolated().whenComplete { _ in
                 context.close(promise: nil)
             }
         } else {
@@ -378,8 +379,8 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
         onMalformedHead(context.channel, timeouts.headBytes, message)
         timeouts.cancel()
         var body = context.channel.allocator.buffer(capacity: 128)
-        let escaped = message.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-        body.writeString(#"{"error":{"code":"bad_request","message":"\#(escaped)"}}"# + "\n")
+        body.writeBytes(JSONWriter.bytes(of: ErrorDocument(CodedError(.badRequest, message))))
+        body.writeString("\n")
         let head = HTTPResponse(
             status: .badRequest,
             headerFields: [
@@ -414,13 +415,9 @@ final class RefuseConnectionHandler: ChannelInboundHandler, RemovableChannelHand
     private func refuse(_ context: ChannelHandlerContext) {
         guard !answered else { return }
         answered = true
-        let body =
-            #"{"error":{"code":"overloaded","message":"the server has too many open connections; retry shortly"}}"#
-            + "\n"
-        let answer =
-            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
-            + body
-        context.writeAndFlush(NIOAny(ByteBuffer(string: answer))).assumeIsolated().whenComplete { _ in
+        let answer = HTTPErrors.closingAnswer(
+            CodedError(.overloaded, "the server has too many open connections; retry shortly"))
+        context.writeAndFlush(NIOAny(answer)).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }
     }

@@ -6,7 +6,9 @@ import Darwin
 import Foundation
 import Hummingbird
 import HummingbirdCore
+import LedgerAPI
 import LedgerStore
+import LedgerWire
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -14,14 +16,14 @@ import UnixSignals
 
 // MARK: - LedgerService
 
-/// The ledger's server: HTTP/1.1 on a Unix socket (Hummingbird), serving `LedgerAPI`.
+/// The ledger's server: HTTP/1.1 on a Unix socket (Hummingbird), serving `LedgerRoutes`.
 ///
 /// `run()` refuses to start when another server answers on the socket path, replaces a stale socket file left by a
 /// crashed run, binds, sets the socket's mode, and serves until graceful shutdown (SIGTERM/SIGINT through a
 /// `ServiceGroup`). Then it stops accepting, finishes in-flight requests, ends followers, closes the ledger (every
 /// queued input is committed first) and removes the socket file.
 public final class LedgerService: Service, Sendable {
-    public let api: LedgerAPI
+    public let api: LedgerRoutes
     public let socketPath: String
     let logger: Logger
     private let bound = BoundSocket()
@@ -32,7 +34,7 @@ public final class LedgerService: Service, Sendable {
     ///   - configuration: limits, writers, socket mode, Apple decoding.
     ///   - socketPath: where to listen.
     public init(ledger: Ledger, configuration: LedgerConfiguration, socketPath: String, logger: Logger) {
-        self.api = LedgerAPI(ledger: ledger, configuration: configuration, logger: logger)
+        self.api = LedgerRoutes(ledger: ledger, configuration: configuration, logger: logger)
         self.socketPath = socketPath
         self.logger = logger
     }
@@ -111,53 +113,26 @@ public final class LedgerService: Service, Sendable {
 
 // MARK: - The socket file
 
-/// Why the server cannot take its socket path.
-public struct SocketPathError: Error, CustomStringConvertible, Sendable {
-    public let code: String
-    public let message: String
-    public var description: String { "\(code): \(message)" }
-}
-
 enum SocketFile {
-    /// Makes `path` free for binding: refuses when a live server answers on it or when it is not a socket; unlinks
-    /// a stale socket file (nobody accepts on it, as after kill -9).
-    static func prepare(_ path: String) throws {
-        let capacity = MemoryLayout.size(ofValue: sockaddr_un().sun_path)
-        guard path.utf8.count < capacity else {
-            throw SocketPathError(
-                code: "socket_path_too_long", message: "\(path) is longer than \(capacity - 1) bytes (use --socket)")
+    /// Makes `path` free for binding: refuses when a live server answers on it or when it is not a socket
+    /// (`socket_path_too_long`, `socket_path_taken`, `socket_in_use`); unlinks a stale socket file (nobody accepts on
+    /// it, as after kill -9).
+    static func prepare(_ path: String) throws(CodedError) {
+        guard path.utf8.count <= UnixSocket.maxPathLength else {
+            throw CodedError(
+                .socketPathTooLong, "\(path) is longer than \(UnixSocket.maxPathLength) bytes (use --socket)")
         }
         guard let info = FileIdentity(path) else { return }  // nothing there
         guard info.isSocket else {
-            throw SocketPathError(code: "socket_path_taken", message: "\(path) exists and is not a socket")
+            throw CodedError(.socketPathTaken, "\(path) exists and is not a socket")
         }
-        if isLive(path) {
-            throw SocketPathError(code: "socket_in_use", message: "another server is listening on \(path)")
+        if UnixSocket.isLive(path) {
+            throw CodedError(.socketInUse, "another server is listening on \(path)")
         }
         guard unlink(path) == 0 || errno == ENOENT else {
-            throw SocketPathError(
-                code: "socket_path_taken", message: "cannot remove the stale socket \(path): \(String(cString: strerror(errno)))")
+            throw CodedError(
+                .socketPathTaken, "cannot remove the stale socket \(path): \(String(cString: strerror(errno)))")
         }
-    }
-
-    /// Whether something accepts connections on the socket at `path`.
-    static func isLive(_ path: String) -> Bool {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-            for (i, b) in bytes.enumerated() { raw[i] = b }
-            raw[bytes.count] = 0
-        }
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        return rc == 0
     }
 }
 

@@ -1,16 +1,14 @@
 import Hummingbird
+import LedgerAPI
 import LedgerAppStore
 import LedgerCore
+import LedgerIngest
 import LedgerStore
+import LedgerWire
 
 // MARK: - POST /v1/events
 
-extension LedgerAPI {
-    /// `{"results":[result…]}`: one result per input, in order.
-    struct ResultsDocument: Codable, Sendable {
-        var results: [AppendResult]
-    }
-
+extension LedgerRoutes {
     /// 207: some inputs of the batch were rejected (HTTPTypes has no name for it).
     static let multiStatus = HTTPResponse.Status(code: 207, reasonPhrase: "Multi-Status")
 
@@ -32,11 +30,8 @@ extension LedgerAPI {
             let body = try await collectBody(request, into: &received)
             try checkContentType(request)
             options = try ingestOptions(request)
-            pieces = InputFraming.split(body)
-            guard !pieces.isEmpty else { throw APIError.invalidJSON("the body holds no input") }
-            let limit = configuration.limits.maxBatchInputs
-            guard pieces.count <= limit else { throw APIError.batchTooLarge(count: pieces.count, limit: limit) }
-        } catch let error as APIError {
+            pieces = try IngestPipeline.batch(body, limit: configuration.limits.maxBatchInputs)
+        } catch let error as CodedError {
             await recordRefusal(error, request, received)
             throw error
         }
@@ -45,8 +40,8 @@ extension LedgerAPI {
         let inputs = pieces.map { pipeline.prepare($0, options: options, now: now) }
         // Refused inputs are appended too: their bytes land in `rejected` for the auditor.
         let results = try await append(inputs)
-        if results.allSatisfy({ $0.status == .rejected && $0.error?.code == "invalid_json" }) {
-            throw APIError.invalidJSON(results.first?.error?.message ?? "the body is not JSON")
+        if results.allSatisfy({ $0.status == .rejected && $0.error?.code == ErrorCode.invalidJSON.rawValue }) {
+            throw CodedError(.invalidJSON, results.first?.error?.message ?? "the body is not JSON")
         }
         let someRejected = results.contains { $0.status == .rejected }
         return JSONBody.response(status: someRejected ? Self.multiStatus : .ok, ResultsDocument(results: results))
@@ -55,7 +50,7 @@ extension LedgerAPI {
 
 // MARK: - POST /v1/apple/* and /v1/bindings
 
-extension LedgerAPI {
+extension LedgerRoutes {
     func addAppleRoutes(to router: Router<LedgerRequestContext>) {
         router.post("/v1/apple/notifications") { request, context in
             try await self.appendOne(request, context, type: .notification)
@@ -82,21 +77,19 @@ extension LedgerAPI {
             body = try await collectBody(request, into: &received)
             try checkContentType(request)
             options = try ingestOptions(request, forcedType: type)
-            guard body.contains(where: { !InputFraming.isSpace($0) }) else {
-                throw APIError.invalidJSON("the body is empty")
-            }
-        } catch let error as APIError {
+            try IngestPipeline.checkNotBlank(body)
+        } catch let error as CodedError {
             await recordRefusal(error, request, received)
             throw error
         }
         let input = pipeline.prepare(body, options: options, now: currentMillis())
         guard let result = try await append([input]).first else {
-            throw APIError(.internalServerError, code: "internal", message: "the ledger returned no result")
+            throw CodedError(.internal, "the ledger returned no result")
         }
         let status: HTTPResponse.Status
         switch result.status {
         case .appended, .duplicate: status = .ok
-        case .rejected: status = result.error?.code == "invalid_json" ? .badRequest : .unprocessableContent
+        case .rejected: status = HTTPErrors.status(ofRefusedInput: ErrorCode(result.error?.code ?? ""))
         }
         return JSONBody.response(status: status, result)
     }

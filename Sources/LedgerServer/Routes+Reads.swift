@@ -1,13 +1,16 @@
 import Foundation
 import Hummingbird
+import LedgerAPI
 import LedgerCore
+import LedgerIngest
 import LedgerStore
+import LedgerWire
 import Logging
 import NIOCore
 
 // MARK: - GET /v1/subscriptions/{otid}, /v1/customers/{appUserId}
 
-extension LedgerAPI {
+extension LedgerRoutes {
     /// The two clocks and the environment of a projection read: `at` (valid time, default now), `asOf` (a log
     /// seq, default everything known), `environment` (default Production).
     struct ReadClocks {
@@ -19,19 +22,19 @@ extension LedgerAPI {
             let query = request.uri.queryParameters
             if let text = query["at"] {
                 guard let ms = Instant.parse(String(text)) else {
-                    throw APIError.invalidQuery("at must be milliseconds since epoch or ISO-8601")
+                    throw CodedError(.invalidQuery, "at must be milliseconds since epoch or ISO-8601")
                 }
                 at = ms
             } else {
                 at = currentMillis()
             }
             if let text = query["asOf"] {
-                guard let seq = UInt64(text) else { throw APIError.invalidQuery("asOf must be a log sequence number") }
+                guard let seq = UInt64(text) else { throw CodedError(.invalidQuery, "asOf must be a log sequence number") }
                 asOf = seq
             }
             if let text = query["environment"] {
                 guard let env = AppStoreEnvironment(appleName: String(text)) else {
-                    throw APIError.invalidQuery("environment must be Production, Sandbox, Xcode or LocalTesting")
+                    throw CodedError(.invalidQuery, "environment must be Production, Sandbox, Xcode or LocalTesting")
                 }
                 environment = env
             } else {
@@ -50,7 +53,7 @@ extension LedgerAPI {
                         OriginalTransactionID(otid), environment: clocks.environment, at: clocks.at, asOf: clocks.asOf)
                 })
             else {
-                throw APIError.notFound("no \(clocks.environment.rawValue) subscription \(otid) is known")
+                throw CodedError(.notFound, "no \(clocks.environment.rawValue) subscription \(otid) is known")
             }
             return JSONBody.response(view)
         }
@@ -65,31 +68,26 @@ extension LedgerAPI {
         router.get("/v1/transactions/{transactionId}") { _, context in
             let id = try context.parameters.require("transactionId")
             let events = try self.read { try self.ledger.events(key: id) }
-            guard !events.isEmpty else { throw APIError.notFound("no event is recorded for transaction \(id)") }
-            return JSONBody.response(TransactionDocument(transactionId: id, events: events.map { EventDocument($0) }))
+            guard !events.isEmpty else { throw CodedError(.notFound, "no event is recorded for transaction \(id)") }
+            return try JSONBody.response(
+                encoding: TransactionDocument(transactionId: id, events: events.map { EventDocument($0) }))
         }
     }
 
-    /// `GET /v1/transactions/{id}`: every revision recorded for one transaction id, oldest first.
-    struct TransactionDocument: Encodable, Sendable {
-        var transactionId: String
-        var events: [EventDocument]
-    }
-
-    /// Runs a store read; its failures become API errors (a damaged ledger is a 500, never a crash).
+    /// Runs a store read; its failures become coded refusals (a damaged ledger is a 500, never a crash).
     func read<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let error as LedgerError {
             logger.error("read failed", metadata: ["code": "\(error.code)", "message": "\(error.message)"])
-            throw APIError.from(error)
+            throw CodedError(error)
         }
     }
 }
 
 // MARK: - GET /v1/events
 
-extension LedgerAPI {
+extension LedgerRoutes {
     /// Events per read transaction while streaming.
     static let eventPage = 1_000
     /// Largest `limit` without `follow`.
@@ -107,16 +105,16 @@ extension LedgerAPI {
     func events(_ request: Request, _ context: LedgerRequestContext) throws -> Response {
         let query = request.uri.queryParameters
         let after: UInt64 = try query["after"].map { text -> UInt64 in
-            guard let v = UInt64(text) else { throw APIError.invalidQuery("after must be a log sequence number") }
+            guard let v = UInt64(text) else { throw CodedError(.invalidQuery, "after must be a log sequence number") }
             return v
         } ?? 0
         let limit: Int? = try query["limit"].map { text -> Int in
-            guard let v = Int(text), v > 0 else { throw APIError.invalidQuery("limit must be a positive integer") }
+            guard let v = Int(text), v > 0 else { throw CodedError(.invalidQuery, "limit must be a positive integer") }
             return v
         }
         let follow = query["follow"].map { $0 == "true" || $0 == "1" } ?? false
         let timeout: Double? = try query["timeout"].map { text -> Double in
-            guard let v = Double(text), v > 0 else { throw APIError.invalidQuery("timeout must be positive seconds") }
+            guard let v = Double(text), v > 0 else { throw CodedError(.invalidQuery, "timeout must be positive seconds") }
             return v
         }
         let headers: HTTPFields = [.contentType: "application/x-ndjson"]
@@ -124,13 +122,14 @@ extension LedgerAPI {
             let count = min(limit ?? Self.eventPage, Self.maxEventLimit)
             let events = try read { try ledger.events(after: after, limit: count) }
             var buffer = ByteBuffer()
-            for e in events { Self.writeLine(EventDocument(e), to: &buffer) }
+            for e in events { try Self.writeLine(EventDocument(e), to: &buffer) }
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: buffer))
         }
 
         guard let current = followers.enter(limit: Self.maxFollowers) else {
-            throw APIError(
-                .serviceUnavailable, code: "overloaded", message: "too many followers (\(Self.maxFollowers))", retryAfter: 5)
+            // A follower holds its place for long: wait longer than for a full writer queue.
+            return HTTPErrors.response(
+                CodedError(.overloaded, "too many followers (\(Self.maxFollowers))"), retryAfter: 5)
         }
         metrics.setFollowers(current)
         let channel = context.channel
@@ -144,7 +143,7 @@ extension LedgerAPI {
                 let page = try read { try ledger.events(after: cursor, limit: want) }
                 if let last = page.last {
                     var buffer = ByteBuffer()
-                    for e in page { Self.writeLine(EventDocument(e), to: &buffer) }
+                    for e in page { try Self.writeLine(EventDocument(e), to: &buffer) }
                     try await writer.write(buffer)
                     cursor = last.event.seq
                     sent += page.count
@@ -165,26 +164,20 @@ extension LedgerAPI {
         return Response(status: .ok, headers: headers, body: body)
     }
 
-    static func writeLine(_ value: some Encodable, to buffer: inout ByteBuffer) {
-        var line = JSONBody.encode(value)
-        buffer.writeBuffer(&line)
+    /// One NDJSON line: the event's JSON text and a newline.
+    static func writeLine(_ event: EventDocument, to buffer: inout ByteBuffer) throws {
+        buffer.writeBytes(try JSONWriter.bytes(encoding: event))
         buffer.writeString("\n")
     }
 }
 
 // MARK: - GET /v1/health, /metrics
 
-extension LedgerAPI {
-    /// `{"status":"ok","lastSeq":N}`.
-    struct HealthDocument: Codable, Sendable {
-        var status: String
-        var lastSeq: UInt64
-    }
-
+extension LedgerRoutes {
     func addOperationRoutes(to router: Router<LedgerRequestContext>) {
         router.get("/v1/health") { _, _ in
             let seq = try self.read { try self.ledger.lastSeq() }
-            return JSONBody.response(HealthDocument(status: "ok", lastSeq: seq))
+            return JSONBody.response(HealthDocument(lastSeq: seq))
         }
         router.get("/metrics") { _, _ in
             Response(

@@ -1,6 +1,7 @@
 import Foundation
 import LMDB
 import LedgerCore
+import LedgerWire
 import Logging
 
 /// A ledger directory: the event log, its indexes and projections in one LMDB environment, and its single writer.
@@ -75,13 +76,13 @@ public final class Ledger: Sendable {
         do {
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), !isDirectory.boolValue {
-                throw LedgerError(code: "invalid_path", message: "\(directory) is not a directory")
+                throw LedgerError(code: .invalidPath, message: "\(directory) is not a directory")
             }
             if !options.readOnly {
                 do {
                     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
                 } catch {
-                    throw LedgerError(code: "invalid_path", message: "cannot create \(directory): \(error.localizedDescription)")
+                    throw LedgerError(code: .invalidPath, message: "cannot create \(directory): \(error.localizedDescription)")
                 }
             }
             var envOptions = Environment.Options()
@@ -100,7 +101,7 @@ public final class Ledger: Sendable {
                 layout = try StoreLayout(environment: environment)
             } catch let error as LMDBError where error == .notFound {
                 throw LedgerError(
-                    code: "not_a_ledger",
+                    code: .notALedger,
                     message: "\(directory) holds an LMDB environment without the ledger's databases (not a ledger, or its catalog page is damaged)")
             }
             let upgrade = options.readOnly ? false : try checkSchema(environment, layout.meta, readOnly: false)
@@ -112,7 +113,7 @@ public final class Ledger: Sendable {
                 let path = (directory as NSString).appendingPathComponent(file)
                 if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
                     throw LedgerError(
-                        code: "invalid_path",
+                        code: .invalidPath,
                         message: "cannot open the ledger in \(directory): \(path) is a directory, not a file (\(error.reason))")
                 }
             }

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import LedgerAppStore
 import LedgerCore
-import LedgerServer
+import LedgerIngest
 import LedgerStore
 
 /// `storeledger demo`: ingests a small, realistic story into a ledger and prints what the ledger made of it.
@@ -28,11 +28,11 @@ struct Demo: AsyncParsableCommand {
         let at = DemoStory.renewal2 + 5 * DemoStory.day
         print("\n$ storeledger timeline \(DemoStory.otid) --at \(formatInstant(at)) --data \(data)\n")
         if let view = try store.timeline(OriginalTransactionID(DemoStory.otid), at: at) {
-            printTimelineTable(try jsonObject(view))
+            printTimelineTable(view)
         }
         for user in ["alice", "bob"] {
             print("\n$ storeledger customer \(user) --at \(formatInstant(at)) --data \(data)\n")
-            printCustomerTable(try jsonObject(try store.customer(AppUserID(user), at: at)))
+            printCustomerTable(try store.customer(AppUserID(user), at: at))
         }
         print("\nTry: storeledger events --data \(data)   storeledger verify --data \(data)   storeledger serve --data \(data)")
     }

@@ -1,10 +1,12 @@
 import ArgumentParser
 import Foundation
+import LedgerAPI
 import LedgerAppStore
 import LedgerClient
 import LedgerCore
-import LedgerServer
+import LedgerIngest
 import LedgerStore
+import LedgerWire
 
 /// `storeledger ingest`: appends inputs from files or stdin, directly or through a running server.
 struct Ingest: AsyncParsableCommand {
@@ -54,7 +56,7 @@ struct Ingest: AsyncParsableCommand {
                 bodies.append([UInt8](FileHandle.standardInput.readDataToEndOfFile()))
             } else {
                 guard let data = FileManager.default.contents(atPath: file) else {
-                    throw CommandFailure(code: "unreadable_file", message: "cannot read \(file)", json: json)
+                    throw CommandFailure(code: .unreadableFile, message: "cannot read \(file)", json: json)
                 }
                 bodies.append([UInt8](data))
             }
@@ -69,18 +71,10 @@ struct Ingest: AsyncParsableCommand {
             defer { store.close() }
             let pipeline = IngestPipeline(ledger: store, configuration: configuration.appStore)
             for body in bodies {
-                // Large files are appended in chunks so memory stays bounded and progress is durable as it goes.
-                let pieces = InputFraming.split(body)
-                var start = 0
-                while start < pieces.count {
-                    let end = min(start + 2_000, pieces.count)
-                    let inputs = pieces[start..<end].map { pipeline.prepare($0, options: options, now: currentMillis()) }
-                    do {
-                        results += try await store.append(inputs)
-                    } catch let error as LedgerError {
-                        throw CommandFailure(code: error.code, message: error.message, json: json)
-                    }
-                    start = end
+                do {
+                    results += try await pipeline.ingest(body: body, options: options)
+                } catch {
+                    throw CommandFailure(code: error.code, message: error.message, json: json)
                 }
             }
         }
@@ -103,27 +97,27 @@ struct Ingest: AsyncParsableCommand {
                     method: "POST", path: path, body: body, contentType: "application/x-ndjson")
                 guard response.status == 200 || response.status == 207 else {
                     // The server's own code (storage_full, overloaded, too_large…) says more than the status.
-                    struct ErrorDocument: Decodable { var error: AppendResult.ErrorInfo }
-                    if let document = try? JSONDecoder().decode(ErrorDocument.self, from: Data(response.body)) {
+                    struct ServerError: Decodable { var error: AppendResult.ErrorInfo }
+                    if let document = try? JSONDecoder().decode(ServerError.self, from: Data(response.body)) {
                         throw CommandFailure(
-                            code: document.error.code, message: "server answered \(response.status): \(document.error.message)",
-                            json: json)
+                            code: ErrorCode(document.error.code),
+                            message: "server answered \(response.status): \(document.error.message)", json: json)
                     }
                     throw CommandFailure(
-                        code: "server_error", message: "server answered \(response.status): \(response.text)", json: json)
+                        code: .serverError, message: "server answered \(response.status): \(response.text)", json: json)
                 }
                 struct Results: Decodable { var results: [AppendResult] }
                 results += try JSONDecoder().decode(Results.self, from: Data(response.body)).results
             }
-        } catch let error as LedgerClientError {
-            throw CommandFailure(code: "socket_error", message: "\(error)", json: json)
+        } catch let error as CodedError {
+            throw CommandFailure(code: .socketError, message: "\(error)", json: json)
         }
         return results
     }
 
     private func report(_ results: [AppendResult]) throws {
         if json {
-            for r in results { try printJSON(r) }
+            for r in results { printJSON(r) }
         } else {
             for (i, r) in results.enumerated() {
                 switch r.status {

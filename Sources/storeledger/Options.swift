@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
+import LedgerAPI
 import LedgerCore
-import LedgerServer
+import LedgerIngest
 import LedgerStore
+import LedgerWire
 import Logging
 
 /// Options every command takes: where the ledger lives and how it is configured.
@@ -24,7 +26,7 @@ struct LedgerOptions: ParsableArguments {
         do {
             return try LedgerConfiguration(contentsOf: path)
         } catch {
-            throw CommandFailure(code: "invalid_configuration", message: "\(error)", json: json)
+            throw CommandFailure(code: .invalidConfiguration, message: "\(error)", json: json)
         }
     }
 
@@ -36,7 +38,7 @@ struct LedgerOptions: ParsableArguments {
         if readOnly, !exists || isDirectory.boolValue,
             !FileManager.default.fileExists(atPath: (directory as NSString).appendingPathComponent("data.mdb"))
         {
-            throw CommandFailure(code: "no_ledger", message: "no ledger in \(directory) (use --data DIR)", json: json)
+            throw CommandFailure(code: .noLedger, message: "no ledger in \(directory) (use --data DIR)", json: json)
         }
         var options = Ledger.Options()
         options.readOnly = readOnly
@@ -96,17 +98,18 @@ func formatInstant(_ ms: UnixMillis?) -> String {
     return f.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
 }
 
-/// Prints an Encodable value as one JSON document (sorted keys, so output is stable).
-func printJSON(_ value: some Encodable) throws {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-    FileHandle.standardOutput.write(try encoder.encode(value) + Data("\n".utf8))
+/// Prints a document as one line of JSON, every object's keys sorted so the output is stable.
+func printJSON(_ document: some JSONDocument) {
+    printLine(JSONWriter.bytes(of: document, sortedKeys: true))
 }
 
-/// The JSON object form of an Encodable value, for rendering tables by API.md's field names.
-func jsonObject(_ value: some Encodable) throws -> [String: Any] {
-    let data = try JSONEncoder().encode(value)
-    return (try JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+/// Prints a value's `Codable` form as one line of JSON, every object's keys sorted so the output is stable.
+func printJSON(encoding value: some Encodable) throws {
+    printLine(try JSONWriter.bytes(encoding: value, sortedKeys: true))
+}
+
+private func printLine(_ bytes: [UInt8]) {
+    FileHandle.standardOutput.write(Data(bytes + [UInt8(ascii: "\n")]))
 }
 
 /// Shows progress on a terminal (stderr), at most a few times per second; silent when stderr is not a TTY.

@@ -1,8 +1,9 @@
 import ArgumentParser
 import Foundation
+import LedgerAPI
 import LedgerCore
-import LedgerServer
 import LedgerStore
+import LedgerWire
 
 /// `storeledger timeline OTID`.
 struct Timeline: ParsableCommand {
@@ -21,12 +22,12 @@ struct Timeline: ParsableCommand {
                 at: try clocks.instant(), asOf: clocks.asOf)
         else {
             throw CommandFailure(
-                code: "not_found", message: "no \(clocks.environment) subscription \(originalTransactionId) is known", json: json)
+                code: .notFound, message: "no \(clocks.environment) subscription \(originalTransactionId) is known", json: json)
         }
         if json {
-            try printJSON(view)
+            printJSON(view)
         } else {
-            printTimelineTable(try jsonObject(view))
+            printTimelineTable(view)
         }
     }
 }
@@ -45,81 +46,83 @@ struct Customer: ParsableCommand {
         let view = try store.customer(
             AppUserID(appUserId), environment: try clocks.appStoreEnvironment(), at: try clocks.instant(), asOf: clocks.asOf)
         if json {
-            try printJSON(view)
+            printJSON(view)
         } else {
-            printCustomerTable(try jsonObject(view))
+            printCustomerTable(view)
         }
     }
 }
 
-// MARK: - Tables (rendered from the API.md JSON shapes, so they always show what --json shows)
+// MARK: - Tables (the fields of the API.md shapes, so they show what --json shows)
 
-private func ms(_ v: Any?) -> UnixMillis? { (v as? NSNumber)?.int64Value }
-private func yesNo(_ v: Any?) -> String {
-    guard let b = v as? Bool else { return "-" }
+private func yesNo(_ b: Bool?) -> String {
+    guard let b else { return "-" }
     return b ? "yes" : "no"
 }
-private func str(_ v: Any?) -> String {
-    switch v {
-    case let s as String: s
-    case let n as NSNumber: n.stringValue
-    case nil, is NSNull: "-"
-    default: "\(v!)"
-    }
+
+private func text(_ s: String?) -> String { s ?? "-" }
+
+private func text(_ n: UInt64?) -> String { n.map { "\($0)" } ?? "-" }
+
+/// An offer as its members, in key order (a flag as 1 or 0), as the table has always shown it.
+private func text(_ offer: Offer) -> String {
+    var members: [String] = []
+    if let discountType = offer.discountType { members.append(#""discountType": "\#(discountType)""#) }
+    if let identifier = offer.identifier { members.append(#""identifier": "\#(identifier)""#) }
+    members.append(#""isTrial": \#(offer.isTrial ? 1 : 0)"#)
+    if let period = offer.period { members.append(#""period": "\#(period)""#) }
+    if let type = offer.type { members.append(#""type": \#(type)"#) }
+    return "[" + members.joined(separator: ", ") + "]"
 }
 
-func printTimelineTable(_ t: [String: Any]) {
-    print("subscription  \(str(t["originalTransactionId"])) (\(str(t["environment"])))")
-    print("at            \(formatInstant(ms(t["at"])))   as of seq \(str(t["asOf"]))")
-    print("status        \(str(t["status"]))")
-    print("product       \(str(t["productId"]))   expires \(formatInstant(ms(t["expiresAt"])))")
-    print("auto-renew    \(yesNo(t["autoRenew"]))   pending product \(str(t["pendingProductId"]))")
-    let periods = t["periods"] as? [[String: Any]] ?? []
-    print("\nPERIODS (\(periods.count))")
+func printTimelineTable(_ t: TimelineView) {
+    print("subscription  \(t.originalTransactionId) (\(t.environment))")
+    print("at            \(formatInstant(t.at))   as of seq \(text(t.asOf))")
+    print("status        \(t.status)")
+    print("product       \(text(t.productId))   expires \(formatInstant(t.expiresAt))")
+    print("auto-renew    \(yesNo(t.autoRenew))   pending product \(text(t.pendingProductId))")
+    print("\nPERIODS (\(t.periods.count))")
     print("  " + pad("TRANSACTION", 20) + pad("PRODUCT", 34) + pad("START", 22) + pad("END", 22) + "NOTES")
-    for p in periods {
+    for p in t.periods {
         var notes: [String] = []
-        if let offer = p["offer"], !(offer is NSNull) { notes.append("offer \(str(offer))") }
-        if let r = ms(p["revokedAt"]) { notes.append("revoked \(formatInstant(r))") }
-        if (p["upgraded"] as? Bool) == true { notes.append("upgraded") }
-        if let o = p["observedAs"] as? [String], !o.isEmpty { notes.append("restored as \(o.joined(separator: ","))") }
+        if let offer = p.offer { notes.append("offer \(text(offer))") }
+        if let r = p.revokedAt { notes.append("revoked \(formatInstant(r))") }
+        if p.upgraded { notes.append("upgraded") }
+        if !p.observedAs.isEmpty { notes.append("restored as \(p.observedAs.joined(separator: ","))") }
         print(
-            "  " + pad(str(p["transactionId"]), 20) + pad(str(p["productId"]), 34) + pad(formatInstant(ms(p["start"])), 22)
-                + pad(formatInstant(ms(p["end"])), 22) + notes.joined(separator: "; "))
+            "  " + pad(p.transactionId, 20) + pad(p.productId, 34) + pad(formatInstant(p.start), 22)
+                + pad(formatInstant(p.end), 22) + notes.joined(separator: "; "))
     }
-    let changes = t["changes"] as? [[String: Any]] ?? []
-    print("\nCHANGES (\(changes.count))")
-    for c in changes { print("  " + pad(formatInstant(ms(c["at"])), 22) + pad(str(c["kind"]), 18) + "seq \(str(c["seq"]))") }
-    let owners = t["owners"] as? [[String: Any]] ?? []
-    print("\nOWNERS (\(owners.count))")
-    for o in owners {
-        print("  " + pad(str(o["appUserId"]), 24) + pad(formatInstant(ms(o["from"])), 22) + "→ " + pad(formatInstant(ms(o["to"])), 22) + "seq \(str(o["seq"]))")
+    print("\nCHANGES (\(t.changes.count))")
+    for c in t.changes { print("  " + pad(formatInstant(c.at), 22) + pad(c.kind, 18) + "seq \(c.seq)") }
+    print("\nOWNERS (\(t.owners.count))")
+    for o in t.owners {
+        print(
+            "  " + pad(o.appUserId, 24) + pad(formatInstant(o.from), 22) + "→ " + pad(formatInstant(o.to), 22)
+                + "seq \(o.seq)")
     }
 }
 
-func printCustomerTable(_ c: [String: Any]) {
-    print("user          \(str(c["appUserId"])) (\(str(c["environment"])))")
-    print("at            \(formatInstant(ms(c["at"])))   as of seq \(str(c["asOf"]))")
-    let entitlements = c["entitlements"] as? [String: [String: Any]] ?? [:]
-    print("\nENTITLEMENTS (\(entitlements.count))")
+func printCustomerTable(_ c: CustomerView) {
+    print("user          \(c.appUserId) (\(c.environment))")
+    print("at            \(formatInstant(c.at))   as of seq \(text(c.asOf))")
+    print("\nENTITLEMENTS (\(c.entitlements.count))")
     print("  " + pad("ENTITLEMENT", 30) + pad("ACTIVE", 8) + pad("EXPIRES", 22) + pad("PRODUCT", 34) + "OTID")
-    for name in entitlements.keys.sorted() {
-        let e = entitlements[name]!
+    for name in c.entitlements.keys.sorted() {
+        let e = c.entitlements[name]!
         print(
-            "  " + pad(name, 30) + pad(yesNo(e["active"]), 8) + pad(formatInstant(ms(e["expiresAt"])), 22)
-                + pad(str(e["productId"]), 34) + str(e["originalTransactionId"]))
+            "  " + pad(name, 30) + pad(yesNo(e.active), 8) + pad(formatInstant(e.expiresAt), 22)
+                + pad(e.productId, 34) + e.originalTransactionId)
     }
-    if let credits = c["credits"] as? [String: Any], !credits.isEmpty {
+    if !c.credits.isEmpty {
         print("\nCREDITS")
-        for k in credits.keys.sorted() { print("  " + pad(k, 24) + str(credits[k])) }
+        for k in c.credits.keys.sorted() { print("  " + pad(k, 24) + "\(c.credits[k]!)") }
     }
-    let subs = c["subscriptions"] as? [String] ?? []
-    print("\nSUBSCRIPTIONS \(subs.isEmpty ? "-" : subs.joined(separator: ", "))")
-    let bindings = c["bindings"] as? [[String: Any]] ?? []
-    print("\nBINDINGS (\(bindings.count))")
-    for b in bindings {
+    print("\nSUBSCRIPTIONS \(c.subscriptions.isEmpty ? "-" : c.subscriptions.joined(separator: ", "))")
+    print("\nBINDINGS (\(c.bindings.count))")
+    for b in c.bindings {
         print(
-            "  " + pad(str(b["originalTransactionId"]), 20) + pad(formatInstant(ms(b["from"])), 22) + "→ "
-                + pad(formatInstant(ms(b["to"])), 22) + pad(str(b["cause"]), 16) + "seq \(str(b["seq"]))")
+            "  " + pad(b.originalTransactionId, 20) + pad(formatInstant(b.from), 22) + "→ "
+                + pad(formatInstant(b.to), 22) + pad(b.cause, 16) + "seq \(b.seq)")
     }
 }

@@ -1,8 +1,9 @@
 import ArgumentParser
 import Foundation
+import LedgerAPI
 import LedgerCore
-import LedgerServer
 import LedgerStore
+import LedgerWire
 
 /// `storeledger events`: the raw event history.
 struct Events: ParsableCommand {
@@ -38,7 +39,7 @@ struct Events: ParsableCommand {
         if events.count > limit { events = Array(events.prefix(limit)) }
         if json {
             struct Doc: Encodable { var events: [EventDocument] }
-            try printJSON(Doc(events: events.map { EventDocument($0) }))
+            try printJSON(encoding: Doc(events: events.map { EventDocument($0) }))
             return
         }
         print(pad("SEQ", 8) + pad("KIND", 13) + pad("KEY", 30) + pad("OTID", 20) + pad("ENV", 11) + pad("SOURCE", 18) + "RECEIVED")
@@ -62,15 +63,13 @@ struct Export: ParsableCommand {
 
     func run() throws {
         let store = try ledger.openLedger(try ledger.loadConfiguration(json: false), readOnly: true, json: false)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var next = after
         while true {
             let page = try store.events(after: next, limit: 1_000)
             guard let last = page.last else { break }
             var out = Data()
             for stored in page {
-                out += try encoder.encode(EventDocument(stored, raw: try store.raw(of: stored)))
+                out += try JSONWriter.bytes(encoding: EventDocument(stored, raw: try store.raw(of: stored)), sortedKeys: true)
                 out += Data("\n".utf8)
             }
             FileHandle.standardOutput.write(out)
@@ -90,7 +89,7 @@ struct Stats: ParsableCommand {
         let store = try ledger.openLedger(try ledger.loadConfiguration(json: json), readOnly: true, json: json)
         let s = try store.statistics()
         if json {
-            try printJSON(s)
+            try printJSON(encoding: s)
             return
         }
         print("ledger        \(ledger.directory)")
@@ -124,12 +123,12 @@ struct Verify: ParsableCommand {
             // A read that fails (a damaged page, a full disk) has its own code; anything else failed the check.
             let failure = LedgerError.from(error)
             throw CommandFailure(
-                code: failure.code == "failed" ? "verification_failed" : failure.code, message: failure.message, json: json)
+                code: failure.code == .failed ? .verificationFailed : failure.code, message: failure.message, json: json)
         }
         progress.finish()
-        if json { try printJSON(report) }
+        if json { try printJSON(encoding: report) }
         if let fault = report.fault {
-            if !json { FileHandle.standardError.write(Data("error: verification_failed: \(fault)\n".utf8)) }
+            if !json { FileHandle.standardError.write(Data("error: \(ErrorCode.verificationFailed): \(fault)\n".utf8)) }
             throw ExitCode(1)
         }
         if !json {
@@ -158,7 +157,7 @@ struct Replay: ParsableCommand {
         let report = try store.replay(until: until, check: check, progress: progress.update)
         progress.finish()
         if json {
-            try printJSON(report)
+            try printJSON(encoding: report)
         } else {
             print(
                 "\(counted(report.subscriptions, "subscription")), \(counted(report.events, "event")) folded up to seq "
@@ -168,7 +167,7 @@ struct Replay: ParsableCommand {
         }
         if check, !report.differences.isEmpty {
             FileHandle.standardError.write(
-                Data("error: replay_mismatch: \(report.differences.count) projection(s) differ, first \(report.differences[0])\n".utf8))
+                Data("error: \(ErrorCode.replayMismatch): \(report.differences.count) projection(s) differ, first \(report.differences[0])\n".utf8))
             throw ExitCode(1)
         }
         if check && !json { print("ok: every stored projection is byte-identical to the replay") }

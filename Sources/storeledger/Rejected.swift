@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import LedgerServer
+import LedgerAPI
 import LedgerStore
 
 /// `storeledger rejected`: the inputs the ledger refused, with their codes and bytes, for the auditor.
@@ -22,7 +22,7 @@ struct Rejected: ParsableCommand {
         let refused = try store.rejectedInputs(after: after, limit: limit)
         if json {
             struct Doc: Encodable { var rejected: [RejectedDocument] }
-            try printJSON(Doc(rejected: refused.map(RejectedDocument.init)))
+            try printJSON(encoding: Doc(rejected: refused.map(RejectedDocument.init)))
             return
         }
         print(pad("#", 8) + pad("RECEIVED", 22) + pad("CODE", 26) + pad("SIZE", 10) + "MESSAGE")

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
+import LedgerAPI
 import LedgerServer
+import LedgerWire
 import Logging
 
 /// `storeledger serve`: the HTTP/1.1 server on a Unix socket; SIGTERM/SIGINT drain and exit 0.
@@ -29,8 +31,9 @@ struct Serve: AsyncParsableCommand {
         let service = LedgerService(ledger: store, configuration: configuration, socketPath: path, logger: logger)
         do {
             try await service.runUntilSignalled()
-        } catch let error as SocketPathError {
-            throw CommandFailure(code: error.code, message: error.message, json: false)
+        } catch let error as CodedError {
+            // The socket path cannot be taken (too long, taken by a file, another server on it).
+            throw CommandFailure(error, json: false)
         }
     }
 }

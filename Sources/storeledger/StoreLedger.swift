@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
+import LedgerAPI
 import LedgerStore
+import LedgerWire
 
 /// `storeledger`: the ledger's one executable (API.md "Executable").
 @main
@@ -69,22 +71,27 @@ struct StoreLedger: AsyncParsableCommand {
     }
 }
 
-/// A reported failure: printed as `error: <code>: <message>` on stderr (and as JSON on stdout with `--json`).
+/// A reported failure: printed as `error: <code>: <message>` on stderr (and as its error document on stdout with
+/// `--json`).
 struct CommandFailure: Error {
-    var code: String
+    var code: ErrorCode
     var message: String
     var json: Bool
     var exitCode: Int32 = 1
+
+    init(code: ErrorCode, message: String, json: Bool) {
+        self.code = code
+        self.message = message
+        self.json = json
+    }
+
+    /// The failure of a coded error, with its code and message.
+    init(_ error: CodedError, json: Bool) { self.init(code: error.code, message: error.message, json: json) }
 
     func report() {
         // One line, whatever the message holds (an underlying error's description may span several).
         let message = self.message.split(whereSeparator: \.isNewline).joined(separator: " ")
         FileHandle.standardError.write(Data("error: \(code): \(message)\n".utf8))
-        if json {
-            let doc = ["error": ["code": code, "message": message]]
-            if let data = try? JSONSerialization.data(withJSONObject: doc, options: [.sortedKeys]) {
-                FileHandle.standardOutput.write(data + Data("\n".utf8))
-            }
-        }
+        if json { printJSON(ErrorDocument(CodedError(code, message))) }
     }
 }

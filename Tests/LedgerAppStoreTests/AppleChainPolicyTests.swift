@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import LedgerCore
 import LedgerTestSupport
+import LedgerWire
 import Testing
 import X509
 

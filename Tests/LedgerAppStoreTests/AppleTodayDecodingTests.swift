@@ -1,6 +1,7 @@
 import LedgerAppStore
 import LedgerCore
 import LedgerTestSupport
+import LedgerWire
 import Testing
 
 private typealias F = AppleFixtures

@@ -2,6 +2,7 @@ import Foundation
 import LedgerAppStore
 import LedgerCore
 import LedgerTestSupport
+import LedgerWire
 import Testing
 
 // MARK: - Bounds at the door

@@ -1,6 +1,7 @@
 import LedgerAppStore
 import LedgerCore
 import LedgerTestSupport
+import LedgerWire
 import Testing
 
 // MARK: - V1 server notifications

@@ -1,6 +1,7 @@
 import LedgerAppStore
 import LedgerCore
 import LedgerTestSupport
+import LedgerWire
 import Testing
 
 // MARK: - verifyReceipt responses
@@ -159,7 +160,7 @@ struct ReceiptDecodingTests {
     func statuses(status: Int, code: String) throws {
         let refused1 = refusal(F.receiptStatus(status))
         let error = try #require(refused1)
-        #expect(error.code == code)
+        #expect(error.code.rawValue == code)
         #expect(error.message.contains(String(status)))
         if status == 21007 { #expect(error.message.contains("sandbox")) }
     }

@@ -2,6 +2,7 @@ import Foundation
 import LedgerAppStore
 import LedgerCore
 import LedgerTestSupport
+import LedgerWire
 import Testing
 
 // MARK: - Fuzz-style robustness
@@ -140,9 +141,9 @@ struct RobustnessTests {
                     #expect(input.metadata.rawDigest.count == 32)
                     decoded += 1
                 } catch {
-                    #expect(!error.code.isEmpty, "iteration \(iteration)")
+                    #expect(!error.code.rawValue.isEmpty, "iteration \(iteration)")
                     #expect(!error.message.isEmpty, "iteration \(iteration)")
-                    codes[error.code, default: 0] += 1
+                    codes[error.code.rawValue, default: 0] += 1
                 }
             }
         }

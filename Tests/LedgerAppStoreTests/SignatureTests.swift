@@ -2,6 +2,7 @@ import Foundation
 import LedgerAppStore
 import LedgerCore
 import LedgerTestSupport
+import LedgerWire
 import Testing
 
 // MARK: - JWS verification
@@ -47,7 +48,7 @@ struct SignatureTests {
         let jws = TestPKI.shared.forge(Self.transaction, forgery)
         let refused0 = refusal(Array(jws.utf8), type: .transaction)
         let error = try #require(refused0)
-        #expect(error.code == code)
+        #expect(error.code.rawValue == code)
         #expect(!error.message.isEmpty)
     }
 

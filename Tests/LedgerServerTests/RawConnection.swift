@@ -1,5 +1,6 @@
 import Foundation
 import LedgerClient
+import LedgerWire
 
 #if canImport(Glibc)
 import Glibc
@@ -11,7 +12,7 @@ final class RawConnection {
     let fd: Int32
 
     init(_ path: String) throws {
-        fd = try connectUnixSocket(path)
+        fd = try UnixSocket.connect(path)
     }
 
     deinit { close(fd) }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import LedgerAPI
 import LedgerServer
 import LedgerStore
 import Logging
@@ -9,14 +10,14 @@ import Testing
 /// The router without a socket (HummingbirdTesting), and the OpenAPI document against it.
 @Suite("Router", .timeLimit(.minutes(1)))
 struct RouterTests {
-    static func makeAPI(_ json: String? = nil) throws -> (LedgerAPI, String) {
+    static func makeAPI(_ json: String? = nil) throws -> (LedgerRoutes, String) {
         let directory = try TestServer.makeDirectory()
         var logger = Logger(label: "test.router")
         logger.logLevel = .warning
         let configuration =
             try json.map { try LedgerConfiguration(json: Array($0.utf8), baseDirectory: directory) } ?? LedgerConfiguration()
         let ledger = try Ledger(directory: directory, rules: configuration.rules, logger: logger)
-        return (LedgerAPI(ledger: ledger, configuration: configuration, logger: logger), directory)
+        return (LedgerRoutes(ledger: ledger, configuration: configuration, logger: logger), directory)
     }
 
     // MARK: - OpenAPI in step with the router

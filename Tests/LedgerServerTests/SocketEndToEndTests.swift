@@ -2,9 +2,11 @@
 import Glibc
 #endif
 import Foundation
+import LedgerAPI
 import LedgerClient
 import LedgerServer
 import LedgerStore
+import LedgerWire
 import Logging
 import ServiceLifecycle
 import Testing
@@ -336,7 +338,7 @@ struct SocketEndToEndTests {
             let other = try Ledger(directory: server.directory + "/other", logger: logger)
             let second = LedgerService(
                 ledger: other, configuration: LedgerConfiguration(), socketPath: server.socketPath, logger: logger)
-            await #expect(throws: SocketPathError.self) { try await second.run() }
+            await #expect(throws: CodedError(.socketInUse, "")) { try await second.run() }
             // The first server still answers.
             #expect(try await server.client().get("/v1/health").status == 200)
         }

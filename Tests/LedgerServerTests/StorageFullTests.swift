@@ -4,6 +4,7 @@ import LedgerClient
 import LedgerServer
 import LedgerStore
 import LedgerTestSupport
+import LedgerWire
 import Logging
 import Testing
 

@@ -1,8 +1,10 @@
 import Foundation
+import LedgerAPI
 import LedgerClient
 import LedgerServer
 import LedgerStore
 import LedgerTestSupport
+import LedgerWire
 import Logging
 import ServiceLifecycle
 import Testing
@@ -57,7 +59,7 @@ final class TestServer: Sendable {
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        throw LedgerClientError(code: "timeout", message: "the test server did not start")
+        throw CodedError(.timeout, "the test server did not start")
     }
 
     /// A client whose blocking calls run on a queue of their own, never on the cooperative pool the server's handlers

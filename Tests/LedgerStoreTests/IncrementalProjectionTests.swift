@@ -1,5 +1,6 @@
 import Foundation
 import LMDB
+import LedgerAPI
 import LedgerCore
 import LedgerStore
 import Logging
@@ -7,7 +8,7 @@ import LedgerTestSupport
 import Testing
 
 /// A view's JSON without provenance (seq numbers depend on delivery order; the content must not).
-func content(_ view: some Encodable) throws -> NSDictionary {
+func content(_ view: some JSONDocument) throws -> NSDictionary {
     func strip(_ v: Any) -> Any {
         if let d = v as? [String: Any] {
             var out: [String: Any] = [:]
@@ -17,7 +18,7 @@ func content(_ view: some Encodable) throws -> NSDictionary {
         if let a = v as? [Any] { return a.map(strip) }
         return v
     }
-    let object = try JSONSerialization.jsonObject(with: JSONEncoder().encode(view))
+    let object = try JSONSerialization.jsonObject(with: Data(JSONWriter.bytes(of: view)))
     return strip(object) as! NSDictionary
 }
 

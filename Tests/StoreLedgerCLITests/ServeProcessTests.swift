@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import LedgerClient
 import LedgerTestSupport
+import LedgerWire
 import Testing
 
 // MARK: - The built executable
@@ -44,7 +45,7 @@ final class ServerProcess {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        throw LedgerClientError(code: "not_started", message: "storeledger serve did not answer: \(log)")
+        throw CodedError("not_started", "storeledger serve did not answer: \(log)")
     }
 
     func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
@@ -56,7 +57,7 @@ final class ServerProcess {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
-            throw LedgerClientError(code: "hung", message: "storeledger serve did not exit in \(seconds) s")
+            throw CodedError("hung", "storeledger serve did not exit in \(seconds) s")
         }
         return process.terminationStatus
     }

@@ -24,16 +24,31 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.34.1"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ],
     targets: [
         .target(name: "CFuzzDriver"),
+        // The root's test fixtures, which it does not ship as a product: `Sources/TestFixtures` links to
+        // `Tests/LedgerTestSupport`.
+        .target(
+            name: "TestFixtures",
+            dependencies: [
+                .product(name: "LedgerCore", package: root),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "FuzzSupport",
             dependencies: [
                 "CFuzzDriver",
+                "TestFixtures",
                 .product(name: "LedgerCore", package: root),
                 .product(name: "LedgerAppStore", package: root),
-                .product(name: "LedgerTestSupport", package: root),
             ],
             swiftSettings: swiftSettings
         ),
@@ -42,11 +57,12 @@ let package = Package(
         fuzzTarget("FuzzNotificationV2"),
         fuzzTarget("FuzzJWS"),
         fuzzTarget("FuzzEnvelope"),
-        fuzzTarget("FuzzFraming", uses: [.product(name: "LedgerServer", package: root)]),
+        fuzzTarget("FuzzFraming", uses: [.product(name: "LedgerIngest", package: root)]),
         fuzzTarget(
             "FuzzHTTP",
             uses: [
                 .product(name: "LedgerServer", package: root),
+                .product(name: "LedgerAPI", package: root),
                 .product(name: "LedgerStore", package: root),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LedgerClient
+import LedgerWire
 
 // MARK: - loadgen
 
@@ -176,7 +177,7 @@ final class Worker: @unchecked Sendable {
                         method: "POST", path: "/v1/events", body: Array(body.utf8), contentType: "application/x-ndjson")
                 }
             } catch {
-                transportErrors[error.code, default: 0] += 1
+                transportErrors[error.code.rawValue, default: 0] += 1
                 guard let fresh = try? LedgerClient(socketPath: plan.socket, timeoutSeconds: 30) else { return }
                 client = fresh
                 continue

@@ -3,10 +3,10 @@
 /// The module's one way into JSON text (`parse`, over `JSONParser`) and the reading of its numbers without guessing:
 /// booleans are never numbers, and a fraction-less double within range counts as an integer (as Apple's JSON writers
 /// sometimes emit `1.0`).
-enum JSONValue {
+package enum JSONValue {
     /// An integer JSON number (a fraction-less double within range counts); nil for booleans, fractions and others.
     @inline(__always)
-    static func int64(_ value: JSON) -> Int64? {
+    package static func int64(_ value: JSON) -> Int64? {
         switch value {
         case .int(let i): return i
         case .double(let d):
@@ -42,7 +42,7 @@ enum JSONValue {
     /// malformed — and `invalid_json` saying what is wrong and at which byte offset.
     ///
     /// The parser stops descending at the limit, so hostile input cannot overflow the stack.
-    static func parse(_ bytes: [UInt8], depthLimit: Int) throws(InputError) -> JSON {
+    package static func parse(_ bytes: [UInt8], depthLimit: Int) throws(InputError) -> JSON {
         let result: Result<JSON, ParseFailure> = bytes.withUnsafeBufferPointer { buffer in
             var parser = JSONParser(buffer, depthLimit: depthLimit)
             do throws(ParseFailure) {

@@ -4,6 +4,7 @@ import Glibc
 #endif
 import Foundation
 import LedgerCore
+import LedgerWire
 import SwiftASN1
 import Synchronization
 import X509
@@ -68,7 +69,7 @@ final class JWSVerifier: Sendable {
             do {
                 _ = try Certificate(derEncoded: der)
             } catch {
-                throw InputError(code: "invalid_trusted_root", message: "trusted root #\(i) is not a DER certificate: \(error)")
+                throw InputError(code: .invalidTrustedRoot, message: "trusted root #\(i) is not a DER certificate: \(error)")
             }
         }
     }
@@ -199,7 +200,7 @@ final class JWSVerifier: Sendable {
         do throws(InputError) {
             guard case .object(let object) = try JSONValue.parse(bytes, depthLimit: maxDepth) else { return nil }
             return object
-        } catch where error.code == "invalid_json" {
+        } catch where error.code == .invalidJSON {
             return nil
         }
     }

@@ -1,4 +1,5 @@
 import LedgerCore
+import LedgerWire
 
 // MARK: - ReceiptDecoder
 
@@ -53,11 +54,11 @@ enum ReceiptDecoder {
         switch status {
         case 21007:
             return InputError(
-                code: "wrong_environment_21007",
+                code: .wrongEnvironment21007,
                 message: "status 21007: this receipt is from the sandbox but was sent to the production verifyReceipt; verify it with the sandbox endpoint")
         case 21008:
             return InputError(
-                code: "wrong_environment_21008",
+                code: .wrongEnvironment21008,
                 message: "status 21008: this receipt is from production but was sent to the sandbox verifyReceipt; verify it with the production endpoint")
         default:
             let meaning: String
@@ -73,7 +74,7 @@ enum ReceiptDecoder {
             case 21100...21199: meaning = "internal data access error"
             default: meaning = "not a valid receipt (unknown status)"
             }
-            return InputError(code: "receipt_status_\(status)", message: "status \(status): \(meaning)")
+            return InputError(code: .receiptStatus(status), message: "status \(status): \(meaning)")
         }
     }
 }

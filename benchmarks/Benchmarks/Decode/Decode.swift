@@ -2,7 +2,7 @@ import Benchmark
 import Foundation
 import LedgerAppStore
 import LedgerCore
-import LedgerTestSupport
+import TestFixtures
 
 // MARK: - Inputs (built once, before any measurement)
 

@@ -1,5 +1,5 @@
 import FuzzSupport
-import LedgerServer
+import LedgerIngest
 
 /// libFuzzer entry: a request body cut into inputs (NDJSON, documents back to back, bare JWS lines), then each
 /// input decoded as `POST /v1/events` does.

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import FuzzSupport
 import Hummingbird
+import LedgerAPI
 import LedgerServer
 import LedgerStore
 import Logging
@@ -15,14 +16,14 @@ import NIOHTTPTypesHTTP1
 
 /// The bytes a client writes on a connection go through the handlers Hummingbird's `HTTP1Channel` installs (NIO's
 /// HTTP/1.1 decoder, then the conversion to HTTP types), in an `EmbeddedChannel`; every request decoded from them is
-/// answered by the ledger's router (`LedgerAPI.makeRouter()`) over one ledger kept for the whole run, and the answer's
+/// answered by the ledger's router (`LedgerRoutes.makeRouter()`) over one ledger kept for the whole run, and the answer's
 /// body is written out in full. A trap anywhere is a finding, and so is a 500: every refusal the API knows has a
 /// 4xx or 503 code.
 ///
 /// Left out: `follow=true` (a stream that ends only when the server stops) and the socket itself (peer credentials,
 /// keep-alive timers), which need a live connection.
 final class Harness: Sendable {
-    let api: LedgerAPI
+    let api: LedgerRoutes
     let responder: RouterResponder<LedgerRequestContext>
     let logger: Logger
 
@@ -36,7 +37,7 @@ final class Harness: Sendable {
         // Durability is not what is fuzzed; an fsync per input would make the run a hundred times slower.
         options.unsafeNoSync = true
         let ledger = try! Ledger(directory: directory, options: options, logger: logger)
-        api = LedgerAPI(ledger: ledger, configuration: LedgerConfiguration(), logger: logger)
+        api = LedgerRoutes(ledger: ledger, configuration: LedgerConfiguration(), logger: logger)
         responder = api.makeRouter().buildResponder()
     }
 

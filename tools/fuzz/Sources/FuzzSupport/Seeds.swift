@@ -1,5 +1,5 @@
 import Foundation
-import LedgerTestSupport
+import TestFixtures
 
 // MARK: - Seed corpus from the test fixtures
 

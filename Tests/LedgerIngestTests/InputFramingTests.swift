@@ -1,4 +1,5 @@
-import LedgerServer
+import LedgerIngest
+import LedgerWire
 import Testing
 
 /// How a body is cut into inputs: NDJSON lines, pretty-printed documents, documents back to back, JWS text lines.
@@ -27,5 +28,26 @@ import Testing
         #expect(Self.pieces("{\"a\":[1,2\n{\"b\":2}") == [#"{"a":[1,2"#, #"{"b":2}"#])
         let deep = String(repeating: "[", count: 100_000)
         #expect(Self.pieces(deep) == [deep])
+    }
+}
+
+/// What the write routes refuse as a whole before decoding anything.
+@Suite struct BodyRefusalTests {
+    @Test func aBatchHoldsOneInputAtLeastAndAtMostTheLimit() throws {
+        #expect(throws: CodedError(.invalidJSON, "")) { try IngestPipeline.batch(Array(" \n".utf8), limit: 10) }
+        let three = Array("{}\n{}\n{}".utf8)
+        #expect(try IngestPipeline.batch(three, limit: 3).count == 3)
+        do {
+            _ = try IngestPipeline.batch(three, limit: 2)
+            Issue.record("a batch over the limit must be refused")
+        } catch {
+            #expect(error.code == .batchTooLarge)
+            #expect(error.message == "the batch holds 3 inputs; at most 2 are accepted")
+        }
+    }
+
+    @Test func aSingleInputMustNotBeBlank() throws {
+        #expect(throws: CodedError(.invalidJSON, "the body is empty")) { try IngestPipeline.checkNotBlank(Array("\r\n\t ".utf8)) }
+        try IngestPipeline.checkNotBlank(Array(" x".utf8))
     }
 }

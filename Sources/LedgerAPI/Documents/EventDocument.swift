@@ -2,8 +2,10 @@ import Foundation
 import LedgerCore
 import LedgerStore
 
-/// The JSON form of one stored event (`storeledger events --json`, `export`, `GET /v1/events`,
-/// `GET /v1/transactions/{id}`).
+// MARK: - Events (`storeledger events --json`, `export`, `GET /v1/events`, `GET /v1/transactions/{id}`)
+
+/// The JSON form of one stored event: its `Codable` form (written with `JSONWriter.encodable`), the fact under its
+/// kind's own fields.
 public struct EventDocument: Encodable, Sendable {
     public var seq: UInt64
     public var kind: Fact.Kind
@@ -66,6 +68,19 @@ public struct EventDocument: Encodable, Sendable {
         self.raw = raw.map { Data($0).base64EncodedString() }
     }
 }
+
+/// `GET /v1/transactions/{id}`: every revision recorded for one transaction id, oldest first.
+public struct TransactionDocument: Encodable, Sendable {
+    public var transactionId: String
+    public var events: [EventDocument]
+
+    public init(transactionId: String, events: [EventDocument]) {
+        self.transactionId = transactionId
+        self.events = events
+    }
+}
+
+// MARK: - Refused inputs (`storeledger rejected --json`)
 
 /// The JSON form of one refused input.
 public struct RejectedDocument: Encodable, Sendable {

@@ -1,7 +1,7 @@
 import Foundation
 import LedgerAppStore
 import LedgerCore
-import LedgerServer
+import LedgerIngest
 import LedgerStore
 import LedgerTestSupport
 import Logging

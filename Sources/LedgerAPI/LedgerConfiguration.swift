@@ -12,6 +12,9 @@ import LedgerCore
 ///             "headerTimeoutSeconds": 10, "idleTimeoutSeconds": 60, "maxConnections": 512},
 ///  "products": {"com.example.premium.monthly": {"type": "autoRenewable", "entitlements": ["premium"]}}}
 /// ```
+///
+/// Read by every command (the fold rules, the Apple inputs accepted, the writer queue's bound) and by the server
+/// (its socket, writers and limits), so it lives with the API's other contracts rather than in the server.
 public struct LedgerConfiguration: Sendable {
     /// Who may write over the socket (peer credentials); empty lists allow everyone who can open the socket.
     public struct Writers: Sendable, Hashable {
@@ -71,7 +74,8 @@ public struct LedgerConfiguration: Sendable {
 
     /// Parses a configuration document.
     public init(json: [UInt8], baseDirectory: String) throws {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] else {
+        guard case .object(let object)? = try? JSONValue.parse(json, depthLimit: AppStoreConfiguration.defaultMaxDepth)
+        else {
             throw Invalid(message: "the configuration is not a JSON object")
         }
         self.init()
@@ -86,22 +90,25 @@ public struct LedgerConfiguration: Sendable {
             throw Invalid(message: "products/bindingPolicy: \(error)")
         }
         if let socket = object["socket"] {
-            guard let socket = socket as? [String: Any] else { throw Invalid(message: "socket must be an object") }
+            guard case .object(let socket) = socket else { throw Invalid(message: "socket must be an object") }
             if let p = socket["path"] {
-                guard let p = p as? String, !p.isEmpty else { throw Invalid(message: "socket.path must be a path") }
+                guard case .string(let p) = p, !p.isEmpty else { throw Invalid(message: "socket.path must be a path") }
                 socketPath = p.hasPrefix("/") ? p : baseDirectory + "/" + p
             }
             if let m = socket["mode"] {
-                guard let m = m as? String, let mode = UInt32(m, radix: 8), mode <= 0o777 else {
+                guard case .string(let m) = m, let mode = UInt32(m, radix: 8), mode <= 0o777 else {
                     throw Invalid(message: "socket.mode must be an octal string such as \"0660\"")
                 }
                 socketMode = mode
             }
             if let w = socket["writers"] {
-                guard let w = w as? [String: Any] else { throw Invalid(message: "socket.writers must be an object") }
+                guard case .object(let w) = w else { throw Invalid(message: "socket.writers must be an object") }
                 for (key, target) in [("uids", \Writers.uids), ("gids", \Writers.gids)] {
                     guard let list = w[key] else { continue }
-                    guard let ids = list as? [Int], ids.allSatisfy({ $0 >= 0 && $0 <= Int(UInt32.max) }) else {
+                    guard case .array(let values) = list,
+                        case let ids = values.compactMap(JSONValue.int64), ids.count == values.count,
+                        ids.allSatisfy({ $0 >= 0 && $0 <= Int64(UInt32.max) })
+                    else {
                         throw Invalid(message: "socket.writers.\(key) must be an array of ids")
                     }
                     writers[keyPath: target] = Set(ids.map { UInt32($0) })
@@ -109,29 +116,36 @@ public struct LedgerConfiguration: Sendable {
             }
         }
         if let l = object["limits"] {
-            guard let l = l as? [String: Any] else { throw Invalid(message: "limits must be an object") }
+            guard case .object(let l) = l else { throw Invalid(message: "limits must be an object") }
             for (key, target) in [
                 ("maxBodyBytes", \Limits.maxBodyBytes), ("maxBatchInputs", \Limits.maxBatchInputs),
-                ("maxQueuedInputs", \Limits.maxQueuedInputs),
+                ("maxQueuedInputs", \Limits.maxQueuedInputs), ("maxConnections", \Limits.maxConnections),
             ] {
                 guard let v = l[key] else { continue }
-                guard let n = v as? Int, n > 0 else { throw Invalid(message: "limits.\(key) must be a positive integer") }
-                limits[keyPath: target] = n
-            }
-            if let v = l["maxConnections"] {
-                guard let n = v as? Int, n > 0 else { throw Invalid(message: "limits.maxConnections must be a positive integer") }
-                limits.maxConnections = n
+                guard let n = JSONValue.int64(v), n > 0, let int = Int(exactly: n) else {
+                    throw Invalid(message: "limits.\(key) must be a positive integer")
+                }
+                limits[keyPath: target] = int
             }
             for (key, target) in [
                 ("headerTimeoutSeconds", \Limits.headerTimeoutSeconds), ("idleTimeoutSeconds", \Limits.idleTimeoutSeconds),
             ] {
                 guard let v = l[key] else { continue }
-                guard let n = (v as? NSNumber)?.doubleValue, n > 0, n <= 86_400 else {
+                guard let n = Self.number(v), n > 0, n <= 86_400 else {
                     throw Invalid(message: "limits.\(key) must be a number of seconds, more than 0 and at most 86400")
                 }
                 limits[keyPath: target] = n
             }
             appStore.maxInputBytes = limits.maxBodyBytes
+        }
+    }
+
+    /// A JSON number as a `Double`; nil for anything else (booleans are not numbers).
+    private static func number(_ value: JSON) -> Double? {
+        switch value {
+        case .int(let i): Double(i)
+        case .double(let d): d
+        default: nil
         }
     }
 }

@@ -1,20 +1,23 @@
 import Foundation
 import Hummingbird
+import LedgerAPI
 import LedgerAppStore
 import LedgerCore
+import LedgerIngest
 import LedgerStore
+import LedgerWire
 import Logging
 import NIOCore
 import NIOHTTP1
 
-// MARK: - LedgerAPI
+// MARK: - LedgerRoutes
 
 /// The HTTP surface of API.md over one ledger: builds the router and holds what every route shares (the ingest
 /// pipeline, limits, writer allow-list, metrics, the commit signal for followers).
 ///
 /// Decoding and signature checks run on the request's task; only `Ledger.append` reaches the writer thread, whose group
 /// commit answers many concurrent requests with one fsync. A 2xx is sent only after that commit.
-public final class LedgerAPI: Sendable {
+public final class LedgerRoutes: Sendable {
     public let ledger: Ledger
     public let configuration: LedgerConfiguration
     public let metrics: ServerMetrics
@@ -73,10 +76,10 @@ public final class LedgerAPI: Sendable {
         let writers = configuration.writers
         guard writers.restricted else { return }
         guard let peer = await context.peerCredentials() else {
-            throw APIError.forbidden("writers are restricted and the peer's credentials are unknown")
+            throw CodedError(.forbidden, "writers are restricted and the peer's credentials are unknown")
         }
         guard writers.uids.contains(peer.uid) || writers.gids.contains(peer.gid) else {
-            throw APIError.forbidden("uid \(peer.uid) gid \(peer.gid) may not write to this ledger")
+            throw CodedError(.forbidden, "uid \(peer.uid) gid \(peer.gid) may not write to this ledger")
         }
     }
 
@@ -89,7 +92,11 @@ public final class LedgerAPI: Sendable {
     func checkContentType(_ request: Request) throws {
         guard let value = request.headers[.contentType] else { return }
         let base = value.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-        guard Self.acceptedMediaTypes.contains(base.lowercased()) else { throw APIError.unsupportedMediaType(value) }
+        guard Self.acceptedMediaTypes.contains(base.lowercased()) else {
+            throw CodedError(
+                .unsupportedMediaType,
+                "content type '\(value)' is not accepted; use application/json, application/x-ndjson or text/plain")
+        }
     }
 
     /// What arrived of a request body, kept for the `rejected` record when the request is refused.
@@ -112,12 +119,16 @@ public final class LedgerAPI: Sendable {
             // HTTP/1.1 frames a request body by Content-Length or `chunked` alone; a body in another coding (gzip)
             // would reach the decoders as bytes they cannot read (RFC 9112 §6.1: 501 for a coding not understood).
             let names = codings.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            if names != ["chunked"] { throw APIError.unsupportedTransferEncoding(codings) }
+            if names != ["chunked"] {
+                throw CodedError(
+                    .unsupportedTransferEncoding,
+                    "Transfer-Encoding '\(codings)' is not supported; send the body plain with Content-Length, or chunked")
+            }
         }
         if declaredTooLarge, request.headers[.expect]?.lowercased() == "100-continue" {
             // The client (curl, for bodies over 1 MiB) waits before sending the body: refuse before it does.
             received = ReceivedBody(bytes: [], size: declared ?? 0)
-            throw APIError.tooLarge(limit: limit)
+            throw Self.tooLarge(limit)
         }
         var body: [UInt8] = []
         // One allocation for a declared body, as `collect(upTo:)` made, rather than doubling through its buffers.
@@ -129,23 +140,29 @@ public final class LedgerAPI: Sendable {
             }
         } catch let error as HTTPParserError {
             received = ReceivedBody(bytes: body, size: body.count)
-            throw APIError.invalidBody("the request body does not parse (\(error)); send a Content-Length or valid chunks")
+            throw CodedError(
+                .invalidBody, "the request body does not parse (\(error)); send a Content-Length or valid chunks")
         } catch is NIOTooManyBytesError {
             received = ReceivedBody(bytes: body, size: body.count)
-            throw APIError.tooLarge(limit: limit)
+            throw Self.tooLarge(limit)
         }
         received = ReceivedBody(bytes: body, size: max(body.count, declared ?? 0))
-        if body.count > limit || declaredTooLarge { throw APIError.tooLarge(limit: limit) }
+        if body.count > limit || declaredTooLarge { throw Self.tooLarge(limit) }
         return body
+    }
+
+    static func tooLarge(_ limit: Int) -> CodedError {
+        CodedError(.tooLarge, "the request body exceeds \(limit) bytes")
     }
 
     /// Keeps a refused request in `rejected` for the auditor: its method and target, the size of its header fields,
     /// the code and message it was answered with, and the first bytes of its body. A failure to record (a full
     /// disk, a full queue) is logged; the caller still gets the refusal's own answer.
-    func recordRefusal(_ error: APIError, _ request: Request, _ received: ReceivedBody) async {
+    func recordRefusal(_ error: CodedError, _ request: Request, _ received: ReceivedBody) async {
         let keep = min(configuration.limits.maxBodyBytes, RejectedInput.keptBytesLimit)
         var rejection = RejectedInput(
-            raw: received.bytes.prefix(keep), code: error.code, message: error.message, receivedAt: currentMillis())
+            raw: received.bytes.prefix(keep), code: error.code.rawValue, message: error.message,
+            receivedAt: currentMillis())
         rejection.size = max(received.size, rejection.raw.count)
         rejection.request = "\(request.method) \(request.head.path ?? request.uri.description)"
         rejection.headerBytes = request.headers.reduce(0) { $0 + $1.name.rawName.utf8.count + $1.value.utf8.count + 4 }
@@ -164,7 +181,8 @@ public final class LedgerAPI: Sendable {
                 guard let peer = try? await peer.get(), writers.uids.contains(peer.uid) || writers.gids.contains(peer.gid)
                 else { return }
             }
-            var rejection = RejectedInput(raw: head, code: "bad_request", message: message, receivedAt: receivedAt)
+            var rejection = RejectedInput(
+                raw: head, code: ErrorCode.badRequest.rawValue, message: message, receivedAt: receivedAt)
             let line = head.prefix { $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }.prefix(512)
             rejection.request = String(decoding: line, as: UTF8.self)
             rejection.headerBytes = head.count
@@ -190,10 +208,11 @@ public final class LedgerAPI: Sendable {
             metrics.record(results)
             return results
         } catch let error as LedgerError {
-            if error.code != "overloaded" && error.code != "shutting_down" {
+            // A full queue and a closing ledger are back-pressure, not faults.
+            if error.code != .overloaded && error.code != .shuttingDown {
                 logger.error("append failed", metadata: ["code": "\(error.code)", "message": "\(error.message)"])
             }
-            throw APIError.from(error)
+            throw CodedError(error)
         }
     }
 
@@ -203,38 +222,22 @@ public final class LedgerAPI: Sendable {
         var options = IngestPipeline.Options(forcedType: forcedType)
         if let type = query["type"] {
             guard let t = InputType(rawValue: String(type)) else {
-                throw APIError.invalidQuery(
-                    "type must be one of \(InputType.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw CodedError(
+                    .invalidQuery, "type must be one of \(InputType.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             options.forcedType = t
         }
         if let user = query["appUserId"] {
-            guard !user.isEmpty else { throw APIError.invalidQuery("appUserId must not be empty") }
+            guard !user.isEmpty else { throw CodedError(.invalidQuery, "appUserId must not be empty") }
             options.appUserId = AppUserID(String(user))
         }
         if let at = query["receivedAt"] {
             guard let ms = Instant.parse(String(at)) else {
-                throw APIError.invalidQuery("receivedAt must be milliseconds since epoch or ISO-8601")
+                throw CodedError(.invalidQuery, "receivedAt must be milliseconds since epoch or ISO-8601")
             }
             options.receivedAt = ms
         }
         return options
-    }
-}
-
-// MARK: - Instants
-
-/// Parses instants as API.md writes them (query strings, CLI flags): milliseconds since epoch or ISO-8601, with or
-/// without fractional seconds.
-public enum Instant {
-    public static func parse(_ text: String) -> UnixMillis? {
-        if let ms = Int64(text) { return ms }
-        let plain = ISO8601DateFormatter()
-        if let d = plain.date(from: text) { return UnixMillis((d.timeIntervalSince1970 * 1000).rounded()) }
-        let fractional = ISO8601DateFormatter()
-        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let d = fractional.date(from: text) { return UnixMillis((d.timeIntervalSince1970 * 1000).rounded()) }
-        return nil
     }
 }
 
@@ -251,30 +254,32 @@ struct ErrorMiddleware: RouterMiddleware {
     {
         do {
             return try await next(request, context)
-        } catch let error as APIError {
-            return try error.response(from: request, context: context)
+        } catch let error as CodedError {
+            return HTTPErrors.response(error)
         } catch let error as HTTPError {
-            let code: String
+            // Hummingbird's own refusals (no route, wrong method) keep their status, under the code it names.
+            let code: ErrorCode
             switch error.status {
-            case .notFound: code = "not_found"
-            case .methodNotAllowed: code = "method_not_allowed"
-            case .contentTooLarge: code = "too_large"
-            case .badRequest: code = "bad_request"
-            default: code = "http_\(error.status.code)"
+            case .notFound: code = .notFound
+            case .methodNotAllowed: code = .methodNotAllowed
+            case .contentTooLarge: code = .tooLarge
+            case .badRequest: code = .badRequest
+            default: code = ErrorCode("http_\(error.status.code)")
             }
-            let message = error.body ?? (error.status == .notFound ? "no route for \(request.method) \(request.uri.path)" : error.status.reasonPhrase)
-            return try APIError(error.status, code: code, message: message).response(from: request, context: context)
+            let message =
+                error.body
+                ?? (error.status == .notFound ? "no route for \(request.method) \(request.uri.path)" : error.status.reasonPhrase)
+            return HTTPErrors.response(CodedError(code, message), status: error.status, closesConnection: false)
         } catch let error as HTTPParserError {
             // A body that does not parse, on a route that does not read it through `collectBody`: the caller's fault.
-            return try APIError.invalidBody("the request does not parse (\(error))").response(from: request, context: context)
+            return HTTPErrors.response(CodedError(.invalidBody, "the request does not parse (\(error))"))
         } catch is NIOTooManyBytesError {
-            return try APIError(.contentTooLarge, code: "too_large", message: "the request body is too large")
-                .response(from: request, context: context)
+            return HTTPErrors.response(
+                CodedError(.tooLarge, "the request body is too large"), closesConnection: false)
         } catch {
             logger.error(
                 "request failed", metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "error": "\(error)"])
-            return try APIError(.internalServerError, code: "internal", message: "\(error)")
-                .response(from: request, context: context)
+            return HTTPErrors.response(CodedError(.internal, "\(error)"))
         }
     }
 }

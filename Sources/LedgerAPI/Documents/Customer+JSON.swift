@@ -1,0 +1,68 @@
+import LedgerCore
+
+// MARK: - Customer (API.md "Customer": `customer --json`, `GET /v1/customers/{id}`)
+
+/// Entitlements and credits by name in sorted order; absent values as `null`.
+extension CustomerView: JSONDocument {
+    public func write(to json: inout JSONWriter) {
+        json.object { o in
+            o.key("appUserId"); o.string(appUserId)
+            o.key("environment"); o.string(environment)
+            o.key("at"); o.number(at)
+            o.key("asOf"); o.number(asOf)
+            o.key("entitlements")
+            o.object { e in
+                for name in entitlements.keys.sorted() {
+                    e.key(name)
+                    entitlements[name]!.write(to: &e)
+                }
+            }
+            o.key("subscriptions"); o.array(subscriptions) { $0.string($1) }
+            o.key("credits")
+            o.object { c in
+                for name in credits.keys.sorted() {
+                    c.key(name); c.number(credits[name]!)
+                }
+            }
+            o.key("bindings"); o.array(bindings) { $1.write(to: &$0) }
+            o.key("refusedClaims"); o.array(refusedClaims) { $1.write(to: &$0) }
+        }
+    }
+}
+
+extension EntitlementView: JSONDocument {
+    public func write(to json: inout JSONWriter) {
+        json.object { o in
+            o.key("active"); o.bool(active)
+            o.key("expiresAt"); o.number(expiresAt)
+            o.key("productId"); o.string(productId)
+            o.key("originalTransactionId"); o.string(originalTransactionId)
+            o.key("grantedBy"); o.array(grantedBy) { $1.write(to: &$0) }
+        }
+    }
+}
+
+/// `expiresAt` only when the grant ends.
+extension GrantView: JSONDocument {
+    public func write(to json: inout JSONWriter) {
+        json.object { o in
+            o.key("originalTransactionId"); o.string(originalTransactionId)
+            o.key("transactionId"); o.string(transactionId)
+            o.key("productId"); o.string(productId)
+            if let expiresAt { o.key("expiresAt"); o.number(expiresAt) }
+        }
+    }
+}
+
+/// `to` is `null` while the binding holds.
+extension BindingView: JSONDocument {
+    public func write(to json: inout JSONWriter) {
+        json.object { o in
+            o.key("originalTransactionId"); o.string(originalTransactionId)
+            o.key("from"); o.number(from)
+            o.key("to"); o.number(to)
+            o.key("cause"); o.string(cause)
+            o.key("seq"); o.number(seq)
+        }
+    }
+}

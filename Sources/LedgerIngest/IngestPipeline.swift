@@ -1,0 +1,105 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import LedgerAppStore
+import LedgerCore
+import LedgerStore
+import LedgerWire
+
+/// The one path every input takes, from the socket (`POST /v1/events`, `/v1/apple/*`, `/v1/bindings`) or the CLI
+/// (`storeledger ingest`, `demo`): frame, decode and verify (on the caller's thread), then append through the
+/// ledger's writer (group commit). Refusals become `rejected` entries, so the auditor keeps their bytes, and never
+/// disturb stored data.
+public struct IngestPipeline: Sendable {
+    public let ledger: Ledger
+    public let decoder: InputDecoder
+
+    public init(ledger: Ledger, configuration: AppStoreConfiguration) {
+        self.ledger = ledger
+        self.decoder = InputDecoder(configuration: configuration)
+    }
+
+    /// Options a caller can set for every input of one request (query string, CLI flags).
+    public struct Options: Sendable {
+        public var forcedType: InputType?
+        public var appUserId: AppUserID?
+        public var receivedAt: UnixMillis?
+        public init(forcedType: InputType? = nil, appUserId: AppUserID? = nil, receivedAt: UnixMillis? = nil) {
+            self.forcedType = forcedType
+            self.appUserId = appUserId
+            self.receivedAt = receivedAt
+        }
+    }
+
+    // MARK: - Framing
+
+    /// The inputs of a body that may hold several (an envelope, a bare Apple document, or NDJSON of them), refused as
+    /// a whole when it holds none (`invalid_json`) or more than `limit` (`batch_too_large`).
+    public static func batch(_ body: [UInt8], limit: Int) throws(CodedError) -> [ArraySlice<UInt8>] {
+        let pieces = InputFraming.split(body)
+        guard !pieces.isEmpty else { throw CodedError(.invalidJSON, "the body holds no input") }
+        guard pieces.count <= limit else {
+            throw CodedError(.batchTooLarge, "the batch holds \(pieces.count) inputs; at most \(limit) are accepted")
+        }
+        return pieces
+    }
+
+    /// Refuses a body that is one input exactly as received (an Apple route) when it holds nothing but whitespace.
+    public static func checkNotBlank(_ body: [UInt8]) throws(CodedError) {
+        guard body.contains(where: { !InputFraming.isSpace($0) }) else { throw CodedError(.invalidJSON, "the body is empty") }
+    }
+
+    // MARK: - Decoding
+
+    /// Decodes one input into what the ledger stores: its facts, or its refusal.
+    public func prepare(_ raw: some Collection<UInt8>, options: Options, now: UnixMillis) -> LedgerInput {
+        let bytes = Array(raw)
+        let receivedAt = options.receivedAt ?? now
+        do {
+            let decoded = try decoder.decode(
+                bytes, forcedType: options.forcedType, appUserId: options.appUserId, receivedAt: receivedAt)
+            return .facts(decoded.facts, metadata: decoded.metadata, raw: decoded.raw)
+        } catch {
+            return .rejected(
+                RejectedInput(raw: bytes, code: error.code.rawValue, message: error.message, receivedAt: receivedAt))
+        }
+    }
+
+    /// Frames `body` (one document, NDJSON, or documents back to back) and decodes each input.
+    public func prepare(body: [UInt8], options: Options, now: UnixMillis) -> [LedgerInput] {
+        InputFraming.split(body).map { prepare($0, options: options, now: now) }
+    }
+
+    // MARK: - Appending
+
+    /// Appends the inputs of `body`, `chunk` at a time so that a large file needs bounded memory and each chunk is
+    /// durable before the next is decoded; one result per input once durable. Inputs without a `receivedAt` are
+    /// stamped `now`, or the clock's time when they are decoded.
+    public func ingest(body: [UInt8], options: Options, now: UnixMillis? = nil, chunk: Int = 2_000) async throws(LedgerError)
+        -> [AppendResult]
+    {
+        let pieces = InputFraming.split(body)
+        var results: [AppendResult] = []
+        var start = 0
+        while start < pieces.count {
+            let end = min(start + chunk, pieces.count)
+            let inputs = pieces[start..<end].map { prepare($0, options: options, now: now ?? currentMillis()) }
+            do {
+                results += try await ledger.append(inputs)
+            } catch {
+                throw LedgerError.from(error)
+            }
+            start = end
+        }
+        return results
+    }
+}
+
+/// The current time in milliseconds since epoch: when an input without a stated `receivedAt` arrived.
+public func currentMillis() -> UnixMillis {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return UnixMillis(ts.tv_sec) * 1000 + UnixMillis(ts.tv_nsec) / 1_000_000
+}

@@ -1,0 +1,121 @@
+import Hummingbird
+import LedgerAPI
+import LedgerStore
+import LedgerWire
+import NIOCore
+
+// MARK: - Error codes over HTTP
+
+/// How the server answers each error code (API.md "Errors"): the one table from code to HTTP status, `Retry-After`
+/// and whether the connection closes after the answer. The body is always the code's `ErrorDocument`.
+enum HTTPErrors {
+    /// The HTTP side of one code.
+    struct Answer: Hashable, Sendable {
+        var status: HTTPResponse.Status
+        /// Seconds the client should wait before retrying (503 answers).
+        var retryAfter: Int?
+        /// Answer with `Connection: close` and close once it is written: the rest of the request is not worth reading
+        /// (a body over the limit) or cannot be framed (a body that does not parse, a coding the server cannot read).
+        var closesConnection: Bool
+
+        init(_ status: HTTPResponse.Status, retryAfter: Int? = nil, closesConnection: Bool = false) {
+            self.status = status
+            self.retryAfter = retryAfter
+            self.closesConnection = closesConnection
+        }
+    }
+
+    /// Every code the server answers with a status of its own. A refused input's code that is not listed answers
+    /// 422 (well-formed but not acceptable); any other code, 500.
+    static let table: [ErrorCode: Answer] = [
+        // The caller's mistakes.
+        .invalidJSON: Answer(.badRequest),
+        .invalidQuery: Answer(.badRequest),
+        .invalidBody: Answer(.badRequest, closesConnection: true),
+        .badRequest: Answer(.badRequest),
+        .forbidden: Answer(.forbidden),
+        .notFound: Answer(.notFound),
+        .methodNotAllowed: Answer(.methodNotAllowed),
+        .requestTimeout: Answer(.requestTimeout, closesConnection: true),
+        .tooLarge: Answer(.contentTooLarge, closesConnection: true),
+        .batchTooLarge: Answer(.contentTooLarge),
+        .unsupportedMediaType: Answer(.unsupportedMediaType),
+        // RFC 9112 §6.1: 501 for a transfer coding the server does not understand.
+        .unsupportedTransferEncoding: Answer(.notImplemented, closesConnection: true),
+        // Back-pressure and storage: retrying helps, after a while.
+        .overloaded: Answer(.serviceUnavailable, retryAfter: 1),
+        .shuttingDown: Answer(.serviceUnavailable, retryAfter: 5),
+        .storageError: Answer(.serviceUnavailable, retryAfter: 30),
+        // 503 rather than 507: API.md promises 503 for a full disk, and clients already retry 503 after Retry-After.
+        .storageFull: Answer(.serviceUnavailable, retryAfter: 30),
+        .internal: Answer(.internalServerError),
+    ]
+
+    /// The answer for `code`; `otherwise` for a code the table does not name.
+    static func answer(for code: ErrorCode, otherwise: HTTPResponse.Status = .internalServerError) -> Answer {
+        table[code] ?? Answer(otherwise)
+    }
+
+    /// The status of an input the ledger refused (a `rejected` result): 400 when it is not JSON, 422 otherwise.
+    static func status(ofRefusedInput code: ErrorCode) -> HTTPResponse.Status {
+        answer(for: code, otherwise: .unprocessableContent).status
+    }
+
+    /// The error answer for `error`, by the table; `status`, `retryAfter` and `closesConnection` override it where one
+    /// refusal of a code differs (Hummingbird's own errors keep their status; followers wait longer).
+    static func response(
+        _ error: CodedError, status: HTTPResponse.Status? = nil, retryAfter: Int?? = nil, closesConnection: Bool? = nil
+    ) -> Response {
+        let answer = answer(for: error.code)
+        var response = JSONBody.response(status: status ?? answer.status, ErrorDocument(error))
+        if let retryAfter = retryAfter ?? answer.retryAfter { response.headers[.retryAfter] = String(retryAfter) }
+        if closesConnection ?? answer.closesConnection { response.headers[.connection] = "close" }
+        return response
+    }
+}
+
+// MARK: - Answers written before the HTTP pipeline
+
+extension HTTPErrors {
+    /// The whole answer, head and body, for a connection the server closes before (or instead of) reading a request:
+    /// a head that stalled, a connection over the limit. Written to the channel as bytes; the connection closes after.
+    static func closingAnswer(_ error: CodedError) -> ByteBuffer {
+        let answer = answer(for: error.code)
+        let body = JSONWriter.bytes(of: ErrorDocument(error)) + [UInt8(ascii: "\n")]
+        var head = "HTTP/1.1 \(answer.status.code) \(answer.status.reasonPhrase)\r\nContent-Type: application/json\r\n"
+        if let retryAfter = answer.retryAfter { head += "Retry-After: \(retryAfter)\r\n" }
+        head += "Connection: close\r\nContent-Length: \(body.count)\r\n\r\n"
+        var buffer = ByteBuffer(string: head)
+        buffer.writeBytes(body)
+        return buffer
+    }
+}
+
+extension CodedError {
+    /// The refusal of a store failure, with the store's code and message.
+    init(_ error: LedgerError) { self.init(error.code, error.message) }
+}
+
+// MARK: - JSON bodies
+
+/// Answers with a JSON document: the one encoder for every route, so documents look alike.
+enum JSONBody {
+    /// `document`'s JSON text and a newline.
+    static func response(status: HTTPResponse.Status = .ok, _ document: some JSONDocument) -> Response {
+        var json = JSONWriter()
+        document.write(to: &json)
+        return response(status: status, json.bytes)
+    }
+
+    /// `value`'s `Codable` form (an event document) and a newline.
+    static func response(status: HTTPResponse.Status = .ok, encoding value: some Encodable) throws -> Response {
+        response(status: status, try JSONWriter.bytes(encoding: value))
+    }
+
+    private static func response(status: HTTPResponse.Status, _ bytes: [UInt8]) -> Response {
+        var buffer = ByteBuffer(bytes: bytes)
+        buffer.writeString("\n")
+        return Response(
+            status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: buffer))
+    }
+}

@@ -1,0 +1,172 @@
+// MARK: - ErrorCode
+
+/// Why something was refused or failed, as a stable machine-readable name (snake_case, e.g. `invalid_json`,
+/// `storage_full`): the `code` of every error document on the socket, of every `error: <code>: …` line of the CLI,
+/// and of every refusal kept in the ledger's `rejected` records.
+///
+/// Defined once, here, below every layer that refuses: the Apple decoders (`InputError`) and the store
+/// (`LedgerError`) raise these codes, the server answers with them (its table gives each an HTTP status), the CLI
+/// prints them and the client reports its own with them. The module sits below the store so that the client, which
+/// needs the codes but not the ledger, links nothing of it.
+///
+/// Extensible in the manner of swift-certificates' `CertificateError.ErrorCode`: a code is its name, so a module can
+/// add codes of its own and a code read from the wire keeps its name even when this build does not know it. Codes
+/// built from data (Apple's receipt statuses) are made with `init(_:)`.
+public struct ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvertible, ExpressibleByStringLiteral {
+    /// The name on the wire, exactly as clients and auditors read it.
+    public let rawValue: String
+
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    /// A literal names a code as it is written on the wire (tests and clients that match on codes).
+    public init(stringLiteral value: String) { self.rawValue = value }
+
+    public var description: String { rawValue }
+}
+
+// MARK: - Input refusals (LedgerAppStore, the ingest path)
+
+extension ErrorCode {
+    /// The bytes are not JSON (or not the JWS text expected), or a body holds no input.
+    public static let invalidJSON = ErrorCode("invalid_json")
+    /// A field every input of its kind must carry is absent or empty.
+    public static let missingField = ErrorCode("missing_field")
+    /// A field is present with a value of the wrong kind.
+    public static let wrongType = ErrorCode("wrong_type")
+    /// A value outside what the ledger accepts (an instant outside its window, an absurd quantity).
+    public static let outOfRange = ErrorCode("out_of_range")
+    /// JSON nested deeper than the configured limit.
+    public static let tooDeep = ErrorCode("too_deep")
+    /// An input or a request body larger than the configured limit.
+    public static let tooLarge = ErrorCode("too_large")
+    /// Nothing in the document says what it is.
+    public static let unknownInputType = ErrorCode("unknown_input_type")
+    /// An environment name that is none of Apple's and not a valid custom one.
+    public static let unknownEnvironment = ErrorCode("unknown_environment")
+    /// An environment the configuration does not accept.
+    public static let environmentNotAccepted = ErrorCode("environment_not_accepted")
+    /// A bundle other than the configured one.
+    public static let wrongBundle = ErrorCode("wrong_bundle")
+    /// A verifyReceipt answer for the other environment (Apple's statuses 21007 and 21008).
+    public static let wrongEnvironment21007 = ErrorCode("wrong_environment_21007")
+    public static let wrongEnvironment21008 = ErrorCode("wrong_environment_21008")
+    /// A verifyReceipt answer with a status Apple uses for a failure.
+    public static func receiptStatus(_ status: Int64) -> ErrorCode { ErrorCode("receipt_status_\(status)") }
+    /// A JWS that is not three base64url parts of JSON.
+    public static let invalidJWS = ErrorCode("invalid_jws")
+    /// A JWS whose signature does not verify with its leaf certificate's key.
+    public static let signatureInvalid = ErrorCode("signature_invalid")
+    /// Signatures are required but no trusted root is configured.
+    public static let signatureRequired = ErrorCode("signature_required")
+    /// A JWS header without an x5c chain.
+    public static let missingX5C = ErrorCode("missing_x5c")
+    /// A JWS algorithm other than ES256.
+    public static let unsupportedAlg = ErrorCode("unsupported_alg")
+    /// A certificate chain that does not lead to a trusted root.
+    public static let untrustedChain = ErrorCode("untrusted_chain")
+    public static let certificateExpired = ErrorCode("certificate_expired")
+    public static let certificateNotYetValid = ErrorCode("certificate_not_yet_valid")
+    /// A configured trusted root that is not a DER certificate.
+    public static let invalidTrustedRoot = ErrorCode("invalid_trusted_root")
+    /// A configuration file that cannot be used.
+    public static let invalidConfiguration = ErrorCode("invalid_configuration")
+    /// Decoded facts the store refuses: none at all, or an id it cannot key.
+    public static let noFacts = ErrorCode("no_facts")
+    public static let invalidID = ErrorCode("invalid_id")
+}
+
+// MARK: - Requests refused as a whole (the server)
+
+extension ErrorCode {
+    /// A query parameter that does not parse.
+    public static let invalidQuery = ErrorCode("invalid_query")
+    /// A body whose framing does not parse (chunks, trailers).
+    public static let invalidBody = ErrorCode("invalid_body")
+    /// A request head that does not parse.
+    public static let badRequest = ErrorCode("bad_request")
+    /// A batch with more inputs than the configured limit.
+    public static let batchTooLarge = ErrorCode("batch_too_large")
+    /// A content type the write routes do not read.
+    public static let unsupportedMediaType = ErrorCode("unsupported_media_type")
+    /// A transfer coding other than `chunked`.
+    public static let unsupportedTransferEncoding = ErrorCode("unsupported_transfer_encoding")
+    /// A peer outside the writers' allow-list.
+    public static let forbidden = ErrorCode("forbidden")
+    /// No route, subscription, transaction or ledger by that name.
+    public static let notFound = ErrorCode("not_found")
+    public static let methodNotAllowed = ErrorCode("method_not_allowed")
+    /// A request head that did not arrive in time.
+    public static let requestTimeout = ErrorCode("request_timeout")
+    /// A failure of the server itself.
+    public static let `internal` = ErrorCode("internal")
+}
+
+// MARK: - The store (LedgerStore)
+
+extension ErrorCode {
+    /// Too much is waiting (the writer queue, the followers, the connections): retry shortly.
+    public static let overloaded = ErrorCode("overloaded")
+    /// The ledger is closing and accepts no more writes.
+    public static let shuttingDown = ErrorCode("shutting_down")
+    /// No room for the write; nothing of it was stored.
+    public static let storageFull = ErrorCode("storage_full")
+    /// An I/O error or another failure of the storage engine.
+    public static let storageError = ErrorCode("storage_error")
+    /// Stored bytes that do not decode: the ledger is damaged.
+    public static let corrupted = ErrorCode("corrupted")
+    /// The directory holds a ledger of another schema version.
+    public static let schemaMismatch = ErrorCode("schema_mismatch")
+    /// A write to a ledger opened read-only.
+    public static let readOnly = ErrorCode("read_only")
+    public static let permissionDenied = ErrorCode("permission_denied")
+    /// A ledger path that is missing or of the wrong kind.
+    public static let invalidPath = ErrorCode("invalid_path")
+    /// A directory that holds something other than a ledger.
+    public static let notALedger = ErrorCode("not_a_ledger")
+    /// Any other failure.
+    public static let failed = ErrorCode("failed")
+}
+
+// MARK: - The command line and the socket
+
+extension ErrorCode {
+    /// `--data` names no ledger.
+    public static let noLedger = ErrorCode("no_ledger")
+    /// An input file that cannot be read.
+    public static let unreadableFile = ErrorCode("unreadable_file")
+    /// `verify` found a fault.
+    public static let verificationFailed = ErrorCode("verification_failed")
+    /// `replay --check` found a projection that differs.
+    public static let replayMismatch = ErrorCode("replay_mismatch")
+    /// The socket could not be used (`ingest --socket`).
+    public static let socketError = ErrorCode("socket_error")
+    /// The server answered with an error and no error document.
+    public static let serverError = ErrorCode("server_error")
+    /// A socket path longer than a Unix socket address holds.
+    public static let socketPathTooLong = ErrorCode("socket_path_too_long")
+    /// The socket path exists and is not a socket, or a stale socket cannot be removed.
+    public static let socketPathTaken = ErrorCode("socket_path_taken")
+    /// Another server is listening on the socket path.
+    public static let socketInUse = ErrorCode("socket_in_use")
+}
+
+// MARK: - The client's transport
+
+extension ErrorCode {
+    /// The server closed the connection.
+    public static let closed = ErrorCode("closed")
+    /// No answer within the client's timeout.
+    public static let timeout = ErrorCode("timeout")
+    /// The server's answer is not HTTP/1.1 as expected.
+    public static let `protocol` = ErrorCode("protocol")
+    /// `send` failed.
+    public static let send = ErrorCode("send")
+    /// `recv` failed.
+    public static let recv = ErrorCode("recv")
+    /// A socket could not be made.
+    public static let socket = ErrorCode("socket")
+    /// Nothing accepts connections on the path.
+    public static let connect = ErrorCode("connect")
+    /// A socket path longer than a Unix socket address holds (the client's name for it).
+    public static let pathTooLong = ErrorCode("path_too_long")
+}
