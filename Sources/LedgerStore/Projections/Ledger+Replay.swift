@@ -93,7 +93,7 @@ extension Ledger {
         var chunk = ReplayChunk()
         var digest = SHA256()
         // Buffers reused from one subscription to the next: the events read, and the rebuilt projection's bytes.
-        var scan = SubscriptionScan(reader: EventReader(txn, layout))
+        var scan = SubscriptionScan(inKeyOrder: txn, layout)
         var rebuilt = BinaryWriter(capacity: 4096)
         // The stored projections, in the same key order: looked up going forward through their own cursor.
         let stored = mode == .check ? try txn.cursor(layout.timelines) : nil
@@ -102,30 +102,32 @@ extension Ledger {
             guard let (env, otid) = StoreLayout.decodeSubscriptionKey(key) else {
                 throw LedgerError.corrupted("by_otid key is malformed")
             }
-            try Self.readSubscription(layout, e, cursor, upTo: limit, metadata: .forFold, into: &scan, txn)
+            try scan.read(e, cursor, upTo: limit, metadata: .forFold, layout, txn)
             chunk.events += scan.events.count
             chunk.keys += 1
             if !scan.events.isEmpty {
                 let timeline = Timeline.fold(scan.events, originalTransactionId: otid, environment: env, rules: rules)
                 rebuilt.removeAll()
-                timeline.encode(after: timeline.lastSeq, into: &rebuilt)
+                StoredTimeline.encode(timeline, into: &rebuilt)
                 let different = try rebuilt.withBytes { bytes in
                     let bytes = UnsafeRawBufferPointer(bytes)
-                    digest.update(length: key.count)
-                    digest.update(bufferPointer: key)
-                    digest.update(length: bytes.count)
-                    digest.update(bufferPointer: bytes)
-                    switch mode {
-                    case .check:
-                        guard let found = try stored?.findForward(key) else { return true }
-                        chunk.storedFound += 1
-                        return !found.value.sameBytes(as: bytes)
-                    case .rewrite:
-                        // A copy of the key: what LMDB returns is valid only until the next write.
-                        try Array(key).withUnsafeBytes { k in try txn.put(layout.timelines, key: k, value: bytes) }
-                        return false
-                    case .report:
-                        return false
+                    return try key.withUnsafeBytes { key in
+                        digest.update(length: key.count)
+                        digest.update(bufferPointer: key)
+                        digest.update(length: bytes.count)
+                        digest.update(bufferPointer: bytes)
+                        switch mode {
+                        case .check:
+                            guard let found = try stored?.findForward(key) else { return true }
+                            chunk.storedFound += 1
+                            return !found.value.hasSameBytes(as: bytes)
+                        case .rewrite:
+                            // A copy of the key: what LMDB returns is valid only until the next write.
+                            try Array(key).withUnsafeBytes { k in try txn.put(layout.timelines, key: k, value: bytes) }
+                            return false
+                        case .report:
+                            return false
+                        }
                     }
                 }
                 if different { chunk.differences.append("\(env.rawValue)/\(otid)") }
@@ -153,10 +155,10 @@ extension Ledger {
         return (starts, count)
     }
 
-    private func position(_ cursor: Cursor, after resume: [UInt8]?) throws -> Entry? {
+    private func position(_ cursor: Cursor, after resume: [UInt8]?) throws -> Cursor.Entry? {
         guard let resume else { return try cursor.first() }
         var entry = try cursor.seek(resume)
-        if let e = entry, e.key.elementsEqual(resume) { entry = try cursor.nextKey() }
+        if let e = entry, e.key.hasSameBytes(as: resume) { entry = try cursor.nextKey() }
         return entry
     }
 }
