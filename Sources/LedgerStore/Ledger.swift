@@ -168,4 +168,15 @@ public final class Ledger: Sendable {
     public func observeCommits(_ observer: @escaping @Sendable (_ inputs: Int, _ lastSeq: UInt64?, _ nanoseconds: UInt64) -> Void) {
         observers.add { observer($0.inputs, $0.lastSeq, $0.durationNanoseconds) }
     }
+
+    // MARK: - Backups
+
+    /// Writes a consistent copy of the ledger into the directory `path` (which must exist and be empty): a hot
+    /// backup, safe while the writer runs.
+    public func copy(to path: String, compact: Bool = false) throws {
+        try environment.copy(to: path, compact: compact)
+    }
 }
+
+/// Progress of a long operation (`replay`, `verify`): done so far, and the total when known.
+public typealias ProgressHandler = @Sendable (_ done: UInt64, _ total: UInt64) -> Void

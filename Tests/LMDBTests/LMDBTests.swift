@@ -16,7 +16,8 @@ struct Boom: Error {}
 func bigEndian(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.bigEndian) { Array($0) } }
 
 @Suite struct EnvironmentTests {
-    /// Issue 18: a failed open threw after `self` was whole, so `deinit` closed the handle the `catch` had closed.
+    /// A file that is not LMDB is refused with an error, never a crash: a failed open must not close its handle twice
+    /// (once in the `catch`, once in `deinit`).
     @Test func openingGarbageThrowsInsteadOfCrashing() throws {
         try withTemporaryDirectory { dir in
             try Data(repeating: 0xA5, count: 16_384).write(to: URL(fileURLWithPath: dir + "/data.mdb"))

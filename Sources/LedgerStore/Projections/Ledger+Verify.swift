@@ -1,24 +1,6 @@
 import LMDB
 import LedgerCore
 
-/// The outcome of `Ledger.verify`.
-public struct VerificationReport: Sendable, Hashable, Codable {
-    /// Events checked in the log.
-    public var events: UInt64
-    /// Subscriptions whose projection was compared with a replay.
-    public var projections: Int
-    /// Refused inputs checked in the `rejected` store.
-    public var rejected: UInt64 = 0
-    /// The chain head recomputed from the log (hex).
-    public var chainHead: String
-    /// The first fault found, or nil when the ledger is sound.
-    public var fault: String?
-    public var ok: Bool { fault == nil }
-}
-
-/// Progress of a long operation: done so far, and the total when known.
-public typealias ProgressHandler = @Sendable (_ done: UInt64, _ total: UInt64) -> Void
-
 extension Ledger {
     /// Checks the hash chain over the whole log, every index against the log, the raw inputs against their digests,
     /// the `rejected` store (gapless numbering, decodable records, consistent sizes, its count and chain head in
