@@ -57,10 +57,12 @@ import Testing
 
     /// Status and seq follow from the events written and the error, and the wire form still states both.
     @Test func anAppendResultDerivesItsStatusAndSeq() throws {
-        var appended = AppendResult.duplicate
-        #expect(appended.status == .duplicate && appended.seq == nil)
-        appended.written(.init(seq: 6, kind: .transaction, transactionId: "1", originalTransactionId: "1"))
-        appended.written(.init(seq: 7, kind: .renewal, transactionId: nil, originalTransactionId: "1"))
+        #expect(AppendResult.duplicate.status == .duplicate && AppendResult.duplicate.seq == nil)
+        #expect(AppendResult(events: []) == .duplicate)
+        let appended = AppendResult(events: [
+            .init(seq: 6, kind: .transaction, transactionId: "1", originalTransactionId: "1"),
+            .init(seq: 7, kind: .renewal, transactionId: nil, originalTransactionId: "1"),
+        ])
         #expect(appended.status == .appended && appended.seq == 7)
         let rejected = AppendResult.rejected(code: "invalid_json", message: "no")
         #expect(rejected.status == .rejected && rejected.seq == nil && rejected.error?.code == "invalid_json")

@@ -44,7 +44,7 @@ struct AppendBatch {
                     continue
                 }
                 metadata.rawDigest = sha256(raw)
-                var result = AppendResult.duplicate
+                var writtenForInput: [AppendResult.WrittenEvent] = []
                 var rawKey: UInt64? = nil
                 for fact in facts {
                     let key = fact.eventKey
@@ -78,12 +78,12 @@ struct AppendBatch {
                         }
                     }
                     written.append(LedgerEvent(seq: seq, fact: fact, metadata: metadata))
-                    result.written(
+                    writtenForInput.append(
                         AppendResult.WrittenEvent(
                             seq: seq, kind: fact.kind, transactionId: fact.transactionId?.rawValue,
                             originalTransactionId: fact.originalTransactionId?.rawValue))
                 }
-                results.append(result)
+                results.append(AppendResult(events: writtenForInput))
             }
         }
 

@@ -31,9 +31,9 @@ public struct AppendResult: Sendable, Hashable, Codable {
     }
 
     /// The events written for the input, in log order (none for a duplicate or a refusal).
-    public private(set) var events: [WrittenEvent]
+    public let events: [WrittenEvent]
     /// Why the input was refused; nil unless it was.
-    public private(set) var error: ErrorInfo?
+    public let error: ErrorInfo?
 
     /// `rejected` with an error, else `appended` when an event was written, else `duplicate`.
     public var status: Status { error != nil ? .rejected : events.isEmpty ? .duplicate : .appended }
@@ -42,21 +42,21 @@ public struct AppendResult: Sendable, Hashable, Codable {
 
     /// An input that wrote `events` (a duplicate when there are none).
     public init(events: [WrittenEvent]) {
-        self.events = events
-        self.error = nil
+        self.init(events: events, error: nil)
     }
 
     /// Every fact of the input was already known.
     public static let duplicate = AppendResult(events: [])
 
+    /// An input refused, with why.
     public static func rejected(code: String, message: String) -> AppendResult {
-        var result = AppendResult.duplicate
-        result.error = ErrorInfo(code: code, message: message)
-        return result
+        AppendResult(events: [], error: ErrorInfo(code: code, message: message))
     }
 
-    /// Records one more event written for the input.
-    mutating func written(_ event: WrittenEvent) { events.append(event) }
+    private init(events: [WrittenEvent], error: ErrorInfo?) {
+        self.events = events
+        self.error = error
+    }
 
     // MARK: - Codable: the wire form states the status and seq too
 
