@@ -16,7 +16,7 @@ struct SubscriptionScan {
     /// each event up from the root.
     private let eventCursors: ForwardCursors?
     /// Ordinals from the last cursor on share it (long histories are few).
-    static let cursorCount = 32
+    private static let eventCursorCount = 32
 
     /// A scan that looks each event up on its own (one subscription, or a few).
     init() {
@@ -29,7 +29,7 @@ struct SubscriptionScan {
     /// subscriptions tend to be neighbours (subscriptions bought about the same time renew about the same time, and
     /// Apple's ids grow with time), so each cursor's lookups go forward (`ForwardCursors`).
     init(inKeyOrder txn: Transaction, _ layout: StoreLayout) {
-        eventCursors = ForwardCursors(txn, layout.events, count: Self.cursorCount)
+        eventCursors = ForwardCursors(txn, layout.events, count: Self.eventCursorCount)
         revisionKey.reserveCapacity(64)
     }
 
@@ -61,13 +61,11 @@ struct SubscriptionScan {
                 throw LedgerError.corrupted("a by_otid value of \(Array(e.key)) is malformed")
             }
             if let asOf, seq > asOf { break }
-            let found: MappedBytes?
-            if let eventCursors {
-                let ordinal = min(events.count, Self.cursorCount - 1)
-                found = try revisionKey.withUnsafeBytes { try eventCursors.find($0, through: ordinal) }?.value
-            } else {
-                found = try txn.get(layout.events, key: revisionKey)
-            }
+            let ordinal = min(events.count, Self.eventCursorCount - 1)
+            // Optional chaining, not `if let`: a binding copies the reference, a retain and a release per event.
+            let found =
+                try revisionKey.withUnsafeBytes { key in try eventCursors?.find(key, through: ordinal) }?.value
+                ?? txn.get(layout.events, key: revisionKey)
             guard let stored = found else { throw LedgerError.corrupted("by_otid names event \(seq), which is missing") }
             events.append(try StoreLayout.decodeEvent(seq: seq, stored, strings: &strings, metadata: parts))
             entry = try cursor.nextDuplicate()
