@@ -51,7 +51,7 @@ public final class Environment: @unchecked Sendable {
         try check(mdb_env_create(&created), "mdb_env_create")
         guard let env = created else { throw LMDBError(code: ENOMEM, operation: "mdb_env_create") }
         // Every fallible step runs before `self` is fully initialised: a class whose init throws after that point is
-        // deinitialised, and `deinit` closing the handle the `catch` had already closed was a double free.
+        // deinitialised, and `deinit` would close the handle a second time after the `catch` closed it.
         var dead: Int32 = 0
         do {
             try check(mdb_env_set_maxdbs(env, options.maxDatabases), "mdb_env_set_maxdbs")
@@ -129,8 +129,8 @@ public final class Environment: @unchecked Sendable {
 
     // MARK: - Transactions
 
-    /// Runs `body` in a read-only transaction. Values handed out inside are zero-copy views of the map, valid only
-    /// until `body` returns.
+    /// Runs `body` in a read-only transaction. What it reads is `MappedBytes`, in the map, valid only until `body`
+    /// returns.
     public func read<R>(_ body: (Transaction) throws -> R) throws -> R {
         resizeLock.lockShared()
         defer { resizeLock.unlock() }

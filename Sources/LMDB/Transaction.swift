@@ -8,8 +8,8 @@ import Darwin
 
 /// A transaction, only ever seen inside `Environment.read` or `Environment.write` (closure-scoped, like GRDB's).
 ///
-/// Not `Sendable`: it belongs to the closure that received it. Every `UnsafeRawBufferPointer` it returns points into
-/// the map and stays valid until the transaction ends (or, in a write transaction, until the next write to that page).
+/// Not `Sendable`: it belongs to the closure that received it. What it reads is `MappedBytes`, in the map: valid until
+/// the transaction ends (in a write transaction, until the next write to that database).
 public final class Transaction {
     let handle: OpaquePointer
     unowned let environment: Environment
@@ -49,24 +49,24 @@ public final class Transaction {
 
     // MARK: - Reads (zero-copy)
 
-    /// The value stored under `key`, as a view into the map, or nil when absent.
-    public func get(_ db: Database, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+    /// The value stored under `key`, in the map, or nil when absent.
+    public func get(_ db: Database, key: UnsafeRawBufferPointer) throws -> MappedBytes? {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val()
         let rc = mdb_get(handle, db.dbi, &k, &v)
         if rc == MDB_NOTFOUND { return nil }
         try check(rc, "mdb_get(\(db.name ?? "<main>"))")
-        return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+        return MappedBytes(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
     }
 
-    /// The value stored under `key`, as a view into the map, or nil when absent.
-    public func get(_ db: Database, key: [UInt8]) throws -> UnsafeRawBufferPointer? {
+    /// The value stored under `key`, in the map, or nil when absent.
+    public func get(_ db: Database, key: [UInt8]) throws -> MappedBytes? {
         try key.withUnsafeBytes { (k) throws in try get(db, key: k) }
     }
 
     /// A copy of the value stored under `key`.
     public func value(_ db: Database, key: [UInt8]) throws -> [UInt8]? {
-        try get(db, key: key).map { Array($0) }
+        try get(db, key: key)?.withUnsafeBytes { Array($0) }
     }
 
     // MARK: - Writes

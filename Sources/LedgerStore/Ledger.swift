@@ -61,7 +61,7 @@ public final class Ledger: Sendable {
             // An older schema: the events are unchanged; the projections are rebuilt by this build's fold.
             let report = try replay(check: false)
             try environment.write { txn in
-                try txn.put(layout.meta, key: StoreLayout.metaSchema, value: StoreLayout.schemaVersion.bigEndianBytes)
+                try txn.put(layout.meta, key: StoreLayout.metaSchema, value: BigEndian.bytes(StoreLayout.schemaVersion))
             }
             logger.notice(
                 "upgraded the ledger to schema \(StoreLayout.schemaVersion): projections rebuilt",
@@ -125,14 +125,14 @@ public final class Ledger: Sendable {
 
     /// Checks the ledger's schema version; true when it is an older schema opened for writing, to be upgraded.
     private static func checkSchema(_ env: Environment, _ meta: Database, readOnly: Bool) throws -> Bool {
-        let found = try env.read { txn in try txn.get(meta, key: StoreLayout.metaSchema).map(\.bigEndianUInt64) }
+        let found = try env.read { txn in try txn.get(meta, key: StoreLayout.metaSchema).map { BigEndian.uint64($0) } }
         if let found {
             if found == StoreLayout.schemaVersion { return false }
             guard found < StoreLayout.schemaVersion, !readOnly else { throw LedgerError.schemaMismatch(found: found) }
             return true
         } else if !readOnly {
             try env.write { txn in
-                try txn.put(meta, key: StoreLayout.metaSchema, value: StoreLayout.schemaVersion.bigEndianBytes)
+                try txn.put(meta, key: StoreLayout.metaSchema, value: BigEndian.bytes(StoreLayout.schemaVersion))
             }
         }
         return false
@@ -169,43 +169,15 @@ public final class Ledger: Sendable {
     public func observeCommits(_ observer: @escaping @Sendable (_ inputs: Int, _ lastSeq: UInt64?, _ nanoseconds: UInt64) -> Void) {
         observers.add { observer($0.inputs, $0.lastSeq, $0.durationNanoseconds) }
     }
-}
 
-/// A one-shot result handed from the writer thread to a blocked caller.
-final class ResultBox: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var result: Result<[AppendResult], LedgerError>?
+    // MARK: - Backups
 
-    func set(_ r: Result<[AppendResult], LedgerError>) {
-        condition.lock()
-        result = r
-        condition.signal()
-        condition.unlock()
-    }
-
-    func wait() -> Result<[AppendResult], LedgerError> {
-        condition.lock()
-        defer { condition.unlock() }
-        while result == nil { condition.wait() }
-        return result!
+    /// Writes a consistent copy of the ledger into the directory `path` (which must exist and be empty): a hot
+    /// backup, safe while the writer runs.
+    public func copy(to path: String, compact: Bool = false) throws {
+        try environment.copy(to: path, compact: compact)
     }
 }
 
-/// Callbacks run after each commit.
-final class CommitObservers: @unchecked Sendable {
-    private let lock = NSLock()
-    private var observers: [@Sendable (Writer.CommitInfo) -> Void] = []
-
-    func add(_ o: @escaping @Sendable (Writer.CommitInfo) -> Void) {
-        lock.lock()
-        observers.append(o)
-        lock.unlock()
-    }
-
-    func committed(_ info: Writer.CommitInfo) {
-        lock.lock()
-        let current = observers
-        lock.unlock()
-        for o in current { o(info) }
-    }
-}
+/// Progress of a long operation (`replay`, `verify`): done so far, and the total when known.
+public typealias ProgressHandler = @Sendable (_ done: UInt64, _ total: UInt64) -> Void

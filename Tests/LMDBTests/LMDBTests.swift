@@ -12,8 +12,12 @@ func withTemporaryDirectory<R>(_ body: (String) throws -> R) throws -> R {
 
 struct Boom: Error {}
 
+/// `value` as eight big-endian bytes: keys that sort numerically.
+func bigEndian(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.bigEndian) { Array($0) } }
+
 @Suite struct EnvironmentTests {
-    /// Issue 18: a failed open threw after `self` was whole, so `deinit` closed the handle the `catch` had closed.
+    /// A file that is not LMDB is refused with an error, never a crash: a failed open must not close its handle twice
+    /// (once in the `catch`, once in `deinit`).
     @Test func openingGarbageThrowsInsteadOfCrashing() throws {
         try withTemporaryDirectory { dir in
             try Data(repeating: 0xA5, count: 16_384).write(to: URL(fileURLWithPath: dir + "/data.mdb"))
@@ -77,18 +81,72 @@ struct Boom: Error {}
         }
     }
 
+    /// Each cursor of a `ForwardCursors` keeps its own place: three ascending sequences of lookups, interleaved, each
+    /// through its own cursor (with missing keys and the odd jump back), find exactly what `find` finds.
+    @Test func forwardCursorsFindWhatFindFinds() throws {
+        try withTemporaryDirectory { dir in
+            let env = try Environment(path: dir)
+            let db = try env.openDatabase("kv")
+            let keys = (0..<500).map { i in Array(String(format: "k%05d", i * 2).utf8) }  // even numbers only
+            try env.write { txn in for (i, k) in keys.enumerated() { try txn.put(db, key: k, value: [UInt8(i % 256)]) } }
+            try env.read { txn in
+                let cursors = ForwardCursors(txn, db, count: 3)
+                #expect(cursors.count == 3)
+                let search = try txn.cursor(db)
+                for step in 0..<900 {
+                    let lane = step % 3
+                    let n = step % 97 == 0 ? (step * 7_919) % 1_000 : (lane * 300 + step / 3) % 1_000
+                    let key = Array(String(format: "k%05d", n).utf8)
+                    let expected = try search.find(key).map { (Array($0.key), Array($0.value)) }
+                    let found = try key.withUnsafeBytes { k in try cursors.find(k, through: lane) }
+                        .map { (Array($0.key), Array($0.value)) }
+                    #expect(found?.0 == expected?.0 && found?.1 == expected?.1, "k\(n) through cursor \(lane)")
+                    #expect((found != nil) == (n % 2 == 0))
+                }
+            }
+        }
+    }
+
+    /// A value read in place reads like an array of its bytes, and a part of it like that part.
+    @Test func mappedBytesReadLikeTheirBytes() throws {
+        try withTemporaryDirectory { dir in
+            let env = try Environment(path: dir)
+            let db = try env.openDatabase("kv")
+            let bytes = (0..<100).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+            try env.write { txn in try txn.put(db, key: [1], value: bytes) }
+            try env.read { txn in
+                let value = try #require(try txn.get(db, key: [1]))
+                #expect(value.count == 100)
+                #expect(Array(value) == bytes)
+                #expect(value[42] == bytes[42])
+                #expect(Array(value.extracting(8..<40)) == Array(bytes[8..<40]))
+                #expect(value.extracting(8..<40).hasSameBytes(as: Array(bytes[8..<40])))
+                #expect(value.extracting(100..<100).isEmpty)
+                #expect(value.withUnsafeBytes { $0.count } == 100)
+            }
+        }
+    }
+
     /// Both ways of comparing (inline up to 64 bytes, `memcmp` past that) tell equal bytes from bytes that differ
     /// anywhere, or in length.
-    @Test func sameBytesSeesEveryDifference() {
-        for length in [0, 1, 7, 8, 9, 63, 64, 65, 200] {
-            let a = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37) }
-            a.withUnsafeBytes { x in
-                a.withUnsafeBytes { y in #expect(x.sameBytes(as: y)) }
-                (a + [0]).withUnsafeBytes { y in #expect(!x.sameBytes(as: y), "length \(length) vs \(length + 1)") }
-                for position in 0..<length {
-                    var b = a
-                    b[position] ^= 0x40
-                    b.withUnsafeBytes { y in #expect(!x.sameBytes(as: y), "length \(length), byte \(position)") }
+    @Test func sameBytesSeesEveryDifference() throws {
+        try withTemporaryDirectory { dir in
+            let env = try Environment(path: dir)
+            let db = try env.openDatabase("kv")
+            for length in [0, 1, 7, 8, 9, 63, 64, 65, 200] {
+                let a = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37) }
+                try env.write { txn in try txn.put(db, key: bigEndian(UInt64(length)), value: a) }
+                try env.read { txn in
+                    let x = try #require(try txn.get(db, key: bigEndian(UInt64(length))))
+                    #expect(x.hasSameBytes(as: a))
+                    a.withUnsafeBytes { y in #expect(x.hasSameBytes(as: y)) }
+                    #expect(!x.hasSameBytes(as: a + [0]), "length \(length) vs \(length + 1)")
+                    for position in 0..<length {
+                        var b = a
+                        b[position] ^= 0x40
+                        #expect(!x.hasSameBytes(as: b), "length \(length), byte \(position)")
+                        b.withUnsafeBytes { y in #expect(!x.hasSameBytes(as: y), "length \(length), byte \(position)") }
+                    }
                 }
             }
         }
@@ -137,13 +195,13 @@ struct Boom: Error {}
             // One transaction of 1000 × 3 KB: far beyond the initial map, so it must grow (and run the body again).
             try env.write { txn in
                 attempts += 1
-                for i in 0..<1000 { try txn.put(db, key: UInt64(i).bigEndianBytes, value: value) }
+                for i in 0..<1000 { try txn.put(db, key: bigEndian(UInt64(i)), value: value) }
             }
             #expect(attempts > 1, "the body runs again after the map grew")
             #expect(env.info.mapSize > before)
             let count = try env.read { try $0.statistics(db).entries }
             #expect(count == 1000)
-            let last = try env.read { try $0.value(db, key: UInt64(999).bigEndianBytes) }
+            let last = try env.read { try $0.value(db, key: bigEndian(UInt64(999))) }
             #expect(last == value)
         }
     }
@@ -157,7 +215,7 @@ struct Boom: Error {}
             let db = try env.openDatabase("kv")
             #expect(throws: LMDBError.mapFull) {
                 try env.write { txn in
-                    for i in 0..<1000 { try txn.put(db, key: UInt64(i).bigEndianBytes, value: [UInt8](repeating: 1, count: 3000)) }
+                    for i in 0..<1000 { try txn.put(db, key: bigEndian(UInt64(i)), value: [UInt8](repeating: 1, count: 3000)) }
                 }
             }
             #expect(try env.read { try $0.statistics(db).entries } == 0)
@@ -169,11 +227,11 @@ struct Boom: Error {}
             let env = try Environment(path: dir)
             let db = try env.openDatabase("log")
             try env.write { txn in
-                try txn.put(db, key: UInt64(1).bigEndianBytes, value: [1], flags: .append)
-                try txn.put(db, key: UInt64(2).bigEndianBytes, value: [2], flags: .append)
+                try txn.put(db, key: bigEndian(UInt64(1)), value: [1], flags: .append)
+                try txn.put(db, key: bigEndian(UInt64(2)), value: [2], flags: .append)
             }
             #expect(throws: LMDBError.keyExists) {
-                try env.write { txn in try txn.put(db, key: UInt64(1).bigEndianBytes, value: [3], flags: .append) }
+                try env.write { txn in try txn.put(db, key: bigEndian(UInt64(1)), value: [3], flags: .append) }
             }
         }
     }
@@ -185,9 +243,9 @@ struct Boom: Error {}
             let env = try Environment(path: dir)
             let db = try env.openDatabase("index", flags: [.dupSort, .dupFixed])
             try env.write { txn in
-                for seq: UInt64 in [5, 1, 3] { try txn.put(db, key: Array("b".utf8), value: seq.bigEndianBytes) }
-                try txn.put(db, key: Array("a".utf8), value: UInt64(9).bigEndianBytes)
-                try txn.put(db, key: Array("c".utf8), value: UInt64(2).bigEndianBytes)
+                for seq: UInt64 in [5, 1, 3] { try txn.put(db, key: Array("b".utf8), value: bigEndian(seq)) }
+                try txn.put(db, key: Array("a".utf8), value: bigEndian(UInt64(9)))
+                try txn.put(db, key: Array("c".utf8), value: bigEndian(UInt64(2)))
             }
             let (values, count, keys) = try env.read { txn in
                 let cursor = try txn.cursor(db)
@@ -195,7 +253,7 @@ struct Boom: Error {}
                 var entry = try cursor.find(Array("b".utf8))
                 let count = try cursor.duplicateCount()
                 while let e = entry {
-                    values.append(e.value.bigEndianUInt64)
+                    values.append(e.value.reduce(0) { $0 << 8 | UInt64($1) })
                     entry = try cursor.nextDuplicate()
                 }
                 var keys: [String] = []
@@ -246,12 +304,4 @@ struct Boom: Error {}
         }
     }
 
-    @Test func bigEndianKeysOrderNumerically() {
-        let values: [UInt64] = [0, 1, 255, 256, 1 << 40, .max]
-        let encoded = values.map(\.bigEndianBytes)
-        #expect(encoded == encoded.sorted { $0.lexicographicallyPrecedes($1) })
-        for (v, bytes) in zip(values, encoded) {
-            #expect(bytes.withUnsafeBytes { $0.bigEndianUInt64 } == v)
-        }
-    }
 }

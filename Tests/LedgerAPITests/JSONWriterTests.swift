@@ -96,12 +96,11 @@ import Testing
     @Test func resultsWriteAlike() throws {
         let results = [
             AppendResult(
-                status: .appended, seq: 7,
                 events: [
                     .init(seq: 6, kind: .transaction, transactionId: "1", originalTransactionId: "1"),
                     .init(seq: 7, kind: .notification, transactionId: nil, originalTransactionId: nil),
                 ]),
-            AppendResult(status: .duplicate),
+            AppendResult.duplicate,
             AppendResult.rejected(code: "invalid_json", message: "unexpected \"end\"\n"),
         ]
         for r in results {

@@ -40,6 +40,9 @@ func transaction(
     return t
 }
 
+/// `value` as the ledger stores its numbers (seqs, counts, numbered keys): eight big-endian bytes.
+func bigEndian(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.bigEndian) { Array($0) } }
+
 func input(_ facts: [Fact], raw: String? = nil, receivedAt: Int64 = 1_605_243_600_000) -> LedgerInput {
     let bytes = Array((raw ?? "raw-\(facts.map(\.eventKey).joined(separator: ","))-\(facts.hashValue)").utf8)
     return .facts(facts, metadata: FactMetadata(source: .decodedJSON, receivedAt: receivedAt), raw: bytes)

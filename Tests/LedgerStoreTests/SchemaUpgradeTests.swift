@@ -27,7 +27,7 @@ import Testing
             let meta = try env.openDatabase("meta")
             let timelines = try env.openDatabase("timelines")
             try env.write { txn in
-                try txn.put(meta, key: Array("schema".utf8), value: UInt64(1).bigEndianBytes)
+                try txn.put(meta, key: Array("schema".utf8), value: bigEndian(1))
                 let c = try txn.cursor(timelines)
                 var stored: [([UInt8], [UInt8])] = []
                 var entry = try c.first()

@@ -50,7 +50,7 @@ import Testing
     @Test func aDeletedLogEntryIsFound() throws {
         let report = try verifyAlteredCopy { env in
             let log = try env.openDatabase("log")
-            try env.write { txn in _ = try txn.delete(log, key: UInt64(7).bigEndianBytes) }
+            try env.write { txn in _ = try txn.delete(log, key: bigEndian(7)) }
         }
         #expect(report.fault?.contains("7") == true, "\(report.fault ?? "no fault")")
     }
@@ -100,10 +100,10 @@ import Testing
         let report = try verifyAlteredCopy { env in
             let rejected = try env.openDatabase("rejected")
             try env.write { txn in
-                let stored = try #require(try txn.value(rejected, key: UInt64(2).bigEndianBytes))
+                let stored = try #require(try txn.value(rejected, key: bigEndian(2)))
                 var record = try stored.withUnsafeBytes { try RejectedInput(number: 2, decoding: $0) }
                 record.message = "nothing to see here"
-                try txn.put(rejected, key: UInt64(2).bigEndianBytes, value: record.encoded())
+                try txn.put(rejected, key: bigEndian(2), value: record.encoded())
             }
         }
         #expect(report.fault?.contains("rejected store's chain") == true, "\(report.fault ?? "no fault")")
@@ -112,7 +112,7 @@ import Testing
     @Test func aDeletedRejectedRecordIsFound() throws {
         let report = try verifyAlteredCopy { env in
             let rejected = try env.openDatabase("rejected")
-            try env.write { txn in _ = try txn.delete(rejected, key: UInt64(2).bigEndianBytes) }
+            try env.write { txn in _ = try txn.delete(rejected, key: bigEndian(2)) }
         }
         #expect(report.fault == "rejected record 2 is missing (the numbering jumps to 3)")
     }
@@ -120,7 +120,7 @@ import Testing
     @Test func anUndecodableRejectedRecordIsFound() throws {
         let report = try verifyAlteredCopy { env in
             let rejected = try env.openDatabase("rejected")
-            try env.write { txn in try txn.put(rejected, key: UInt64(3).bigEndianBytes, value: [0xFF, 0xFF, 0xFF]) }
+            try env.write { txn in try txn.put(rejected, key: bigEndian(3), value: [0xFF, 0xFF, 0xFF]) }
         }
         #expect(report.fault?.hasPrefix("rejected record 3 does not decode") == true, "\(report.fault ?? "no fault")")
     }
@@ -128,7 +128,7 @@ import Testing
     @Test func aRejectedCountThatDisagreesWithMetaIsFound() throws {
         let report = try verifyAlteredCopy { env in
             let meta = try env.openDatabase("meta")
-            try env.write { txn in try txn.put(meta, key: Array("rejected_count".utf8), value: UInt64(2).bigEndianBytes) }
+            try env.write { txn in try txn.put(meta, key: Array("rejected_count".utf8), value: bigEndian(2)) }
         }
         #expect(report.fault == "rejected holds record 3 beyond meta's count 2", "\(report.fault ?? "no fault")")
     }
@@ -137,10 +137,10 @@ import Testing
         let report = try verifyAlteredCopy { env in
             let rejected = try env.openDatabase("rejected")
             try env.write { txn in
-                let stored = try #require(try txn.value(rejected, key: UInt64(1).bigEndianBytes))
+                let stored = try #require(try txn.value(rejected, key: bigEndian(1)))
                 var record = try stored.withUnsafeBytes { try RejectedInput(number: 1, decoding: $0) }
                 record.size = 3
-                try txn.put(rejected, key: UInt64(1).bigEndianBytes, value: record.encoded())
+                try txn.put(rejected, key: bigEndian(1), value: record.encoded())
             }
         }
         #expect(report.fault?.hasPrefix("rejected record 1 keeps 15 bytes of an input of 3") == true, "\(report.fault ?? "no fault")")

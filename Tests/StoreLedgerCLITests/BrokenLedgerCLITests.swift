@@ -290,7 +290,7 @@ struct ExitStatusCLITests {
             let cursor = try txn.cursor(events)
             var entry = try cursor.first()
             while let e = entry {
-                if e.key.suffix(8).elementsEqual(UInt64(2).bigEndianBytes) {
+                if e.key.suffix(8).elementsEqual(withUnsafeBytes(of: UInt64(2).bigEndian, Array.init)) {
                     try cursor.deleteCurrent()
                     return
                 }

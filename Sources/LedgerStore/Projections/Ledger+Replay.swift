@@ -93,7 +93,7 @@ extension Ledger {
         var chunk = ReplayChunk()
         var digest = SHA256()
         // Buffers reused from one subscription to the next: the events read, and the rebuilt projection's bytes.
-        var scan = SubscriptionScan(reader: EventReader(txn, layout))
+        var scan = SubscriptionScan(inKeyOrder: txn, layout)
         var rebuilt = BinaryWriter(capacity: 4096)
         // The stored projections, in the same key order: looked up going forward through their own cursor.
         let stored = mode == .check ? try txn.cursor(layout.timelines) : nil
@@ -102,30 +102,32 @@ extension Ledger {
             guard let (env, otid) = StoreLayout.decodeSubscriptionKey(key) else {
                 throw LedgerError.corrupted("by_otid key is malformed")
             }
-            try Self.readSubscription(layout, e, cursor, upTo: limit, metadata: .forFold, into: &scan, txn)
+            try scan.read(e, cursor, upTo: limit, metadata: .forFold, layout, txn)
             chunk.events += scan.events.count
             chunk.keys += 1
             if !scan.events.isEmpty {
                 let timeline = Timeline.fold(scan.events, originalTransactionId: otid, environment: env, rules: rules)
                 rebuilt.removeAll()
-                timeline.encode(after: timeline.lastSeq, into: &rebuilt)
+                StoredTimeline.encode(timeline, into: &rebuilt)
                 let different = try rebuilt.withBytes { bytes in
                     let bytes = UnsafeRawBufferPointer(bytes)
-                    digest.update(length: key.count)
-                    digest.update(bufferPointer: key)
-                    digest.update(length: bytes.count)
-                    digest.update(bufferPointer: bytes)
-                    switch mode {
-                    case .check:
-                        guard let found = try stored?.findForward(key) else { return true }
-                        chunk.storedFound += 1
-                        return !found.value.sameBytes(as: bytes)
-                    case .rewrite:
-                        // A copy of the key: what LMDB returns is valid only until the next write.
-                        try Array(key).withUnsafeBytes { k in try txn.put(layout.timelines, key: k, value: bytes) }
-                        return false
-                    case .report:
-                        return false
+                    return try key.withUnsafeBytes { key in
+                        digest.update(length: key.count)
+                        digest.update(bufferPointer: key)
+                        digest.update(length: bytes.count)
+                        digest.update(bufferPointer: bytes)
+                        switch mode {
+                        case .check:
+                            guard let found = try stored?.findForward(key) else { return true }
+                            chunk.storedFound += 1
+                            return !found.value.hasSameBytes(as: bytes)
+                        case .rewrite:
+                            // A copy of the key: what LMDB returns is valid only until the next write.
+                            try Array(key).withUnsafeBytes { k in try txn.put(layout.timelines, key: k, value: bytes) }
+                            return false
+                        case .report:
+                            return false
+                        }
                     }
                 }
                 if different { chunk.differences.append("\(env.rawValue)/\(otid)") }
@@ -153,99 +155,15 @@ extension Ledger {
         return (starts, count)
     }
 
-    private func position(_ cursor: Cursor, after resume: [UInt8]?) throws -> Entry? {
+    private func position(_ cursor: Cursor, after resume: [UInt8]?) throws -> Cursor.Entry? {
         guard let resume else { return try cursor.first() }
         var entry = try cursor.seek(resume)
-        if let e = entry, e.key.elementsEqual(resume) { entry = try cursor.nextKey() }
+        if let e = entry, e.key.hasSameBytes(as: resume) { entry = try cursor.nextKey() }
         return entry
     }
 }
 
-enum ReplayMode: Sendable {
-    /// Compare with the stored projections.
-    case check
-    /// Replace the stored projections.
-    case rewrite
-    /// Only compute (and digest) them.
-    case report
-}
-
-/// What one chunk of a replay found.
-struct ReplayChunk: Sendable {
-    var keys = 0
-    var events = 0
-    /// Subscriptions whose stored projection was found (only with `check`).
-    var storedFound = 0
-    var differences: [String] = []
-    var digest: [UInt8] = []
-}
-
-/// Chunks from every worker, put back in key order.
-final class ReplayResults: @unchecked Sendable {
-    private let lock = NSLock()
-    private var chunks: [Int: ReplayChunk] = [:]
-    private var error: (any Error)?
-    private var done: UInt64 = 0
-    private var taken = 0
-    private let progress: ProgressHandler?
-    private let total: UInt64
-
-    init(progress: ProgressHandler?, total: UInt64) {
-        self.progress = progress
-        self.total = total
-    }
-
-    /// The index of the next chunk nobody has taken, or nil when all `count` are taken.
-    func nextChunk(of count: Int) -> Int? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard error == nil, taken < count else { return nil }
-        taken += 1
-        return taken - 1
-    }
-
-    func add(_ chunk: ReplayChunk, at index: Int) {
-        lock.lock()
-        chunks[index] = chunk
-        done += UInt64(chunk.keys)
-        let (d, t) = (done, max(total, done))
-        lock.unlock()
-        progress?(d, t)
-    }
-
-    func fail(_ e: any Error) {
-        lock.lock()
-        if error == nil { error = e }
-        lock.unlock()
-    }
-
-    /// How many subscriptions' stored projections the chunks found (with `check`).
-    var storedFound: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return chunks.values.reduce(0) { $0 + $1.storedFound }
-    }
-
-    func report(untilSeq: UInt64, rewrote: Bool) throws -> Ledger.ReplayReport {
-        lock.lock()
-        defer { lock.unlock() }
-        if let error { throw error }
-        var report = Ledger.ReplayReport(
-            subscriptions: 0, events: 0, differences: [], untilSeq: untilSeq, rewrote: rewrote, projectionsDigest: "")
-        var digest = SHA256()
-        for index in chunks.keys.sorted() {
-            let c = chunks[index]!
-            report.subscriptions += c.keys
-            report.events += c.events
-            report.differences += c.differences
-            digest.update(data: c.digest)
-        }
-        report.projectionsDigest = hex(digest.finalize())
-        return report
-    }
-}
-
-extension SHA256 {
+fileprivate extension SHA256 {
     /// A length, as eight big-endian bytes (what frames each part of the projections digest).
     mutating func update(length: Int) {
         withUnsafeBytes(of: UInt64(length).bigEndian) { update(bufferPointer: $0) }

@@ -1,16 +1,5 @@
 import LedgerCore
 
-/// One input handed to the ledger: either the facts decoded from it, or the reason it was refused.
-///
-/// The store knows no Apple format: callers decode first (LedgerAppStore) and pass the facts, or pass the refusal so
-/// that the raw bytes land in `rejected` for the auditor.
-public enum LedgerInput: Sendable {
-    /// Facts decoded from `raw`, sharing `metadata` (its `rawDigest` is set by the store).
-    case facts([Fact], metadata: FactMetadata, raw: [UInt8])
-    /// An input refused before it reached the store.
-    case rejected(RejectedInput)
-}
-
 /// An input refused with a reason, kept for the auditor.
 public struct RejectedInput: Sendable, Hashable {
     /// Inputs larger than this keep only their first bytes (with their full size and digest).
@@ -79,52 +68,5 @@ public struct RejectedInput: Sendable, Hashable {
         self.number = number
         self.request = request
         self.headerBytes = headerBytes.map { Int($0) }
-    }
-}
-
-/// What happened to one input (API.md "Result").
-public struct AppendResult: Sendable, Hashable, Codable {
-    public enum Status: String, Sendable, Hashable, Codable {
-        /// At least one new fact was written.
-        case appended
-        /// Every fact was already known, byte for byte; nothing was written.
-        case duplicate
-        /// Refused; see `error`.
-        case rejected
-    }
-
-    /// One event written for the input.
-    public struct WrittenEvent: Sendable, Hashable, Codable {
-        public var seq: UInt64
-        public var kind: Fact.Kind
-        public var transactionId: String?
-        public var originalTransactionId: String?
-    }
-
-    /// A refusal's code and message.
-    public struct ErrorInfo: Sendable, Hashable, Codable {
-        public var code: String
-        public var message: String
-        public init(code: String, message: String) {
-            self.code = code
-            self.message = message
-        }
-    }
-
-    public var status: Status
-    /// The last sequence written for this input (absent when nothing was written).
-    public var seq: UInt64?
-    public var events: [WrittenEvent]
-    public var error: ErrorInfo?
-
-    public init(status: Status, seq: UInt64? = nil, events: [WrittenEvent] = [], error: ErrorInfo? = nil) {
-        self.status = status
-        self.seq = seq
-        self.events = events
-        self.error = error
-    }
-
-    public static func rejected(code: String, message: String) -> AppendResult {
-        AppendResult(status: .rejected, error: ErrorInfo(code: code, message: message))
     }
 }

@@ -46,11 +46,11 @@ struct ProjectionEngine {
             if let stored = try txn.get(layout.timelines, key: key) {
                 // The common case, events after everything known about the latest period: only that period is
                 // decoded, the earlier ones are copied as stored.
-                if let updated = try appendedTimeline(group, stored) {
+                if let updated = try StoredTimeline.appending(group, to: stored, rules: rules) {
                     try txn.put(layout.timelines, key: key, value: updated)
                     continue
                 }
-                timeline = try decodeTimeline(stored)
+                timeline = try StoredTimeline.decode(stored)
                 // `apply` leaves the timeline untouched when it declines, so a refold starts from the facts alone.
                 if !timeline.apply(contentsOf: group, rules: rules) {
                     timeline = try refold(environment, otid, txn)
@@ -61,7 +61,7 @@ struct ProjectionEngine {
             } else {
                 timeline = Timeline.fold(group, originalTransactionId: otid, environment: environment, rules: rules)
             }
-            try txn.put(layout.timelines, key: key, value: Self.stamped(timeline))
+            try txn.put(layout.timelines, key: key, value: StoredTimeline.encode(timeline))
         }
     }
 
@@ -69,7 +69,7 @@ struct ProjectionEngine {
     private func refold(_ environment: AppStoreEnvironment, _ otid: OriginalTransactionID, _ txn: Transaction) throws
         -> Timeline
     {
-        let all = try Ledger.subscriptionEvents(layout, environment, otid, upTo: nil, metadata: .forFold, txn)
+        let all = try SubscriptionScan.events(layout, environment, otid, upTo: nil, metadata: .forFold, txn)
         return Timeline.fold(all, originalTransactionId: otid, environment: environment, rules: rules)
     }
 
@@ -81,11 +81,11 @@ struct ProjectionEngine {
         let cursor = try txn.cursor(layout.bindingsAny)
         var entry = try cursor.find(StoreLayout.anyEnvironmentKey(otid))
         guard entry != nil else { return false }
-        var eventsKey: [UInt8] = []
+        var revisionKey: [UInt8] = []
         while let e = entry {
-            guard let seq = StoreLayout.eventsKey(byOTIDValue: e.value, into: &eventsKey),
-                let stored = try txn.get(layout.events, key: eventsKey),
-                case .binding(let claim) = try LedgerEvent(seq: seq, decoding: stored).fact
+            guard let seq = EventReference.decode(e.value, revisionKey: &revisionKey),
+                let stored = try txn.get(layout.events, key: revisionKey),
+                case .binding(let claim) = try stored.withUnsafeBytes({ try LedgerEvent(seq: seq, decoding: $0) }).fact
             else { throw LedgerError.corrupted("bindings_any names a claim of \(otid) that is missing") }
             try index(claim, seq: seq, in: environment, txn)
             entry = try cursor.nextDuplicate()
@@ -98,7 +98,7 @@ struct ProjectionEngine {
         for (database, key, value) in [
             (
                 layout.byOTID, StoreLayout.subscriptionKey(environment, claim.originalTransactionId),
-                StoreLayout.eventKey(seq: seq, Fact.binding(claim).eventKey)
+                EventReference.encode(seq: seq, eventKey: Fact.binding(claim).eventKey)
             ),
             (
                 layout.byUser, StoreLayout.userKey(environment, claim.appUserId),
@@ -110,35 +110,6 @@ struct ProjectionEngine {
             } catch let error as LMDBError where error == .keyExists {
                 // Indexed already (by an earlier claim of the same user, or this claim in the same batch).
             }
-        }
-    }
-
-    /// The stored form: the seq the timeline reflects, then its bytes.
-    static func stamped(_ timeline: Timeline) -> [UInt8] {
-        timeline.encoded(after: timeline.lastSeq)
-    }
-
-    /// The stored timeline with `events` applied by the tail path, stamped; nil when that path does not apply.
-    private func appendedTimeline(_ events: [LedgerEvent], _ stored: UnsafeRawBufferPointer) throws -> [UInt8]? {
-        try Self.withTimelineBytes(of: stored) { bytes throws(FactDecodingError) in
-            try Timeline.appending(events, toEncoded: bytes, rules: rules, stamped: true)
-        }
-    }
-
-    func decodeTimeline(_ stored: UnsafeRawBufferPointer) throws -> Timeline {
-        try Self.withTimelineBytes(of: stored) { bytes throws(FactDecodingError) in try Timeline(decoding: bytes) }
-    }
-
-    /// Runs `body` on a stored projection's timeline bytes (after its stamp); truncated or undecodable bytes are
-    /// corruption.
-    private static func withTimelineBytes<T>(
-        of stored: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(FactDecodingError) -> T
-    ) throws -> T {
-        guard stored.count >= 8 else { throw LedgerError.corrupted("a stored timeline is truncated") }
-        do {
-            return try body(UnsafeRawBufferPointer(rebasing: stored[8...]))
-        } catch {
-            throw LedgerError.corrupted("timeline does not decode: \(error)")
         }
     }
 }

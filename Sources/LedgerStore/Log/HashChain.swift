@@ -1,5 +1,5 @@
 import Crypto
-import LMDB
+import Foundation
 
 /// The log's running hash: each event's link is SHA-256(previous link ‖ seq ‖ event key ‖ 0x00 ‖ stored event).
 /// Altering, removing or reordering any stored event changes every later link, which `verify` recomputes.
@@ -12,7 +12,7 @@ enum HashChain {
     {
         var h = SHA256()
         h.update(data: previous)
-        h.update(data: seq.bigEndianBytes)
+        withUnsafeBytes(of: seq.bigEndian) { h.update(bufferPointer: $0) }
         h.update(data: Array(eventKey))
         h.update(data: [0])
         h.update(bufferPointer: event)
@@ -24,30 +24,10 @@ enum HashChain {
     }
 }
 
-/// The `rejected` store's running hash: record n's link is SHA-256(link n−1 ‖ n ‖ stored record), and `meta` keeps
-/// the last (`rejected_head`: count ‖ link). Refusals carry no seq and no event chain, so without it a record altered
-/// in place would still decode and `verify` could not tell.
-enum RejectedChain {
-    static func link(previous: [UInt8], number: UInt64, record: UnsafeRawBufferPointer) -> [UInt8] {
-        var h = SHA256()
-        h.update(data: previous)
-        h.update(data: number.bigEndianBytes)
-        h.update(bufferPointer: record)
-        return Array(h.finalize())
-    }
-
-    static func link(previous: [UInt8], number: UInt64, record: [UInt8]) -> [UInt8] {
-        record.withUnsafeBytes { link(previous: previous, number: number, record: $0) }
-    }
-}
-
 /// SHA-256 as bytes.
-func sha256(_ bytes: some Collection<UInt8>) -> [UInt8] {
-    Array(SHA256.hash(data: Array(bytes)))
-}
+func sha256(_ bytes: some DataProtocol) -> [UInt8] { Array(SHA256.hash(data: bytes)) }
 
-func sha256(_ bytes: [UInt8]) -> [UInt8] { Array(SHA256.hash(data: bytes)) }
-
+/// Lowercase hex, for digests in reports.
 func hex(_ bytes: some Sequence<UInt8>) -> String {
     let digits = Array("0123456789abcdef".utf8)
     var out = [UInt8]()

@@ -1,24 +1,6 @@
 import LMDB
 import LedgerCore
 
-/// The outcome of `Ledger.verify`.
-public struct VerificationReport: Sendable, Hashable, Codable {
-    /// Events checked in the log.
-    public var events: UInt64
-    /// Subscriptions whose projection was compared with a replay.
-    public var projections: Int
-    /// Refused inputs checked in the `rejected` store.
-    public var rejected: UInt64 = 0
-    /// The chain head recomputed from the log (hex).
-    public var chainHead: String
-    /// The first fault found, or nil when the ledger is sound.
-    public var fault: String?
-    public var ok: Bool { fault == nil }
-}
-
-/// Progress of a long operation: done so far, and the total when known.
-public typealias ProgressHandler = @Sendable (_ done: UInt64, _ total: UInt64) -> Void
-
 extension Ledger {
     /// Checks the hash chain over the whole log, every index against the log, the raw inputs against their digests,
     /// the `rejected` store (gapless numbering, decodable records, consistent sizes, its count and chain head in
@@ -49,13 +31,13 @@ extension Ledger {
                 let last = try batch.lastSeq(txn)
                 if next <= last {
                     let cursor = try txn.cursor(layout.log)
-                    var entry = try cursor.find(next.bigEndianBytes)
+                    var entry = try cursor.find(StoreLayout.logKey(next))
                     if entry == nil { return .fault("log entry \(next) is missing") }
                     let end = min(last, next + chunk - 1)
                     while let e = entry, next <= end {
-                        let seq = e.key.bigEndianUInt64
+                        let seq = BigEndian.uint64(e.key)
                         guard seq == next else { return .fault("log entry \(next) is missing (the log jumps to \(seq))") }
-                        guard let log = StoreLayout.LogEntry(e.value) else { return .fault("log entry \(seq) is malformed") }
+                        guard let log = LogRecord(e.value) else { return .fault("log entry \(seq) is malformed") }
                         let event: LedgerEvent
                         switch try checkEntry(seq: seq, log: log, previous: &previous, txn) {
                         case .failure(let fault): return .fault(fault.description)
@@ -79,8 +61,8 @@ extension Ledger {
                     }
                     return .more
                 }
-                if let head = try txn.get(layout.meta, key: StoreLayout.metaChainHead), head.count == 40 {
-                    guard head.bigEndianUInt64 == last, Array(head[8..<40]) == previous else {
+                if let stored = try txn.get(layout.meta, key: StoreLayout.metaChainHead), let head = ChainHead(stored) {
+                    guard head == ChainHead(last: last, link: previous) else {
                         return .fault("stored chain head differs from the log's")
                     }
                 } else if last > 0 {
@@ -92,7 +74,7 @@ extension Ledger {
                     for environment in AppStoreEnvironment.known {
                         let otidKey = StoreLayout.subscriptionKey(environment, claim.originalTransactionId)
                         guard knownSubscriptions.contains(otidKey) else { continue }
-                        let value = StoreLayout.eventKey(seq: seq, Fact.binding(claim).eventKey)
+                        let value = EventReference.encode(seq: seq, eventKey: Fact.binding(claim).eventKey)
                         if try txn.cursor(layout.byOTID).find(otidKey, value: value) == nil {
                             return .fault("by_otid index lacks claim \(seq) of \(claim.originalTransactionId) in \(environment.rawValue)")
                         }
@@ -132,18 +114,18 @@ extension Ledger {
 
     /// Checks one log entry: its event is present, chained, decodes, sits under its own key, is no repeat, and its raw
     /// input is present and unaltered. Returns the event, or the fault.
-    private func checkEntry(seq: UInt64, log: StoreLayout.LogEntry, previous: inout [UInt8], _ txn: Transaction) throws
+    private func checkEntry(seq: UInt64, log: LogRecord, previous: inout [UInt8], _ txn: Transaction) throws
         -> Result<LedgerEvent, Fault>
     {
         let key = log.eventKey
-        guard let bytes = try txn.get(layout.events, key: log.eventsKey(seq: seq)) else {
+        guard let stored = try txn.get(layout.events, key: log.revisionKey(seq: seq)) else {
             return .failure(Fault("event \(seq) (\(String(decoding: key, as: UTF8.self))) is missing"))
         }
-        let link = HashChain.link(previous: previous, seq: seq, eventKey: key, event: bytes)
+        let link = stored.withUnsafeBytes { HashChain.link(previous: previous, seq: seq, eventKey: key, event: $0) }
         guard link == log.link else { return .failure(Fault("hash chain broken at seq \(seq): the event was altered")) }
         previous = link
         let event: LedgerEvent
-        do { event = try LedgerEvent(seq: seq, decoding: bytes) } catch {
+        do { event = try stored.withUnsafeBytes { try LedgerEvent(seq: seq, decoding: $0) } } catch {
             return .failure(Fault("event \(seq) does not decode: \(error)"))
         }
         guard Array(event.fact.eventKey.utf8) == key else { return .failure(Fault("event \(seq) is stored under another key")) }
@@ -151,7 +133,7 @@ extension Ledger {
             return .failure(Fault("event \(seq) repeats a fact already stored under \(event.fact.eventKey)"))
         }
         if case .binding(let claim) = event.fact, claim.everyEnvironment {
-            let value = StoreLayout.eventKey(seq: seq, event.fact.eventKey)
+            let value = EventReference.encode(seq: seq, eventKey: event.fact.eventKey)
             if try txn.cursor(layout.bindingsAny).find(StoreLayout.anyEnvironmentKey(claim.originalTransactionId), value: value)
                 == nil
             {
@@ -159,7 +141,7 @@ extension Ledger {
             }
         } else if let otid = event.fact.originalTransactionId {
             let c = try txn.cursor(layout.byOTID)
-            let value = StoreLayout.eventKey(seq: seq, event.fact.eventKey)
+            let value = EventReference.encode(seq: seq, eventKey: event.fact.eventKey)
             if try c.find(StoreLayout.subscriptionKey(event.fact.environment, otid), value: value) == nil {
                 return .failure(Fault("by_otid index lacks event \(seq) of \(otid)"))
             }
@@ -171,10 +153,10 @@ extension Ledger {
                 return .failure(Fault("by_user index lacks \(claim.appUserId) → \(claim.originalTransactionId)"))
             }
         }
-        guard log.rawKey <= seq, let raw = try txn.get(layout.raw, key: log.rawKey.bigEndianBytes) else {
+        guard log.rawKey <= seq, let raw = try txn.get(layout.raw, key: StoreLayout.rawKey(log.rawKey)) else {
             return .failure(Fault("raw input of event \(seq) is missing"))
         }
-        guard sha256(Array(raw)) == event.metadata.rawDigest else { return .failure(Fault("raw input of event \(seq) was altered")) }
+        guard raw.withUnsafeBytes({ sha256($0) }) == event.metadata.rawDigest else { return .failure(Fault("raw input of event \(seq) was altered")) }
         return .success(event)
     }
 
@@ -190,16 +172,16 @@ extension Ledger {
             let step: Result<Bool, Fault> = try environment.read { txn in
                 let count = try batch.rejectedCount(txn)
                 let cursor = try txn.cursor(layout.rejected)
-                var entry = try cursor.seek(next.bigEndianBytes)
+                var entry = try cursor.seek(StoreLayout.rejectedKey(next))
                 let end = min(count, next + chunk - 1)
                 while let e = entry, next <= end {
                     guard e.key.count == 8 else { return .failure(Fault("rejected holds a key that is not a number")) }
-                    let number = e.key.bigEndianUInt64
+                    let number = BigEndian.uint64(e.key)
                     guard number == next else {
                         return .failure(Fault("rejected record \(next) is missing (the numbering jumps to \(number))"))
                     }
                     let record: RejectedInput
-                    do { record = try RejectedInput(number: number, decoding: e.value) } catch {
+                    do { record = try e.value.withUnsafeBytes { try RejectedInput(number: number, decoding: $0) } } catch {
                         return .failure(Fault("rejected record \(number) does not decode: \(error)"))
                     }
                     guard !record.code.isEmpty else { return .failure(Fault("rejected record \(number) has no code")) }
@@ -207,7 +189,7 @@ extension Ledger {
                         return .failure(
                             Fault("rejected record \(number) keeps \(record.raw.count) bytes of an input of \(record.size)"))
                     }
-                    head = RejectedChain.link(previous: head, number: number, record: e.value)
+                    head = e.value.withUnsafeBytes { RejectedChain.link(previous: head, number: number, record: $0) }
                     next += 1
                     entry = try cursor.next()
                 }
@@ -216,10 +198,10 @@ extension Ledger {
                     return .success(false)
                 }
                 if let extra = entry {
-                    return .failure(Fault("rejected holds record \(extra.key.bigEndianUInt64) beyond meta's count \(count)"))
+                    return .failure(Fault("rejected holds record \(BigEndian.uint64(extra.key)) beyond meta's count \(count)"))
                 }
                 if let stored = try txn.get(layout.meta, key: StoreLayout.metaRejectedHead) {
-                    guard stored.count == 40, stored.bigEndianUInt64 == count, Array(stored[8..<40]) == head else {
+                    guard ChainHead(stored) == ChainHead(last: count, link: head) else {
                         return .failure(Fault("the rejected store's chain differs from meta's head: a refused input's record was altered"))
                     }
                 }

@@ -44,7 +44,7 @@ struct AppendBatch {
                     continue
                 }
                 metadata.rawDigest = sha256(raw)
-                var result = AppendResult(status: .duplicate)
+                var writtenForInput: [AppendResult.WrittenEvent] = []
                 var rawKey: UInt64? = nil
                 for fact in facts {
                     let key = fact.eventKey
@@ -55,47 +55,46 @@ struct AppendBatch {
                     if rawKey == nil {
                         // The raw input is stored once, under the seq of the first event it produced.
                         rawKey = seq
-                        try txn.put(layout.raw, key: seq.bigEndianBytes, value: raw, flags: .append)
+                        try txn.put(layout.raw, key: StoreLayout.rawKey(seq), value: raw, flags: .append)
                     }
                     let stored = LedgerEvent.encode(factBytes: factBytes, metadata: metadata)
-                    try txn.put(layout.events, key: StoreLayout.eventKey(key, seq: seq), value: stored)
+                    try txn.put(layout.events, key: StoreLayout.revisionKey(key.utf8, seq: seq), value: stored)
                     state.chainHead = HashChain.link(previous: state.chainHead, seq: seq, eventKey: key, event: stored)
                     try txn.put(
-                        layout.log, key: seq.bigEndianBytes,
-                        value: StoreLayout.LogEntry.encode(link: state.chainHead, rawKey: rawKey!, eventKey: key),
+                        layout.log, key: StoreLayout.logKey(seq),
+                        value: LogRecord.encode(link: state.chainHead, rawKey: rawKey!, eventKey: key),
                         flags: .append)
                     if case .binding(let claim) = fact, claim.everyEnvironment {
                         // Indexed under each environment of the subscription by the projection engine.
                         try txn.put(
                             layout.bindingsAny, key: StoreLayout.anyEnvironmentKey(claim.originalTransactionId),
-                            value: StoreLayout.eventKey(seq: seq, key), flags: .appendDuplicate)
+                            value: EventReference.encode(seq: seq, eventKey: key), flags: .appendDuplicate)
                     } else if let otid = fact.originalTransactionId {
                         try txn.put(
                             layout.byOTID, key: StoreLayout.subscriptionKey(fact.environment, otid),
-                            value: StoreLayout.eventKey(seq: seq, key), flags: .appendDuplicate)
+                            value: EventReference.encode(seq: seq, eventKey: key), flags: .appendDuplicate)
                         if case .binding(let claim) = fact {
                             try index(user: claim.appUserId, otid: claim.originalTransactionId, claim.environment, txn)
                         }
                     }
                     written.append(LedgerEvent(seq: seq, fact: fact, metadata: metadata))
-                    result.status = .appended
-                    result.seq = seq
-                    result.events.append(
+                    writtenForInput.append(
                         AppendResult.WrittenEvent(
                             seq: seq, kind: fact.kind, transactionId: fact.transactionId?.rawValue,
                             originalTransactionId: fact.originalTransactionId?.rawValue))
                 }
-                results.append(result)
+                results.append(AppendResult(events: writtenForInput))
             }
         }
 
         if !written.isEmpty {
             try projections.apply(written, in: txn)
-            try txn.put(layout.meta, key: StoreLayout.metaChainHead, value: state.seq.bigEndianBytes + state.chainHead)
+            try txn.put(layout.meta, key: StoreLayout.metaChainHead, value: ChainHead(last: state.seq, link: state.chainHead).encoded)
         }
         if let head = state.rejectedHead, state.rejectedCount != state.rejectedCountBefore {
-            try txn.put(layout.meta, key: StoreLayout.metaRejectedCount, value: state.rejectedCount.bigEndianBytes)
-            try txn.put(layout.meta, key: StoreLayout.metaRejectedHead, value: state.rejectedCount.bigEndianBytes + head)
+            try txn.put(layout.meta, key: StoreLayout.metaRejectedCount, value: BigEndian.bytes(state.rejectedCount))
+            try txn.put(
+                layout.meta, key: StoreLayout.metaRejectedHead, value: ChainHead(last: state.rejectedCount, link: head).encoded)
         }
         return results
     }
@@ -127,20 +126,22 @@ struct AppendBatch {
         let record = rejection.encoded()
         head = RejectedChain.link(previous: head, number: state.rejectedCount, record: record)
         state.rejectedHead = head
-        try txn.put(layout.rejected, key: state.rejectedCount.bigEndianBytes, value: record, flags: .append)
+        try txn.put(layout.rejected, key: StoreLayout.rejectedKey(state.rejectedCount), value: record, flags: .append)
     }
 
     /// The link of the last of `count` stored refusals: from `meta`, or (once, for refusals stored before the chain
     /// existed) recomputed over the records.
     private func rejectedHead(count: UInt64, _ txn: Transaction) throws -> [UInt8] {
-        if let v = try txn.get(layout.meta, key: StoreLayout.metaRejectedHead), v.count == 40, v.bigEndianUInt64 == count {
-            return Array(v[8..<40])
+        if let stored = try txn.get(layout.meta, key: StoreLayout.metaRejectedHead), let head = ChainHead(stored),
+            head.last == count
+        {
+            return head.link
         }
         var head = HashChain.genesis
         let cursor = try txn.cursor(layout.rejected)
         var entry = try cursor.first()
         while let e = entry {
-            head = RejectedChain.link(previous: head, number: e.key.bigEndianUInt64, record: e.value)
+            head = e.value.withUnsafeBytes { RejectedChain.link(previous: head, number: BigEndian.uint64(e.key), record: $0) }
             entry = try cursor.next()
         }
         return head
@@ -163,18 +164,15 @@ struct AppendBatch {
     func lastSeq(_ txn: Transaction) throws -> UInt64 {
         let cursor = try txn.cursor(layout.log)
         guard let last = try cursor.last() else { return 0 }
-        return last.key.bigEndianUInt64
+        return BigEndian.uint64(last.key)
     }
 
     func chainHead(_ txn: Transaction) throws -> [UInt8] {
-        guard let v = try txn.get(layout.meta, key: StoreLayout.metaChainHead), v.count == 40 else {
-            return HashChain.genesis
-        }
-        return Array(v[8..<40])
+        try txn.get(layout.meta, key: StoreLayout.metaChainHead).flatMap(ChainHead.init)?.link ?? HashChain.genesis
     }
 
     func rejectedCount(_ txn: Transaction) throws -> UInt64 {
         guard let v = try txn.get(layout.meta, key: StoreLayout.metaRejectedCount), v.count == 8 else { return 0 }
-        return v.bigEndianUInt64
+        return BigEndian.uint64(v)
     }
 }

@@ -49,9 +49,9 @@ extension Ledger {
         guard let stored = try txn.get(layout.timelines, key: key) else { return nil }
         let last = try batch.lastSeq(txn)
         if asOf == nil || asOf! >= last {
-            return (try batch.projections.decodeTimeline(stored), last)
+            return (try StoredTimeline.decode(stored), last)
         }
-        let events = try subscriptionEvents(env, otid, upTo: asOf, metadata: .forFold, txn)
+        let events = try SubscriptionScan.events(layout, env, otid, upTo: asOf, metadata: .forFold, txn)
         guard !events.isEmpty else { return nil }
         return (Timeline.fold(events, rules: rules), asOf!)
     }

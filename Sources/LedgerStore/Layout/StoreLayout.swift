@@ -1,0 +1,68 @@
+import LMDB
+import LedgerCore
+
+/// The named databases of one ledger directory. The README's "Storage layout" section describes the same thing for
+/// operators; keep them in step. How each key is built is in `StoreLayout+Keys.swift`; the values with a layout of
+/// their own are `LogRecord`, `EventReference` and `StoredTimeline`.
+///
+/// | database    | key                                  | value                                            |
+/// |-------------|--------------------------------------|--------------------------------------------------|
+/// | `meta`      | name (UTF-8)                         | schema version, chain head, counters             |
+/// | `raw`       | first seq of the input (BE, 8)       | the exact bytes received                         |
+/// | `events`    | event key ‖ 0x00 ‖ seq (BE, 8)       | the canonical event (LedgerEvent.encode)         |
+/// | `log`       | seq (BE, 8), appended                | `LogRecord`: chain link (32) ‖ raw key (8) ‖ event key |
+/// | `by_otid`   | environment (1) ‖ OTID               | `EventReference`: seq (BE, 8) ‖ event key, dupsort (seq order) |
+/// | `by_user`   | environment (1) ‖ app user id        | environment (1) ‖ OTID, dupsort                  |
+/// | `timelines` | environment (1) ‖ OTID               | `StoredTimeline`: stamp seq (BE, 8) ‖ the timeline's binary form |
+/// | `rejected`  | rejection number (BE, 8), appended   | RejectedInput.encoded()                          |
+/// | `bindings_any` | OTID                              | `EventReference`, dupsort: claims that named no environment |
+///
+/// A claim that names no environment is indexed in `bindings_any`, and in `by_otid` and `by_user` under every
+/// environment where its subscription is known; when the subscription appears in another environment later, the
+/// projection engine adds it there (docs/domain.md, "Owners").
+/// Idempotency needs no index of its own: equal facts have equal event keys, so a fact is known when one of the
+/// stored revisions under its key has the same canonical bytes. Keys that grow with time are appended in order (log,
+/// raw) or cluster by id (events), so a commit dirties few pages; only the per-subscription databases take random
+/// writes.
+struct StoreLayout {
+    /// 2: timelines carry their period bounds (field 10), which the tail path of the incremental core reads.
+    /// 3: the fold of docs/domain.md (token claims, restored one-time purchases, upgrades that end the old period,
+    /// billing retry that ends), prices on periods, and claims that name no environment (`bindings_any`).
+    /// An older ledger opened for writing is upgraded by rebuilding its projections from the log.
+    static let schemaVersion: UInt64 = 3
+
+    let meta: Database
+    let raw: Database
+    let events: Database
+    let log: Database
+    let byOTID: Database
+    let byUser: Database
+    let timelines: Database
+    let rejected: Database
+    let bindingsAny: Database
+
+    init(environment: Environment) throws {
+        // One transaction: a ledger being created is never seen (by `stats` in another process) half made.
+        let dbs = try environment.openDatabases([
+            ("meta", []), ("raw", []), ("events", []), ("log", []), ("by_otid", [.dupSort]), ("by_user", [.dupSort]),
+            ("timelines", []), ("rejected", []), ("bindings_any", [.dupSort]),
+        ])
+        (meta, raw, events, log) = (dbs[0], dbs[1], dbs[2], dbs[3])
+        (byOTID, byUser, timelines, rejected, bindingsAny) = (dbs[4], dbs[5], dbs[6], dbs[7], dbs[8])
+    }
+
+    /// Every database, for statistics and verification.
+    var all: [Database] { [meta, raw, events, log, byOTID, byUser, timelines, rejected, bindingsAny] }
+
+    // MARK: - Meta keys
+
+    /// The schema version (BE, 8).
+    static let metaSchema = Array("schema".utf8)
+    /// The last seq (BE, 8) ‖ its chain link (32).
+    static let metaChainHead = Array("chain_head".utf8)
+    /// How many inputs were refused (BE, 8).
+    static let metaRejectedCount = Array("rejected_count".utf8)
+    /// count (BE, 8) ‖ the last `RejectedChain` link (32). Absent in ledgers whose refusals predate it, until the
+    /// next refusal links them all.
+    static let metaRejectedHead = Array("rejected_head".utf8)
+}
