@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import LedgerServer
+import LedgerStore
 import OpenAPIKit
 import Testing
 import Yams

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import SwiftASN1
 import X509
 
 // MARK: - A TestPKI kept in files

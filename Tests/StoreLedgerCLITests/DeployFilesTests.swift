@@ -43,7 +43,8 @@ struct DeployFilesTests {
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        FileManager.default.createFile(atPath: scratch.file("serve.log"), contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: scratch.file("serve.log"))
         process.environment = ["STORELEDGER_LOG_LEVEL": "warning"]
         try process.run()
         defer {
@@ -61,7 +62,8 @@ struct DeployFilesTests {
             }
             if !answered { try await Task.sleep(for: .milliseconds(25)) }
         }
-        try #require(answered, "the unit's ExecStart did not serve on \(socket) (exit \(process.isRunning ? -1 : process.terminationStatus))")
+        let log = (try? String(contentsOfFile: scratch.file("serve.log"), encoding: .utf8)) ?? ""
+        try #require(answered, "the unit's ExecStart \(command) did not serve on \(socket): \(log)")
         #expect(FileManager.default.fileExists(atPath: scratch.file("state/data.mdb")), "the ledger is in StateDirectory")
 
         // KillSignal=SIGTERM: drain, remove the socket, exit 0 (systemd's Restart=on-failure then stays quiet).

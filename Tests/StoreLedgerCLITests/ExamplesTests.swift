@@ -185,8 +185,8 @@ struct ExamplesTests {
         let batch = try await client.post(
             "/v1/events?appUserId=u1&receivedAt=2023-11-14T22:13:20Z", body: try ExampleFiles.bytes("inputs.ndjson"),
             contentType: "application/x-ndjson")
-        #expect(batch.status == 200, batch.text)
-        #expect(batch.text.components(separatedBy: #""status":"appended""#).count == 4, batch.text)
+        #expect(batch.status == 200, "\(batch.text)")
+        #expect(batch.text.components(separatedBy: #""status":"appended""#).count == 4, "\(batch.text)")
 
         // Every event of a signed input verified against examples/pki/root.cer; every other one unsigned.
         let events = try await client.get("/v1/events?after=0&limit=1000")

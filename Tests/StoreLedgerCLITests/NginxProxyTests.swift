@@ -197,7 +197,7 @@ struct NginxProxyTests {
         let deadline = Date().addingTimeInterval(20)
         while !ready, Date() < deadline, nginx.process.isRunning {
             ready = try https("GET", "/").status == 404
-            if !ready { Thread.sleep(forTimeInterval: 0.05) }
+            if !ready { try await Task.sleep(for: .milliseconds(50)) }
         }
         let log = (try? String(contentsOfFile: nginx.errorLog, encoding: .utf8)) ?? ""
         try #require(ready, "nginx did not answer over TLS: \(log)")
@@ -210,11 +210,11 @@ struct NginxProxyTests {
             transaction: AppleFixtures.v2Transaction(transactionId: transactionId, originalTransactionId: "2000000000000070"))
         let first = try https("POST", "/v1/apple/notifications", body: notification)
         #expect(first.exitStatus == 0, "curl: \(first.stderr)")
-        #expect(first.status == 200, first.body)
+        #expect(first.status == 200, "\(first.body)")
         let result = try #require(try JSONSerialization.jsonObject(with: Data(first.body.utf8)) as? [String: Any])
-        #expect(result["status"] as? String == "appended", first.body)
+        #expect(result["status"] as? String == "appended", "\(first.body)")
         let kinds = (result["events"] as? [[String: Any]] ?? []).compactMap { $0["kind"] as? String }
-        #expect(kinds.sorted() == ["notification", "renewal", "transaction"], first.body)
+        #expect(kinds.sorted() == ["notification", "renewal", "transaction"], "\(first.body)")
 
         // nginx passes the ledger's answer through unchanged: the same body again, once over the socket and once
         // through nginx, gets byte-identical answers.
@@ -222,7 +222,7 @@ struct NginxProxyTests {
         let direct = try await client.post("/v1/apple/notifications", body: notification)
         let proxied = try https("POST", "/v1/apple/notifications", body: notification)
         #expect(direct.status == 200)
-        #expect(direct.text.contains(#""status":"duplicate""#), direct.text)
+        #expect(direct.text.contains(#""status":"duplicate""#), "\(direct.text)")
         #expect(proxied.status == direct.status)
         #expect(proxied.body == direct.text)
 
@@ -232,9 +232,9 @@ struct NginxProxyTests {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
         }
         let keys = Set(stored.compactMap { $0["key"] as? String })
-        #expect(keys.contains("notification:\(uuid)"), events.text)
-        #expect(keys.contains(transactionId), events.text)
-        #expect(stored.allSatisfy { $0["signature"] as? String == "verified" }, events.text)
+        #expect(keys.contains("notification:\(uuid)"), "\(events.text)")
+        #expect(keys.contains(transactionId), "\(events.text)")
+        #expect(stored.allSatisfy { $0["signature"] as? String == "verified" }, "\(events.text)")
         #expect(try await client.get("/v1/transactions/\(transactionId)").status == 200)
 
         // Nothing else is exposed: reads, other writes and metrics are 404 at nginx; a GET of the route is 405.
@@ -249,13 +249,18 @@ struct NginxProxyTests {
         }
         #expect(try https("GET", "/v1/apple/notifications").status == 405)
 
-        // A body over the server's maxBodyBytes (16 MiB) is refused by nginx with the ledger's error shape.
+        // nginx's body limit is the server's maxBodyBytes (16 MiB, LedgerConfiguration.Limits): a body of exactly
+        // that size reaches the ledger (which refuses blank text as invalid_json), one byte more is refused by nginx
+        // with the ledger's error shape.
+        let atLimit = try https("POST", "/v1/apple/notifications", body: [UInt8](repeating: 0x20, count: 16 << 20))
+        #expect(atLimit.status == 400, "\(atLimit.body)")
+        #expect(atLimit.body.contains(#""code":"invalid_json""#), "\(atLimit.body)")
         let tooLarge = try https("POST", "/v1/apple/notifications", body: [UInt8](repeating: 0x20, count: (16 << 20) + 1))
-        #expect(tooLarge.status == 413, tooLarge.body)
-        #expect(tooLarge.body.contains(#""code":"too_large""#), tooLarge.body)
+        #expect(tooLarge.status == 413, "\(tooLarge.body)")
+        #expect(tooLarge.body.contains(#""code":"too_large""#), "\(tooLarge.body)")
 
-        // Only the notification's three events were written (the duplicates and the refused requests wrote none).
+        // Only the notification's three events were written (the duplicates and the refused bodies wrote none).
         let health = try await client.get("/v1/health")
-        #expect(health.text.contains(#""lastSeq":3"#), health.text)
+        #expect(health.text.contains(#""lastSeq":3"#), "\(health.text)")
     }
 }
