@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 swift build --build-tests
-STORELEDGER_WRITE_EXAMPLES=1 swift test --skip-build --filter 'StoreLedgerCLITests\.ExamplesTests/writeExamples'
+STORELEDGER_WRITE_EXAMPLES=1 swift test --skip-build --filter 'LiveProcesses/ExamplesTests/writeExamples'
 # The committed files must match the generator again (signatures aside).
-swift test --skip-build --filter 'StoreLedgerCLITests\.ExamplesTests'
+swift test --skip-build --filter 'LiveProcesses/ExamplesTests'
 git status --short examples/

@@ -15,7 +15,8 @@ struct NotificationV1IdentityTests {
     /// A V1 body as Apple writes it: pretty-printed (newlines, indentation), keys in no particular order.
     static let pretty: [UInt8] = {
         let object = try! JSONSerialization.jsonObject(
-            with: Data(F.v1Notification(type: "DID_RENEW", latest: [F.v1Transaction()])))
+            with: Data(F.v1Notification(type: "DID_RENEW", latest: [F.v1Transaction()]))
+        )
         return [UInt8](try! JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted]))
     }()
 
@@ -61,7 +62,8 @@ struct NotificationV1IdentityTests {
         // A space inside a string value is content, not layout (and fields the facts leave out count too).
         let spaced = Array(
             text.replacingOccurrences(of: "0123456789abcdef0123456789abcdef", with: "0123456789abcdef 0123456789abcdef")
-                .utf8)
+                .utf8
+        )
         #expect(try Self.id(renamed) != base)
         #expect(try Self.id(spaced) != base)
     }

@@ -38,7 +38,8 @@ struct OpenAPIDocumentTests {
                     .map(\.name)
                 #expect(
                     Set(declared) == Set(variables),
-                    "\(endpoint.method.rawValue) \(path.rawValue): path parameters \(declared.sorted()), template \(variables.sorted())")
+                    "\(endpoint.method.rawValue) \(path.rawValue): path parameters \(declared.sorted()), template \(variables.sorted())"
+                )
             }
         }
     }
@@ -80,7 +81,13 @@ struct OpenAPIDocumentTests {
             for endpoint in pathItem.endpoints { documented.insert("\(endpoint.method.rawValue) \(path.rawValue)") }
         }
         #expect(served.count == 11, "\(served.sorted())")
-        #expect(served.subtracting(documented).isEmpty, "served but not documented: \(served.subtracting(documented).sorted())")
-        #expect(documented.subtracting(served).isEmpty, "documented but not served: \(documented.subtracting(served).sorted())")
+        #expect(
+            served.subtracting(documented).isEmpty,
+            "served but not documented: \(served.subtracting(documented).sorted())"
+        )
+        #expect(
+            documented.subtracting(served).isEmpty,
+            "documented but not served: \(documented.subtracting(served).sorted())"
+        )
     }
 }

@@ -15,7 +15,8 @@ import Testing
     /// A V1 notification as a file holds it: pretty-printed over many lines.
     static let body: [UInt8] = {
         let object = try! JSONSerialization.jsonObject(
-            with: Data(F.v1Notification(type: "DID_RENEW", latest: [F.v1Transaction()])))
+            with: Data(F.v1Notification(type: "DID_RENEW", latest: [F.v1Transaction()]))
+        )
         return [UInt8](try! JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted]))
     }()
 

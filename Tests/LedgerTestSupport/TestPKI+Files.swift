@@ -29,18 +29,26 @@ extension TestPKI {
         func key(_ name: String) throws -> P256.Signing.PrivateKey {
             try P256.Signing.PrivateKey(
                 pemRepresentation: String(decoding: try bytes(name), as: UTF8.self)
-                    .trimmingCharacters(in: .whitespacesAndNewlines))
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+            )
         }
         self.init(
-            rootKey: try key(FileName.rootKey), intermediateKey: try key(FileName.intermediateKey),
-            leafKey: try key(FileName.leafKey), root: try Certificate(derEncoded: try bytes(FileName.root)),
+            rootKey: try key(FileName.rootKey),
+            intermediateKey: try key(FileName.intermediateKey),
+            leafKey: try key(FileName.leafKey),
+            root: try Certificate(derEncoded: try bytes(FileName.root)),
             intermediate: try Certificate(derEncoded: try bytes(FileName.intermediate)),
-            leaf: try Certificate(derEncoded: try bytes(FileName.leaf)))
+            leaf: try Certificate(derEncoded: try bytes(FileName.leaf))
+        )
     }
 
     private init(
-        rootKey: P256.Signing.PrivateKey, intermediateKey: P256.Signing.PrivateKey, leafKey: P256.Signing.PrivateKey,
-        root: Certificate, intermediate: Certificate, leaf: Certificate
+        rootKey: P256.Signing.PrivateKey,
+        intermediateKey: P256.Signing.PrivateKey,
+        leafKey: P256.Signing.PrivateKey,
+        root: Certificate,
+        intermediate: Certificate,
+        leaf: Certificate
     ) {
         self.rootKey = rootKey
         self.intermediateKey = intermediateKey

@@ -96,7 +96,8 @@ enum ExampleFiles {
     }
 
     /// A base64 PKCS #7 receipt as Apple returns it in `latest_receipt` (shortened: the ledger keeps it, opaque).
-    static let latestReceipt = "MIIUVAYJKoZIhvcNAQcCoIIURTCCFEECAQExCzAJBgUrDgMCGgUAMIIDkgYJKoZIhvcNAQcBoIIDgwSCA38xggN7MAoCAQgCAQEEAhYAMAoCARQCAQEEAgwAMAsCAQECAQEEAwIBADALAgELAgEBBAMCAQAwCwIBDwIBAQQDAgEAMAsCARACAQEEAwIBADALAgEZAgEBBAMCAQMwDAIBCgIBAQQEFgI0KzAMAgEOAgEBBAQCAgDmMA0CAQ0CAQEEBQIDAv8="
+    static let latestReceipt =
+        "MIIUVAYJKoZIhvcNAQcCoIIURTCCFEECAQExCzAJBgUrDgMCGgUAMIIDkgYJKoZIhvcNAQcBoIIDgwSCA38xggN7MAoCAQgCAQEEAhYAMAoCARQCAQEEAgwAMAsCAQECAQEEAwIBADALAgELAgEBBAMCAQAwCwIBDwIBAQQDAgEAMAsCARACAQEEAwIBADALAgEZAgEBBAMCAQMwDAIBCgIBAQQEFgI0KzAMAgEOAgEBBAQCAgDmMA0CAQ0CAQEEBQIDAv8="
 
     /// receipt.json: a verifyReceipt response (status 0) that knows the first two monthly periods.
     static func receipt() -> [String: Any] {
@@ -223,7 +224,9 @@ enum ExampleFiles {
 
     static func pretty(_ object: Any) -> [UInt8] {
         let data = try! JSONSerialization.data(
-            withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+            withJSONObject: object,
+            options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        )
         return [UInt8](data) + [0x0A]
     }
 
