@@ -38,14 +38,17 @@ extension LiveProcesses {
             for name in ["config.json", "receipt.json", "notification-v1.json"] {
                 #expect(
                     try read(fresh.path, name) == ExampleFiles.bytes(name),
-                    "examples/\(name) differs from the generator's"
+                    "examples/\(name) differs from the generator's: run tools/generate-examples.sh"
                 )
             }
             for name in ["notification-v2.json", "transaction.jws", "inputs.ndjson"] {
                 let committed = Self.unsigned(try ExampleFiles.bytes(name))
                 let generated = Self.unsigned(try read(fresh.path, name))
                 #expect(!committed.isEmpty)
-                #expect(committed == generated, "examples/\(name) differs from the generator's (signatures aside)")
+                #expect(
+                    committed == generated,
+                    "examples/\(name) differs from the generator's (signatures aside): run tools/generate-examples.sh"
+                )
             }
         }
 
