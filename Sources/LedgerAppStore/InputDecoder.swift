@@ -53,7 +53,7 @@ public final class InputDecoder: Sendable {
             throw .tooLarge(size: raw.count, limit: configuration.maxInputBytes)
         }
         let rawDigest = SHA256.hash(data: raw)
-        var context = Context(receivedAt: receivedAt, appUserId: appUserId, type: forcedType, raw: raw, rawDigest: rawDigest)
+        var context = Context(receivedAt: receivedAt, appUserId: appUserId, type: forcedType)
         let document = try parse(raw, context: &context)
         var decoded = try decodeDocument(document, context: context)
         try check(decoded.facts)
@@ -75,15 +75,12 @@ public final class InputDecoder: Sendable {
         var receivedAt: UnixMillis
         var appUserId: AppUserID?
         var type: InputType?
-        /// The whole input and its SHA-256 (a bare V1 notification's id is that same digest).
-        var raw: [UInt8]
-        var rawDigest: SHA256.Digest
     }
 
     /// The Apple document inside the input.
     enum Document {
-        /// A JSON object, with its exact bytes (the notification id of a V1 body is their digest).
-        case object([String: JSON], bytes: ArraySlice<UInt8>)
+        /// A JSON object (bare, or an envelope's `payload`).
+        case object([String: JSON])
         /// A compact JWS, as UTF-8.
         case jws([UInt8])
     }
@@ -112,7 +109,7 @@ public final class InputDecoder: Sendable {
         case .object(let o): object = o
         default: throw .unknownInputType("a JSON array or scalar is not an input; expected an object or a JWS")
         }
-        guard object["payload"] != nil else { return .object(object, bytes: raw[...]) }
+        guard object["payload"] != nil else { return .object(object) }
 
         // An API.md envelope.
         let envelope = AppleObject(object)
@@ -131,8 +128,7 @@ public final class InputDecoder: Sendable {
         case .string(let jws):
             return .jws(Array(jws.utf8))
         case .object(let payload):
-            let range = JSONStructure.topLevelValueRange(of: "payload", in: raw) ?? raw.indices
-            return .object(payload, bytes: raw[range])
+            return .object(payload)
         default:
             throw .wrongType("payload", expected: "an Apple JSON object or a JWS string")
         }
@@ -172,7 +168,7 @@ public final class InputDecoder: Sendable {
         switch document {
         case .jws(let token):
             return try decodeSignedDocument(token, field: "JWS", type: context.type, context: context)
-        case .object(let object, let bytes):
+        case .object(let object):
             let type: InputType
             if let forced = context.type { type = forced } else { type = try Self.detect(object) }
             let root = AppleObject(object)
@@ -188,9 +184,7 @@ public final class InputDecoder: Sendable {
                         Array(jws.utf8), field: "signedPayload", type: .notification, context: context)
                 }
                 if root.has("notification_type") {
-                    let whole = bytes.startIndex == 0 && bytes.endIndex == context.raw.count
-                    let facts = try NotificationV1Decoder.decode(
-                        root, body: bytes, bodyDigest: whole ? context.rawDigest : nil)
+                    let facts = try NotificationV1Decoder.decode(root)
                     return Decoded(
                         facts: facts, type: .notification, source: .notificationV1, signature: .unsigned, observedAt: nil)
                 }

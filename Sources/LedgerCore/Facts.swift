@@ -339,7 +339,8 @@ public struct RenewalInfoFact: Hashable, Codable, Sendable {
 /// A server notification itself (V1 or V2): its type and what it is about. The transaction and renewal info it
 /// carries are separate facts.
 public struct NotificationFact: Hashable, Codable, Sendable {
-    /// V2 `notificationUUID`; for V1 (which has no id) the hex SHA-256 of the body, so identical bodies coincide.
+    /// V2 `notificationUUID`; for V1 (which has no id) the hex SHA-256 of the body's canonical JSON, so bodies that
+    /// parse to the same value coincide, whatever their whitespace.
     public var notificationUUID: String
     public var notificationType: String
     public var subtype: String?

@@ -7,7 +7,8 @@ import LedgerStore
 import Logging
 import Testing
 
-/// The router without a socket (HummingbirdTesting), and the OpenAPI document against it.
+/// The router without a socket (HummingbirdTesting). The OpenAPI document is checked against it in
+/// OpenAPIDocumentTests.
 @Suite("Router", .timeLimit(.minutes(1)))
 struct RouterTests {
     static func makeAPI(_ json: String? = nil) throws -> (LedgerRoutes, String) {
@@ -18,46 +19,6 @@ struct RouterTests {
             try json.map { try LedgerConfiguration(json: Array($0.utf8), baseDirectory: directory) } ?? LedgerConfiguration()
         let ledger = try Ledger(directory: directory, rules: configuration.rules, logger: logger)
         return (LedgerRoutes(ledger: ledger, configuration: configuration, logger: logger), directory)
-    }
-
-    // MARK: - OpenAPI in step with the router
-
-    /// `(METHOD, path)` pairs under `paths:` of openapi.yaml (the document's own two-space layout).
-    static func documentedRoutes() throws -> Set<String> {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Sources/LedgerServer/openapi.yaml")
-        let text = try String(contentsOf: url, encoding: .utf8)
-        var routes = Set<String>()
-        var inPaths = false
-        var path: String?
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            if !line.hasPrefix(" ") && !line.isEmpty {
-                inPaths = line == "paths:"
-                continue
-            }
-            guard inPaths else { continue }
-            if line.hasPrefix("  /"), line.hasSuffix(":"), !line.hasPrefix("   ") {
-                path = String(line.dropFirst(2).dropLast())
-            } else if let path, line.hasPrefix("    "), !line.hasPrefix("     "),
-                let method = ["get", "post", "put", "delete", "patch"].first(where: { line == "    \($0):" })
-            {
-                routes.insert("\(method.uppercased()) \(path)")
-            }
-        }
-        return routes
-    }
-
-    @Test func openAPIDocumentsExactlyTheRouterRoutes() throws {
-        let (api, directory) = try Self.makeAPI()
-        defer {
-            api.ledger.close()
-            try? FileManager.default.removeItem(atPath: directory)
-        }
-        let served = Set(api.makeRouter().routes.map { "\($0.method.rawValue) \($0.path.description)" })
-        let documented = try Self.documentedRoutes()
-        #expect(served.count == 11)
-        #expect(served.subtracting(documented).isEmpty, "served but not documented: \(served.subtracting(documented))")
-        #expect(documented.subtracting(served).isEmpty, "documented but not served: \(documented.subtracting(served))")
     }
 
     // MARK: - Routes without a socket

@@ -15,12 +15,13 @@ final class ServerProcess {
     let socketPath: String
     let stderrPath: String
 
-    init(data: String) throws {
+    /// `arguments` follow `serve --data DATA` (e.g. `--config FILE`).
+    init(data: String, arguments: [String] = []) throws {
         socketPath = data + "/ledger.sock"
         stderrPath = data + ".serve-\(UInt32.random(in: 0...UInt32.max)).log"
         FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: storeledgerExecutable())
-        process.arguments = ["serve", "--data", data]
+        process.arguments = ["serve", "--data", data] + arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         process.environment = ["STORELEDGER_LOG_LEVEL": "warning"]

@@ -2,8 +2,7 @@
 
 /// Byte-level looks at JSON text that need no parse: a nesting-depth check that decides `too_deep` for malformed
 /// input the same way the parser decides it for well-formed input (whichever of the two problems comes first, a text
-/// nested too deep is reported as such), a guess at the encoding of text that is not UTF-8, and the exact byte span
-/// of one top-level value (so an envelope's payload keeps the bytes its sender wrote).
+/// nested too deep is reported as such), and a guess at the encoding of text that is not UTF-8.
 enum JSONStructure {
     /// Throws `too_deep` when arrays/objects nest deeper than `limit`. Brackets inside strings do not count.
     /// - Complexity: O(n), constant memory.
@@ -48,53 +47,6 @@ enum JSONStructure {
         return "not JSON: the text is \(name) (at byte 0); JSON text must be UTF-8 (RFC 8259 §8.1)"
     }
 
-    /// The byte range of the value of top-level `key` when `bytes` is a JSON object, whitespace trimmed; nil when
-    /// absent. Assumes `bytes` already parsed as JSON (it is only used after a successful parse).
-    static func topLevelValueRange(of key: String, in bytes: [UInt8]) -> Range<Int>? {
-        let keyBytes = Array(key.utf8)
-        var depth = 0
-        var strings = StringTracker()
-        var stringStart = -1
-        var stringDepth = 0
-        var lastKeyMatches = false
-        var valueStart = -1
-        for (i, byte) in bytes.enumerated() {
-            switch strings.step(byte) {
-            case .insideString:
-                continue
-            case .stringOpened:
-                stringStart = i
-                stringDepth = depth
-            case .stringClosed:
-                if stringDepth == 1 && valueStart < 0 {
-                    lastKeyMatches = bytes[(stringStart + 1)..<i].elementsEqual(keyBytes)
-                }
-            case .structure:
-                switch byte {
-                case UInt8(ascii: "["), UInt8(ascii: "{"): depth += 1
-                case UInt8(ascii: "]"), UInt8(ascii: "}"):
-                    if depth == 1 && valueStart >= 0 { return trimmed(valueStart..<i, in: bytes) }
-                    depth -= 1
-                case UInt8(ascii: ":") where depth == 1:
-                    if lastKeyMatches { valueStart = i + 1 }
-                    lastKeyMatches = false
-                case UInt8(ascii: ",") where depth == 1:
-                    if valueStart >= 0 { return trimmed(valueStart..<i, in: bytes) }
-                default: break
-                }
-            }
-        }
-        return nil
-    }
-
-    private static func trimmed(_ range: Range<Int>, in bytes: [UInt8]) -> Range<Int> {
-        var lower = range.lowerBound
-        var upper = range.upperBound
-        while lower < upper, isWhitespace(bytes[lower]) { lower += 1 }
-        while upper > lower, isWhitespace(bytes[upper - 1]) { upper -= 1 }
-        return lower..<upper
-    }
-
     static func isWhitespace(_ byte: UInt8) -> Bool {
         byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
     }
@@ -102,7 +54,7 @@ enum JSONStructure {
     // MARK: - Strings
 
     /// Follows a byte-by-byte walk in and out of JSON strings, so that brackets, colons and commas inside a string
-    /// are not taken for structure. Both walks above need exactly this, and nothing else of a parse.
+    /// are not taken for structure. The depth check above needs exactly this, and nothing else of a parse.
     struct StringTracker {
         enum Step { case structure, stringOpened, insideString, stringClosed }
 

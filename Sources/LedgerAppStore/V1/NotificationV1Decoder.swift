@@ -15,11 +15,10 @@ enum NotificationV1Decoder {
         "original_transaction_id",
     ]
 
-    /// `body` is the notification's exact bytes: V1 has no id, so its hex SHA-256 is the `notificationUUID`.
-    /// `bodyDigest` is the SHA-256 of `body` when the caller already has it.
-    static func decode(
-        _ root: AppleObject, body: ArraySlice<UInt8>, bodyDigest: SHA256.Digest? = nil
-    ) throws(InputError) -> [Fact] {
+    /// V1 has no id: the `notificationUUID` is `id(of:)` the parsed body, so the same notification is one event
+    /// whatever whitespace carried it (`curl --data` strips newlines, `--data-binary` keeps them) and whether it came
+    /// bare or as an envelope's `payload`.
+    static func decode(_ root: AppleObject) throws(InputError) -> [Fact] {
         let type = try root.requiredString("notification_type")
         let unified = try root.object("unified_receipt")
         var environment: AppStoreEnvironment = .production
@@ -45,10 +44,8 @@ enum NotificationV1Decoder {
         let latest = transactions.max { a, b in
             a.purchaseDate != b.purchaseDate ? a.purchaseDate < b.purchaseDate : a.transactionId < b.transactionId
         }
-        let digest = bodyDigest ?? SHA256.hash(data: body)
         var notification = NotificationFact(
-            notificationUUID: Hex.lowercase(digest), notificationType: type,
-            environment: environment)
+            notificationUUID: id(of: root), notificationType: type, environment: environment)
         notification.version = "1"
         notification.bundleId = bundleId ?? latest?.bundleId
         if let otid = try root.identifier("original_transaction_id") {
@@ -85,6 +82,18 @@ enum NotificationV1Decoder {
             facts.append(.renewal(renewal))
         }
         return facts
+    }
+
+    /// The hex SHA-256 of the notification's canonical JSON text (`JSONText.compact`: members sorted by name, no
+    /// whitespace, only `"`, `\\` and control characters escaped, integral numbers as integers). Two bodies that
+    /// parse to the same JSON value get the same id.
+    ///
+    /// Ledgers written before this rule keyed V1 notifications by the SHA-256 of the body's bytes. Their events keep
+    /// the id they were stored with (`verify` and `replay` read stored facts and never re-derive it); only a body
+    /// received again after the change is decoded with the new id, and is stored once more as its own notification
+    /// event (its transactions and renewal infos are still duplicates).
+    static func id(of root: AppleObject) -> String {
+        Hex.lowercase(SHA256.hash(data: Array(JSONText.compact(root.fields).utf8)))
     }
 }
 

@@ -1,0 +1,93 @@
+import Foundation
+import Hummingbird
+import LedgerServer
+import LedgerStore
+import OpenAPIKit
+import Testing
+import Yams
+
+/// Sources/LedgerServer/openapi.yaml is a valid OpenAPI 3.1 document (parsed and validated by OpenAPIKit, a real
+/// OpenAPI library) and describes exactly the routes the router serves.
+@Suite("OpenAPI document")
+struct OpenAPIDocumentTests {
+    static let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Sources/LedgerServer/openapi.yaml").path
+
+    static func document(_ text: String? = nil) throws -> OpenAPI.Document {
+        try YAMLDecoder().decode(OpenAPI.Document.self, from: text ?? String(contentsOfFile: path, encoding: .utf8))
+    }
+
+    // MARK: - Valid
+
+    @Test func theDocumentParsesAndPassesOpenAPIKitsDefaultValidations() throws {
+        let document = try Self.document()
+        #expect(document.openAPIVersion == .v3_1_0)
+        // Throws ValidationErrorCollection naming each failure; parse warnings count as failures (strict).
+        try document.validate()
+        // Every reference resolves (locallyDereferenced throws on a dangling $ref).
+        _ = try document.locallyDereferenced()
+    }
+
+    @Test func everyPathTemplateVariableIsDeclaredAsAPathParameter() throws {
+        let document = try Self.document().locallyDereferenced()
+        for (path, item) in document.paths {
+            let variables = path.components.filter { $0.hasPrefix("{") && $0.hasSuffix("}") }
+                .map { String($0.dropFirst().dropLast()) }
+            for endpoint in item.endpoints {
+                let declared = (item.parameters + endpoint.operation.parameters).filter { $0.location == .path }
+                    .map(\.name)
+                #expect(
+                    Set(declared) == Set(variables),
+                    "\(endpoint.method.rawValue) \(path.rawValue): path parameters \(declared.sorted()), template \(variables.sorted())"
+                )
+            }
+        }
+    }
+
+    /// What openapi-spec-validator reported for the document before its fix: a description with a comma in a YAML
+    /// flow mapping, unquoted, is read as two keys. The parse must refuse such a document, or this suite could not
+    /// catch the mistake coming back.
+    @Test func anUnquotedCommaInAFlowMappingIsRefused() throws {
+        let broken = """
+            openapi: 3.1.0
+            info: {title: t, version: '1'}
+            paths:
+              /v1/events:
+                get:
+                  parameters:
+                    - {name: limit, in: query, description: at most this many (default 1000, max 10000), schema: {type: integer}}
+                  responses:
+                    '200': {description: ok}
+            """
+        #expect(throws: (any Error).self) {
+            let document = try Self.document(broken)
+            try document.validate()
+        }
+    }
+
+    // MARK: - In step with the router
+
+    @Test func everyServedRouteIsDocumentedAndEveryDocumentedOperationIsServed() throws {
+        let (api, directory) = try RouterTests.makeAPI()
+        defer {
+            api.ledger.close()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        // Hummingbird's router lists its routes with their parameters as `{name}`, as OpenAPI writes them.
+        let served = Set(api.makeRouter().routes.map { "\($0.method.rawValue) \($0.path.description)" })
+        var documented = Set<String>()
+        for (path, item) in try Self.document().paths {
+            let pathItem = try #require(item.pathItemValue, "\(path.rawValue) is a reference; the document has none")
+            for endpoint in pathItem.endpoints { documented.insert("\(endpoint.method.rawValue) \(path.rawValue)") }
+        }
+        #expect(served.count == 11, "\(served.sorted())")
+        #expect(
+            served.subtracting(documented).isEmpty,
+            "served but not documented: \(served.subtracting(documented).sorted())"
+        )
+        #expect(
+            documented.subtracting(served).isEmpty,
+            "documented but not served: \(documented.subtracting(served).sorted())"
+        )
+    }
+}
