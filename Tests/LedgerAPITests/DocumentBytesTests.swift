@@ -10,10 +10,15 @@ import Testing
 
 /// Every document of a small ledger, byte for byte as the build before the one JSON encoder wrote it: the server's
 /// answers (keys in declaration order) and the CLI's `--json` output (keys sorted). The expected bytes were written by
-/// that build (`Fixtures/documents.tsv`: name, tab, base64).
+/// that build (`Fixtures/documents.tsv`: name, tab, base64). When a change alters documents on purpose (a new id rule
+/// changes an event's key and every chain hash after it), `STORELEDGER_RECORD_DOCUMENTS=1 swift test --filter
+/// DocumentBytesTests` writes the fixture anew; the commit's diff of it is then the change to review.
 @Suite struct DocumentBytesTests {
+    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/documents.tsv")
+
     static func expected() throws -> [String: [UInt8]] {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/documents.tsv")
+        let url = fixture
         var documents: [String: [UInt8]] = [:]
         for line in try String(contentsOf: url, encoding: .utf8).split(separator: "\n") {
             let parts = line.split(separator: "\t", maxSplits: 1)
@@ -64,6 +69,10 @@ import Testing
             put("rejected.\(r.number).cli", try JSONWriter.bytes(encoding: RejectedDocument(r), sortedKeys: true))
         }
         put("verify.cli", try JSONWriter.bytes(encoding: try ledger.verify(), sortedKeys: true))
+        if ProcessInfo.processInfo.environment["STORELEDGER_RECORD_DOCUMENTS"] == "1" {
+            let lines = written.keys.sorted().map { "\($0)\t\(Data(written[$0]!).base64EncodedString())\n" }
+            try lines.joined().write(to: Self.fixture, atomically: true, encoding: .utf8)
+        }
 
         #expect(Set(written.keys) == Set(expected.keys))
         for name in expected.keys.sorted() {
