@@ -93,7 +93,7 @@ enum NotificationV1Decoder {
     /// received again after the change is decoded with the new id, and is stored once more as its own notification
     /// event (its transactions and renewal infos are still duplicates).
     static func id(of root: AppleObject) -> String {
-        Hex.lowercase(SHA256.hash(data: Array(JSONText.compact(root.fields).utf8)))
+        Hex.lowercase(SHA256.hash(data: JSONText.compactBytes(root.fields)))
     }
 }
 
