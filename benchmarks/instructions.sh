@@ -65,6 +65,8 @@ total() {  # BINARY OP COUNT -> instructions of the whole run
     rm -f "$out"
 }
 
+for op in $ops; do counts "$op" >/dev/null || exit 2; done  # refuse an unknown operation before building
+
 binaries=()
 for c in "${checkouts[@]}"; do binaries+=("$(build "$c")"); done
 

@@ -196,11 +196,10 @@ public struct BinaryWriter: ~Copyable {
 
     /// A byte string field whose bytes are `count` bytes this writer wrote at `offset` (a value that repeats).
     mutating func write(_ tag: UInt32, bytesAt offset: Int, count n: Int) {
-        reserve(20 + n)
+        reserve(20)
         putVarint(UInt64(tag) << 3 | UInt64(WireType.bytes.rawValue))
         putVarint(UInt64(n))
-        (base + count).update(from: base + offset, count: n)  // Earlier bytes: the regions never overlap.
-        count &+= n
+        write(bytesAt: offset, count: n)
     }
 
     /// A copy of `count` bytes this writer wrote at `offset` (whole fields that repeat).

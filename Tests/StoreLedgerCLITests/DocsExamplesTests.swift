@@ -93,10 +93,7 @@ extension LiveProcesses {
                 data: directory.file("ledger"),
                 arguments: ["--config", ExampleFiles.path("config.json")]
             )
-            defer {
-                server.signal(SIGKILL)
-                server.process.waitUntilExit()
-            }
+            defer { server.killAndWait() }
             try await server.waitUntilAnswering()
 
             let body = directory.file("answer")

@@ -182,10 +182,7 @@ extension LiveProcesses {
                 data: directory.path,
                 arguments: ["--config", ExampleFiles.path("config.json")]
             )
-            defer {
-                server.signal(SIGKILL)
-                server.process.waitUntilExit()
-            }
+            defer { server.killAndWait() }
             try await server.waitUntilAnswering()
             let client = try AsyncLedgerClient(socketPath: server.socketPath, timeoutSeconds: 10)
 

@@ -133,10 +133,7 @@ extension LiveProcesses {
                 data: scratch.file("ledger"),
                 arguments: ["--config", scratch.file("config.json")]
             )
-            defer {
-                server.signal(SIGKILL)
-                server.process.waitUntilExit()
-            }
+            defer { server.killAndWait() }
             try await server.waitUntilAnswering()
 
             // A self-signed certificate for the recipe's host name.

@@ -51,6 +51,12 @@ final class ServerProcess {
 
     func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
 
+    /// Kills the server (SIGKILL) and waits for it: the end of a test that started it.
+    func killAndWait() {
+        signal(SIGKILL)
+        process.waitUntilExit()
+    }
+
     /// Waits for the process to exit (bounded) and returns its status.
     func waitForExit(seconds: Double = 15) async throws -> Int32 {
         let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
