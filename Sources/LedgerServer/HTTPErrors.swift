@@ -66,8 +66,15 @@ enum HTTPErrors {
     static func response(
         _ error: CodedError, status: HTTPResponse.Status? = nil, retryAfter: Int?? = nil, closesConnection: Bool? = nil
     ) -> Response {
+        buffered(error, status: status, retryAfter: retryAfter, closesConnection: closesConnection).response
+    }
+
+    /// `response(…)` before it becomes a Hummingbird `Response`: what the fast read path writes itself.
+    static func buffered(
+        _ error: CodedError, status: HTTPResponse.Status? = nil, retryAfter: Int?? = nil, closesConnection: Bool? = nil
+    ) -> BufferedResponse {
         let answer = answer(for: error.code)
-        var response = JSONBody.response(status: status ?? answer.status, ErrorDocument(error))
+        var response = JSONBody.buffered(status: status ?? answer.status, ErrorDocument(error))
         if let retryAfter = retryAfter ?? answer.retryAfter { response.headers[.retryAfter] = String(retryAfter) }
         if closesConnection ?? answer.closesConnection { response.headers[.connection] = "close" }
         return response
@@ -102,20 +109,46 @@ extension CodedError {
 enum JSONBody {
     /// `document`'s JSON text and a newline.
     static func response(status: HTTPResponse.Status = .ok, _ document: some JSONDocument) -> Response {
+        buffered(status: status, document).response
+    }
+
+    /// `response(status:_:)` before it becomes a Hummingbird `Response` (the fast read path writes it itself).
+    static func buffered(status: HTTPResponse.Status = .ok, _ document: some JSONDocument) -> BufferedResponse {
         var json = JSONWriter()
         document.write(to: &json)
-        return response(status: status, json.bytes)
+        return buffered(status: status, json.bytes)
     }
 
     /// `value`'s `Codable` form (an event document) and a newline.
     static func response(status: HTTPResponse.Status = .ok, encoding value: some Encodable) throws -> Response {
-        response(status: status, try JSONWriter.bytes(encoding: value))
+        buffered(status: status, try JSONWriter.bytes(encoding: value)).response
     }
 
-    private static func response(status: HTTPResponse.Status, _ bytes: [UInt8]) -> Response {
-        var buffer = ByteBuffer(bytes: bytes)
+    private static func buffered(status: HTTPResponse.Status, _ bytes: [UInt8]) -> BufferedResponse {
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(bytes.count + 1)
+        buffer.writeBytes(bytes)
         buffer.writeString("\n")
-        return Response(
-            status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: buffer))
+        return BufferedResponse(status: status, contentType: "application/json", body: buffer)
+    }
+}
+
+/// A whole answer with its body in one buffer: a Hummingbird `Response` for the router, or written as bytes by the
+/// fast read path (`FastReadHandler`). Its fields are the `Response`'s, in the same order: `Content-Type`, then
+/// `Content-Length` (which `Response` would append itself), then whatever the caller adds (`Retry-After`,
+/// `Connection`); the server adds `Date` last.
+struct BufferedResponse {
+    var status: HTTPResponse.Status
+    var headers: HTTPFields
+    var body: ByteBuffer
+
+    init(status: HTTPResponse.Status, contentType: String, body: ByteBuffer) {
+        self.status = status
+        self.headers = [.contentType: contentType, .contentLength: String(body.readableBytes)]
+        self.body = body
+    }
+
+    var response: Response {
+        Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body))
     }
 }
