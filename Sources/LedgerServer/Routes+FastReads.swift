@@ -201,28 +201,32 @@ struct FastRequest {
     /// and values is a letter, a digit or one of `-._~:` (`@` too in an id), no name repeats, and the id does not
     /// start with a dot. So no percent-decoding, no empty segment, nothing the router might read another way.
     init?(_ target: Slice<UnsafeRawBufferPointer>) {
-        let text = String(decoding: target, as: UTF8.self)
-        if text == LedgerRoutes.healthRoute {
+        let target = UnsafeRawBufferPointer(rebasing: target)
+        if target.elementsEqual(Self.health) {
             route = .health
             id = ""
             return
         }
-        let rest: Substring
-        if text.hasPrefix("/v1/customers/") {
+        let idStart: Int
+        if target.starts(with: Self.customers) {
             route = .customer
-            rest = text.dropFirst("/v1/customers/".count)
-        } else if text.hasPrefix("/v1/subscriptions/") {
+            idStart = Self.customers.count
+        } else if target.starts(with: Self.subscriptions) {
             route = .subscription
-            rest = text.dropFirst("/v1/subscriptions/".count)
+            idStart = Self.subscriptions.count
         } else {
             return nil
         }
-        let idPart = rest.prefix { $0 != "?" }
-        guard !idPart.isEmpty, idPart.first != ".", idPart.utf8.allSatisfy({ Self.isPlain($0) || $0 == UInt8(ascii: "@") })
-        else { return nil }
-        id = String(idPart)
-        guard idPart.endIndex < rest.endIndex else { return }
-        let queryText = rest[rest.index(after: idPart.endIndex)...]
+        var idEnd = idStart
+        while idEnd < target.count, target[idEnd] != UInt8(ascii: "?") {
+            guard Self.isPlain(target[idEnd]) || target[idEnd] == UInt8(ascii: "@") else { return nil }
+            idEnd += 1
+        }
+        guard idEnd > idStart, target[idStart] != UInt8(ascii: ".") else { return nil }
+        id = String(decoding: target[idStart..<idEnd], as: UTF8.self)
+        guard idEnd < target.count else { return }
+        // A query (rare on the hot path): checked and split as text.
+        let queryText = String(decoding: target[(idEnd + 1)...], as: UTF8.self)
         guard !queryText.isEmpty else { return nil }
         for pair in queryText.split(separator: "&", omittingEmptySubsequences: false) {
             guard let equals = pair.firstIndex(of: "=") else { return nil }
@@ -234,6 +238,10 @@ struct FastRequest {
             query.append((name, value))
         }
     }
+
+    private static let health = Array(LedgerRoutes.healthRoute.utf8)
+    private static let customers = Array("/v1/customers/".utf8)
+    private static let subscriptions = Array("/v1/subscriptions/".utf8)
 
     /// Letters, digits and `-._~:`.
     static func isPlain(_ byte: UInt8) -> Bool {
