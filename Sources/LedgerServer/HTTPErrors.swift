@@ -116,7 +116,13 @@ enum JSONBody {
     static func buffered(status: HTTPResponse.Status = .ok, _ document: some JSONDocument) -> BufferedResponse {
         var json = JSONWriter()
         document.write(to: &json)
-        return buffered(status: status, json.bytes)
+        var buffer = ByteBuffer()
+        json.withBytes { bytes in
+            buffer.reserveCapacity(bytes.count + 1)
+            buffer.writeBytes(bytes)
+        }
+        buffer.writeString("\n")
+        return BufferedResponse(status: status, contentType: "application/json", body: buffer)
     }
 
     /// `value`'s `Codable` form (an event document) and a newline.
