@@ -55,6 +55,17 @@ import Testing
             json.string(s)
             #expect(json.bytes == reference(s), "\(s.debugDescription)")
         }
+        // Every position of one character to escape in strings of 1 to 40 bytes (the writer scans eight at a time).
+        for length in 1...40 {
+            for position in 0..<length {
+                for special in ["\"", "\\", "\n", "\u{1f}"] {
+                    let s = String(repeating: "a", count: position) + special + String(repeating: "é", count: (length - position) / 2)
+                    var json = JSONWriter()
+                    json.string(s)
+                    #expect(json.bytes == reference(s), "\(s.debugDescription)")
+                }
+            }
+        }
         for n: Int64 in [0, 1, -1, 9, 10, -10, 1_700_000_000_000, Int64.max, Int64.min, Int64.min + 1] {
             var json = JSONWriter()
             json.number(n)

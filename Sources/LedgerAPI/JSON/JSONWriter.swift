@@ -285,8 +285,8 @@ public struct JSONWriter {
             while clean + 8 <= utf8.count, !Self.mayNeedEscape(raw.loadUnaligned(fromByteOffset: clean, as: UInt64.self)) {
                 clean += 8
             }
-            // The last (partial) word: its eight last bytes, overlapping the clean ones.
-            if clean < utf8.count, utf8.count >= 8,
+            // Only a partial word left: its string's eight last bytes, overlapping the clean ones.
+            if clean < utf8.count, clean + 8 > utf8.count, utf8.count >= 8,
                 !Self.mayNeedEscape(raw.loadUnaligned(fromByteOffset: utf8.count - 8, as: UInt64.self))
             {
                 clean = utf8.count

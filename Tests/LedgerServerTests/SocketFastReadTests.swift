@@ -94,13 +94,14 @@ struct FastReadTests {
     @Test func everyHotRouteAnswersByteForByteAsTheRouter() async throws {
         try await withServer { server in
             try await Self.fill(server)
+            let before = server.service.fastReads.answered  // the test server's start-up probe is a health read
             let fast = try RawConnection(server.socketPath)
             var fastAnswers: [String] = []
             for target in Self.targets {
                 fast.send(Self.get(target))
                 fastAnswers.append(await offThePool { fast.readAnswers(1).first ?? "no answer" })
             }
-            #expect(server.service.fastReads.answered == Self.targets.count)
+            #expect(server.service.fastReads.answered - before == Self.targets.count)
 
             server.service.fastReads.isOn = false
             let general = try RawConnection(server.socketPath)  // a new connection: the switch is read per connection
@@ -110,7 +111,7 @@ struct FastReadTests {
                 #expect(withoutDate(fastAnswer) == withoutDate(answer), "\(target)")
                 #expect(answer.contains("\r\nDate: ") && fastAnswer.contains("\r\nDate: "))
             }
-            #expect(server.service.fastReads.answered == Self.targets.count, "the router answered the second round")
+            #expect(server.service.fastReads.answered - before == Self.targets.count, "the router answered the second round")
             // Refusals are among them.
             #expect(fastAnswers.contains { $0.hasPrefix("HTTP/1.1 404 Not Found\r\n") })
             #expect(fastAnswers.contains { $0.hasPrefix("HTTP/1.1 400 Bad Request\r\n") })
@@ -124,6 +125,7 @@ struct FastReadTests {
             func blank(_ s: String) -> String {
                 withoutDate(s).replacingOccurrences(of: #""at":[0-9]+"#, with: #""at":0"#, options: .regularExpression)
             }
+            let before = server.service.fastReads.answered
             let fast = try RawConnection(server.socketPath)
             fast.send(Self.get("/v1/customers/u1") + Self.get("/v1/subscriptions/1001"))
             let fastAnswers = await offThePool { fast.readAnswers(2) }
@@ -132,7 +134,7 @@ struct FastReadTests {
             general.send(Self.get("/v1/customers/u1") + Self.get("/v1/subscriptions/1001"))
             let answers = await offThePool { general.readAnswers(2) }
             #expect(fastAnswers.map(blank) == answers.map(blank))
-            #expect(server.service.fastReads.answered == 2)
+            #expect(server.service.fastReads.answered - before == 2)
         }
     }
 
@@ -150,18 +152,19 @@ struct FastReadTests {
                 "GET /v2/whatever HTTP/1.1\r\nHost: ledger\r\n\r\n",
                 "GET /v1/health?verbose=1 HTTP/1.1\r\nHost: ledger\r\n\r\n",
             ]
+            let before = server.service.fastReads.answered
             let connection = try RawConnection(server.socketPath)
             for request in declined {
                 connection.send(request)
                 let answer = await offThePool { connection.readAnswers(1).first ?? "no answer" }
                 #expect(answer.hasPrefix("HTTP/1.1 "), "\(request)")
             }
-            #expect(server.service.fastReads.answered == 0)
+            #expect(server.service.fastReads.answered == before)
             // The same connection still takes a hot read afterwards.
             connection.send(Self.get("/v1/health"))
             let health = await offThePool { connection.readAnswers(1).first ?? "" }
             #expect(health.hasPrefix("HTTP/1.1 200 OK\r\n"))
-            #expect(server.service.fastReads.answered == 1)
+            #expect(server.service.fastReads.answered == before + 1)
         }
     }
 
@@ -237,10 +240,11 @@ struct FastReadTests {
     @Test func metricsCountTheHotReads() async throws {
         try await withServer { server in
             try await Self.fill(server)
+            let before = server.service.fastReads.answered
             let connection = try RawConnection(server.socketPath)
             connection.send(Self.get("/v1/customers/u1?at=\(Self.at)") + Self.get("/v1/subscriptions/nope"))
             _ = await offThePool { connection.readAnswers(2) }
-            #expect(server.service.fastReads.answered == 2)
+            #expect(server.service.fastReads.answered - before == 2)
             server.service.fastReads.isOn = false
             let general = try RawConnection(server.socketPath)
             general.send(Self.get("/v1/customers/u1?at=\(Self.at)") + Self.get("/metrics"))
