@@ -75,8 +75,8 @@ enum HTTPErrors {
     ) -> BufferedResponse {
         let answer = answer(for: error.code)
         var response = JSONBody.buffered(status: status ?? answer.status, ErrorDocument(error))
-        if let retryAfter = retryAfter ?? answer.retryAfter { response.headers[.retryAfter] = String(retryAfter) }
-        if closesConnection ?? answer.closesConnection { response.headers[.connection] = "close" }
+        if let retryAfter = retryAfter ?? answer.retryAfter { response[.retryAfter] = String(retryAfter) }
+        if closesConnection ?? answer.closesConnection { response[.connection] = "close" }
         return response
     }
 }
@@ -141,17 +141,60 @@ enum JSONBody {
 
 /// A whole answer with its body in one buffer: a Hummingbird `Response` for the router, or written as bytes by the
 /// fast read path (`FastReadHandler`). Its fields are the `Response`'s, in the same order: `Content-Type`, then
-/// `Content-Length` (which `Response` would append itself), then whatever the caller adds (`Retry-After`,
-/// `Connection`); the server adds `Date` last.
+/// `Content-Length` (which `Response` would append itself), then whatever the caller sets (`Retry-After`,
+/// `Connection`); the server adds `Date` last. Kept as plain names and values (an `HTTPFields` made and walked
+/// per answer cost the fast path a twelfth of a read); `response` makes the `HTTPFields`.
 struct BufferedResponse {
     var status: HTTPResponse.Status
-    var headers: HTTPFields
+    /// Each field and its value, in order.
+    private(set) var fields: [(field: Field, value: String)]
     var body: ByteBuffer
+
+    /// The fields an answer of the ledger carries (besides `Date`).
+    enum Field {
+        case contentType, contentLength, retryAfter, connection
+
+        /// The name as written (`HTTPField.Name`'s `rawName`).
+        var name: String {
+            switch self {
+            case .contentType: "Content-Type"
+            case .contentLength: "Content-Length"
+            case .retryAfter: "Retry-After"
+            case .connection: "Connection"
+            }
+        }
+    }
 
     init(status: HTTPResponse.Status, contentType: String, body: ByteBuffer) {
         self.status = status
-        self.headers = [.contentType: contentType, .contentLength: String(body.readableBytes)]
+        self.fields = [(.contentType, contentType), (.contentLength, String(body.readableBytes))]
         self.body = body
+    }
+
+    /// A field's value; setting one replaces the value of that field, or adds the field last (as `HTTPFields` does
+    /// for a name it holds once).
+    subscript(field: Field) -> String? {
+        get { fields.first { $0.field == field }?.value }
+        set {
+            if let index = fields.firstIndex(where: { $0.field == field }) {
+                if let newValue { fields[index].value = newValue } else { fields.remove(at: index) }
+            } else if let newValue {
+                fields.append((field, newValue))
+            }
+        }
+    }
+
+    var headers: HTTPFields {
+        var headers = HTTPFields()
+        for (field, value) in fields {
+            switch field {
+            case .contentType: headers[.contentType] = value
+            case .contentLength: headers[.contentLength] = value
+            case .retryAfter: headers[.retryAfter] = value
+            case .connection: headers[.connection] = value
+            }
+        }
+        return headers
     }
 
     var response: Response {

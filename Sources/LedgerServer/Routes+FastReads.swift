@@ -177,28 +177,51 @@ extension FastReadHandler {
     /// code and reason phrase, each field as `Name: value`, then `Date`, then an empty line. One capacity check and
     /// plain copies (a `ByteBuffer` write per piece cost more than the rest of the head).
     static func writeHead(_ response: BufferedResponse, date: [UInt8], to out: inout ByteBuffer) {
-        var parts: [String] = ["HTTP/1.1 ", String(response.status.code), " ", response.status.reasonPhrase, "\r\n"]
-        parts.reserveCapacity(5 + 4 * response.headers.count + 2)
-        for field in response.headers {
-            parts.append(field.name.rawName)
-            parts.append(": ")
-            parts.append(field.value)
-            parts.append("\r\n")
-        }
-        parts.append("Date: ")
-        let size = parts.reduce(0) { $0 + $1.utf8.count } + date.count + 4
+        let code = String(response.status.code)
+        let reason = response.status.reasonPhrase
+        var size = 9 + code.utf8.count + 1 + reason.utf8.count + 2 + 6 + date.count + 4
+        for (field, value) in response.fields { size += field.name.utf8.count + 2 + value.utf8.count + 2 }
         out.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { raw in
-            var at = 0
-            for var part in parts {
-                part.withUTF8 { utf8 in
-                    raw.baseAddress!.advanced(by: at).copyMemory(from: utf8.baseAddress!, byteCount: utf8.count)
-                    at += utf8.count
-                }
+            var head = Copier(to: raw.baseAddress!)
+            head.put("HTTP/1.1 ")
+            head.put(code)
+            head.put(" ")
+            head.put(reason)
+            head.put("\r\n")
+            for (field, value) in response.fields {
+                head.put(field.name)
+                head.put(": ")
+                head.put(value)
+                head.put("\r\n")
             }
-            date.withUnsafeBytes { raw.baseAddress!.advanced(by: at).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-            at += date.count
-            for (i, byte) in "\r\n\r\n".utf8.enumerated() { raw[at + i] = byte }
-            return size
+            head.put("Date: ")
+            date.withUnsafeBytes { head.put($0) }
+            head.put("\r\n\r\n")
+            return head.written
+        }
+    }
+
+    /// Copies bytes one after the other into memory with room for them (a struct, so no captured variable is
+    /// boxed and checked on every access).
+    private struct Copier {
+        let start: UnsafeMutableRawPointer
+        var written = 0
+
+        init(to start: UnsafeMutableRawPointer) { self.start = start }
+
+        mutating func put(_ bytes: UnsafeRawBufferPointer) {
+            guard let from = bytes.baseAddress, !bytes.isEmpty else { return }
+            (start + written).copyMemory(from: from, byteCount: bytes.count)
+            written += bytes.count
+        }
+
+        mutating func put(_ text: StaticString) {
+            put(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        }
+
+        mutating func put(_ text: String) {
+            var text = text
+            text.withUTF8 { put(UnsafeRawBufferPointer($0)) }
         }
     }
 }
