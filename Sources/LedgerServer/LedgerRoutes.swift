@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Hummingbird
 import LedgerAPI
@@ -310,12 +311,22 @@ struct RequestMetricsMiddleware: RouterMiddleware {
         return response
     }
 
-    /// Records and logs one answered request (the fast read path's too).
+    /// Records and logs one answered request.
     static func answered(
         method: HTTPRequest.Method, path: @autoclosure () -> String, route: String, status: HTTPResponse.Status,
         nanoseconds elapsed: UInt64, metrics: ServerMetrics, logger: Logger
     ) {
-        metrics.recordRequest(method: method.rawValue, route: route, status: status.code, nanoseconds: elapsed)
+        answered(
+            method: method, path: path(), route: route, status: status, nanoseconds: elapsed,
+            timer: metrics.requestTimer(method: method.rawValue, route: route, status: status.code), logger: logger)
+    }
+
+    /// Records one answered request into `timer` (its series: the fast read path keeps them) and logs it.
+    static func answered(
+        method: HTTPRequest.Method, path: @autoclosure () -> String, route: String, status: HTTPResponse.Status,
+        nanoseconds elapsed: UInt64, timer: CoreMetrics.Timer, logger: Logger
+    ) {
+        timer.recordNanoseconds(Int64(clamping: elapsed))
         // 503 is back-pressure (a full writer queue, shutting down), not a fault: it is counted, not logged as one;
         // 501 (a transfer coding the server does not speak) is the caller's.
         if status.code >= 500 && status != .serviceUnavailable && status != .notImplemented {

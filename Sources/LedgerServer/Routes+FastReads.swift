@@ -1,28 +1,29 @@
+import CoreMetrics
 import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import Synchronization
 
 // MARK: - The fast read path
 
 /// Whether new connections get the fast read path (`FastReadHandler`). On by default; `storeledger serve
 /// --no-fast-reads` and the tests that compare both paths turn it off. Read once per connection.
-public final class FastReadSwitch: @unchecked Sendable {
-    private let lock = NSLock()
-    private var on: Bool
-    private var count = 0
+public final class FastReadSwitch: Sendable {
+    private let on: Atomic<Bool>
+    private let count = Atomic<Int>(0)
 
-    public init(_ on: Bool = true) { self.on = on }
+    public init(_ on: Bool = true) { self.on = Atomic(on) }
 
     public var isOn: Bool {
-        get { lock.withLock { on } }
-        set { lock.withLock { on = newValue } }
+        get { on.load(ordering: .relaxed) }
+        set { on.store(newValue, ordering: .relaxed) }
     }
 
     /// Requests the fast read path answered so far (the request metrics count them with the router's).
-    public var answered: Int { lock.withLock { count } }
+    public var answered: Int { count.load(ordering: .relaxed) }
 
-    func countAnswer() { lock.withLock { count += 1 } }
+    func countAnswer() { count.wrappingAdd(1, ordering: .relaxed) }
 }
 
 /// Serves the hot reads — `GET /v1/customers/{id}`, `GET /v1/subscriptions/{otid}` (with `at`, `asOf`,
@@ -35,7 +36,7 @@ public final class FastReadSwitch: @unchecked Sendable {
 ///   `ErrorMiddleware.answer`), recorded and logged by `RequestMetricsMiddleware.answered`, and written with the
 ///   fields Hummingbird writes (the `BufferedResponse`'s, then `Date`).
 /// - It takes only what it reads unambiguously (`HeadScanner`): `GET`, an `HTTP/1.1` head of at most 8 KiB with no
-///   body and no `Connection`, `Expect`, `Upgrade` or `Transfer-Encoding` field, a target of plain characters
+///   body and no `Connection` (but `keep-alive`), `Expect`, `Upgrade` or `Transfer-Encoding` field, a target of plain characters
 ///   (no percent-encoding) naming one of those routes. Anything else is the decoder's, byte for byte.
 /// - The decoder only ever receives whole requests, so it is between requests whenever this handler looks at the
 ///   next one: a request it does not take is handed over with its `Content-Length` body; a head it cannot frame
@@ -61,6 +62,8 @@ final class FastReadHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Bytes went to the decoder since the last `channelReadComplete`.
     private var handedOverSinceReadComplete = false
     private var date = HTTPDate()
+    /// The request-duration timer of each (route, status) this connection answered: looked up once, not per read.
+    private var timers: [Int: CoreMetrics.Timer] = [:]
 
     init(routes: LedgerRoutes, timeouts: ConnectionTimeouts, enabled: FastReadSwitch) {
         self.routes = routes
@@ -166,9 +169,14 @@ final class FastReadHandler: ChannelInboundHandler, RemovableChannelHandler {
         out.writeImmutableBuffer(response.body)
         context.write(wrapOutboundOut(out), promise: nil)
         enabled.countAnswer()
+        let key = request.route.rawValue &* 1000 &+ response.status.code
+        let timer =
+            timers[key]
+            ?? routes.metrics.requestTimer(method: "GET", route: request.route.path, status: response.status.code)
+        timers[key] = timer
         RequestMetricsMiddleware.answered(
             method: .get, path: request.path, route: request.route.path, status: response.status,
-            nanoseconds: DispatchTime.now().uptimeNanoseconds &- start, metrics: routes.metrics, logger: routes.logger)
+            nanoseconds: DispatchTime.now().uptimeNanoseconds &- start, timer: timer, logger: routes.logger)
     }
 }
 
@@ -230,7 +238,7 @@ extension FastReadHandler {
 
 /// A hot read the fast path takes: its route, its id, and its query.
 struct FastRequest {
-    enum Route {
+    enum Route: Int {
         case customer, subscription, health
 
         /// The route as the router names it (the `route` label of the request metrics).
@@ -349,8 +357,8 @@ struct HeadScanner {
         /// The request target's bytes within the head.
         var target: Range<Int>
         var contentLength: Int?
-        /// No field that changes how the connection or the body is read (`Transfer-Encoding`, `Connection`,
-        /// `Expect`, `Upgrade`), and at most one `Content-Length`, of digits.
+        /// No field that changes how the connection or the body is read (`Transfer-Encoding`, `Connection` but
+        /// `keep-alive`, `Expect`, `Upgrade`), and at most one `Content-Length`, of digits.
         var isPlain: Bool
     }
 
@@ -457,9 +465,13 @@ struct HeadScanner {
                     return head
                 }
                 head.contentLength = value.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
-            } else if Self.named(name, "transfer-encoding") || Self.named(name, "connection")
-                || Self.named(name, "expect") || Self.named(name, "upgrade")
-            {
+            } else if Self.named(name, "connection") {
+                // `keep-alive` is what HTTP/1.1 does anyway (and what many clients say); anything else is not plain.
+                guard Self.named(value, "keep-alive") else {
+                    head.isPlain = false
+                    return head
+                }
+            } else if Self.named(name, "transfer-encoding") || Self.named(name, "expect") || Self.named(name, "upgrade") {
                 head.isPlain = false
                 return head
             }

@@ -112,6 +112,19 @@ struct FastReadTests {
                 #expect(answer.contains("\r\nDate: ") && fastAnswer.contains("\r\nDate: "))
             }
             #expect(server.service.fastReads.answered - before == Self.targets.count, "the router answered the second round")
+
+            // Said with the fields clients add, `Connection: keep-alive` among them: the same answers.
+            let busy = "GET /v1/customers/u1?at=\(Self.at) HTTP/1.1\r\nHost: ledger\r\nUser-Agent: test/1.0\r\n"
+                + "Accept: */*\r\nConnection: Keep-Alive\r\nX-Empty:\r\nX-Tab:\tvalue \r\n\r\n"
+            general.send(busy)
+            let viaRouter = await offThePool { general.readAnswers(1).first ?? "no answer" }
+            server.service.fastReads.isOn = true
+            let again = try RawConnection(server.socketPath)
+            again.send(busy)
+            let viaFastPath = await offThePool { again.readAnswers(1).first ?? "no answer" }
+            #expect(withoutDate(viaFastPath) == withoutDate(viaRouter))
+            #expect(withoutDate(viaFastPath) == withoutDate(fastAnswers[0]))
+            #expect(server.service.fastReads.answered - before == Self.targets.count + 1)
             // Refusals are among them.
             #expect(fastAnswers.contains { $0.hasPrefix("HTTP/1.1 404 Not Found\r\n") })
             #expect(fastAnswers.contains { $0.hasPrefix("HTTP/1.1 400 Bad Request\r\n") })
@@ -294,7 +307,10 @@ struct FastReadTests {
     }
 
     @Test func headsThatChangeFramingAreNotPlain() throws {
-        for field in ["Transfer-Encoding: chunked", "Connection: close", "Expect: 100-continue", "Upgrade: h2c",
+        let keepAlive = try #require(Self.head("GET / HTTP/1.1\r\nConnection: keep-alive\r\n\r\n"))
+        #expect(keepAlive.isPlain)
+        for field in ["Transfer-Encoding: chunked", "Connection: close", "Connection: keep-alive, Upgrade",
+            "Expect: 100-continue", "Upgrade: h2c",
             "Content-Length: 1\r\nContent-Length: 1", "Content-Length: +1", "Content-Length: 1 2", "Content-Length:"]
         {
             let head = try #require(Self.head("POST /v1/events HTTP/1.1\r\n\(field)\r\n\r\n"), "\(field)")
