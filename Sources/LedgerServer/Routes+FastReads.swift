@@ -143,16 +143,28 @@ final class FastReadHandler: ChannelInboundHandler, RemovableChannelHandler {
         timeouts.unanswered == 0 && !timeouts.readingBody && !timeouts.closing && context.channel.isActive
     }
 
+    /// The end of the input (`inputClosed`, then `channelInactive`) and graceful shutdown (`ChannelShouldQuiesceEvent`,
+    /// after which Hummingbird closes the connection once the router owes nothing) hand everything over: what
+    /// arrived of a head first, so that the decoder meets the end of the stream in the middle of a request as before
+    /// (and refuses it, and the refusal is kept in `rejected`, as before).
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is ChannelShouldQuiesceEvent {
-            // Graceful shutdown: Hummingbird closes the connection once the router owes nothing; leave it all to it.
-            handedOver = true
-            if let rest = held.take() {
-                context.fireChannelRead(wrapInboundOut(rest))
-                context.fireChannelReadComplete()
-            }
+        if event is ChannelShouldQuiesceEvent || (event as? ChannelEvent) == .inputClosed {
+            handOverForGood(context)
         }
         context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        handOverForGood(context)
+        context.fireChannelInactive()
+    }
+
+    private func handOverForGood(_ context: ChannelHandlerContext) {
+        handedOver = true
+        if let rest = held.take() {
+            context.fireChannelRead(wrapInboundOut(rest))
+            context.fireChannelReadComplete()
+        }
     }
 
     /// Answers `request` as the router would, into one buffer.

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerClient
+import LedgerStore
 import LedgerWire
 import Testing
 
@@ -246,6 +247,39 @@ struct FastReadTests {
             #expect(text.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(text)")
             #expect(text.contains("HTTP/1.1 400 Bad Request\r\n"), "\(text)")
             #expect(text.contains(#""code":"bad_request""#), "\(text)")
+        }
+    }
+
+    /// A head cut short by the end of the stream (the client goes, or the header timeout closes) is refused and kept
+    /// in `rejected` exactly as through the router: what the fast path held goes to the decoder before the end.
+    @Test func aHeadCutShortIsKeptInRejectedAsThroughTheRouter() async throws {
+        try await withServer(configuration: #"{"limits":{"headerTimeoutSeconds":1,"idleTimeoutSeconds":3}}"#) { server in
+            let cut = ["GET /v1/health HTTP/1.1\r\nHo", "POST /v1/ev", "GET /v1/cust"]
+            var records: [[String]] = []
+            for on in [true, false] {
+                server.service.fastReads.isOn = on
+                let before = try server.ledger.rejectedInputs(limit: 10_000).count
+                for text in cut {
+                    // The client goes: the connection closes when it is released.
+                    let connection = try RawConnection(server.socketPath)
+                    connection.send(text)
+                    try await Task.sleep(for: .milliseconds(100))
+                    withExtendedLifetime(connection) {}
+                }
+                // The server goes: the header timeout.
+                let slow = try RawConnection(server.socketPath)
+                slow.send("GET /v1/customers/x HTTP/1.1\r\nX-Slow: a")
+                let (answer, closed) = await offThePool { slow.readUntilClosed(seconds: 10) }
+                #expect(closed && answer.hasPrefix("HTTP/1.1 408 "), "\(answer)")
+                let deadline = ContinuousClock.now + .seconds(5)
+                while try server.ledger.rejectedInputs(limit: 10_000).count < before + 4 && ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                let kept = try server.ledger.rejectedInputs(limit: 10_000).dropFirst(before)
+                records.append(kept.map { "\($0.code) \($0.request ?? "-") \($0.message) \(String(decoding: $0.raw, as: UTF8.self))" })
+            }
+            #expect(records[0].count == 4)
+            #expect(records[0] == records[1])
         }
     }
 
