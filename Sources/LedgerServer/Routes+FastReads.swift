@@ -36,8 +36,9 @@ public final class FastReadSwitch: Sendable {
 ///   `ErrorMiddleware.answer`), recorded and logged by `RequestMetricsMiddleware.answered`, and written with the
 ///   fields Hummingbird writes (the `BufferedResponse`'s, then `Date`).
 /// - It takes only what it reads unambiguously (`HeadScanner`): `GET`, an `HTTP/1.1` head of at most 8 KiB with no
-///   body and no `Connection` (but `keep-alive`), `Expect`, `Upgrade` or `Transfer-Encoding` field, a target of plain characters
-///   (no percent-encoding) naming one of those routes. Anything else is the decoder's, byte for byte.
+///   body and no `Connection` (but `keep-alive`), `Expect`, `Upgrade` or `Transfer-Encoding` field, a target of
+///   plain characters (no percent-encoding) naming one of those routes. Anything else is the decoder's, byte for
+///   byte.
 /// - The decoder only ever receives whole requests, so it is between requests whenever this handler looks at the
 ///   next one: a request it does not take is handed over with its `Content-Length` body; a head it cannot frame
 ///   (chunked, malformed, another method…) hands the rest of the connection over for good.
@@ -483,7 +484,9 @@ struct HeadScanner {
                     head.isPlain = false
                     return head
                 }
-            } else if Self.named(name, "transfer-encoding") || Self.named(name, "expect") || Self.named(name, "upgrade") {
+            } else if Self.named(name, "transfer-encoding") || Self.named(name, "expect")
+                || Self.named(name, "upgrade")
+            {
                 head.isPlain = false
                 return head
             }
