@@ -36,6 +36,8 @@ struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     let limits: ConnectionLimits
     let connections: ConnectionCount
     let metrics: ServerMetrics
+    /// The routes the fast read path answers from, and whether it is on (read once per connection).
+    let fastReads: (routes: LedgerRoutes, enabled: FastReadSwitch)?
     let onMalformedHead: @Sendable (_ channel: any Channel, _ head: [UInt8], _ message: String) -> Void
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
@@ -51,7 +53,12 @@ struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
                 connections.logRefusal(logger, limit: limits.maxConnections)
                 try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler(), position: .first)
             } else {
-                try channel.pipeline.syncOperations.addHandler(ConnectionBytesHandler(timeouts), position: .first)
+                var handlers: [any ChannelHandler] = [ConnectionBytesHandler(timeouts)]
+                if let fastReads, fastReads.enabled.isOn {
+                    // Behind the byte handler (its timeouts see every byte), in front of the HTTP decoder.
+                    handlers.append(FastReadHandler(routes: fastReads.routes, timeouts: timeouts, enabled: fastReads.enabled))
+                }
+                try channel.pipeline.syncOperations.addHandlers(handlers, position: .first)
             }
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
@@ -166,6 +173,8 @@ final class ConnectionTimeouts {
     var readingBody = false
     /// Requests whose head arrived and whose answer is not yet written.
     var unanswered = 0
+    /// An answer said `Connection: close`, or a head that does not parse was refused: nothing more is answered.
+    var closing = false
     /// The connection's start, or the end of the last answer.
     var quietSince = NIODeadline.now()
     var servedAny = false
@@ -221,6 +230,22 @@ final class ConnectionTimeouts {
             bytes += buffer.readableBytesView.prefix(Self.keptHeadBytes - bytes.count)
         }
         return bytes
+    }
+
+    /// The fast read path answered a whole request itself (`FastReadHandler`): the connection is quiet again, as
+    /// after `answerEnded`; `pending` holds what arrived of the next head.
+    func answeredHere(pending: ByteBuffer?) {
+        quietSince = .now()
+        servedAny = true
+        headBuffers.removeAll(keepingCapacity: true)
+        headBuffered = 0
+        if let pending {
+            headStartedAt = quietSince
+            headBuffers.append(pending)
+            headBuffered = pending.readableBytes
+        } else {
+            headStartedAt = nil
+        }
     }
 
     func answerEnded() {
@@ -347,6 +372,7 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
         switch unwrapOutboundIn(data) {
         case .head(let head):
             closeAfterAnswer = head.headerFields[.connection]?.lowercased() == "close"
+            if closeAfterAnswer { timeouts.closing = true }
             context.write(data, promise: promise)
         case .body:
             context.write(data, promise: promise)
@@ -374,6 +400,7 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         refusedHead = true
+        timeouts.closing = true
         timeouts.metrics.connectionClosed(.badRequest)
         let message = "the request head does not parse (\(parserError))"
         onMalformedHead(context.channel, timeouts.headBytes, message)

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Hummingbird
 import LedgerAPI
@@ -254,9 +255,19 @@ struct ErrorMiddleware: RouterMiddleware {
     {
         do {
             return try await next(request, context)
-        } catch let error as CodedError {
-            return HTTPErrors.response(error)
-        } catch let error as HTTPError {
+        } catch {
+            return Self.answer(error, method: request.method, path: request.uri.path, logger: logger).response
+        }
+    }
+
+    /// The error document for `error` (the fast read path refuses through this too).
+    static func answer(_ error: any Error, method: HTTPRequest.Method, path: @autoclosure () -> String, logger: Logger)
+        -> BufferedResponse
+    {
+        switch error {
+        case let error as CodedError:
+            return HTTPErrors.buffered(error)
+        case let error as HTTPError:
             // Hummingbird's own refusals (no route, wrong method) keep their status, under the code it names.
             let code: ErrorCode
             switch error.status {
@@ -268,18 +279,16 @@ struct ErrorMiddleware: RouterMiddleware {
             }
             let message =
                 error.body
-                ?? (error.status == .notFound ? "no route for \(request.method) \(request.uri.path)" : error.status.reasonPhrase)
-            return HTTPErrors.response(CodedError(code, message), status: error.status, closesConnection: false)
-        } catch let error as HTTPParserError {
+                ?? (error.status == .notFound ? "no route for \(method) \(path())" : error.status.reasonPhrase)
+            return HTTPErrors.buffered(CodedError(code, message), status: error.status, closesConnection: false)
+        case let error as HTTPParserError:
             // A body that does not parse, on a route that does not read it through `collectBody`: the caller's fault.
-            return HTTPErrors.response(CodedError(.invalidBody, "the request does not parse (\(error))"))
-        } catch is NIOTooManyBytesError {
-            return HTTPErrors.response(
-                CodedError(.tooLarge, "the request body is too large"), closesConnection: false)
-        } catch {
-            logger.error(
-                "request failed", metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "error": "\(error)"])
-            return HTTPErrors.response(CodedError(.internal, "\(error)"))
+            return HTTPErrors.buffered(CodedError(.invalidBody, "the request does not parse (\(error))"))
+        case is NIOTooManyBytesError:
+            return HTTPErrors.buffered(CodedError(.tooLarge, "the request body is too large"), closesConnection: false)
+        default:
+            logger.error("request failed", metadata: ["method": "\(method)", "path": "\(path())", "error": "\(error)"])
+            return HTTPErrors.buffered(CodedError(.internal, "\(error)"))
         }
     }
 }
@@ -296,24 +305,40 @@ struct RequestMetricsMiddleware: RouterMiddleware {
         let start = DispatchTime.now().uptimeNanoseconds
         let response = try await next(request, context)
         let elapsed = DispatchTime.now().uptimeNanoseconds &- start
-        let route = context.endpointPath ?? "unmatched"
-        metrics.recordRequest(
-            method: request.method.rawValue, route: route, status: response.status.code, nanoseconds: elapsed)
+        Self.answered(
+            method: request.method, path: request.uri.path, route: context.endpointPath ?? "unmatched",
+            status: response.status, nanoseconds: elapsed, metrics: metrics, logger: logger)
+        return response
+    }
+
+    /// Records and logs one answered request.
+    static func answered(
+        method: HTTPRequest.Method, path: @autoclosure () -> String, route: String, status: HTTPResponse.Status,
+        nanoseconds elapsed: UInt64, metrics: ServerMetrics, logger: Logger
+    ) {
+        answered(
+            method: method, path: path(), route: route, status: status, nanoseconds: elapsed,
+            timer: metrics.requestTimer(method: method.rawValue, route: route, status: status.code), logger: logger)
+    }
+
+    /// Records one answered request into `timer` (its series: the fast read path keeps them) and logs it.
+    static func answered(
+        method: HTTPRequest.Method, path: @autoclosure () -> String, route: String, status: HTTPResponse.Status,
+        nanoseconds elapsed: UInt64, timer: CoreMetrics.Timer, logger: Logger
+    ) {
+        timer.recordNanoseconds(Int64(clamping: elapsed))
         // 503 is back-pressure (a full writer queue, shutting down), not a fault: it is counted, not logged as one;
         // 501 (a transfer coding the server does not speak) is the caller's.
-        if response.status.code >= 500 && response.status != .serviceUnavailable && response.status != .notImplemented {
+        if status.code >= 500 && status != .serviceUnavailable && status != .notImplemented {
             logger.error(
-                "request failed",
-                metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)"])
+                "request failed", metadata: ["method": "\(method)", "path": "\(path())", "status": "\(status.code)"])
         } else {
             logger.debug(
                 "request",
                 metadata: [
-                    "method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
-                    "micros": "\(elapsed / 1000)",
+                    "method": "\(method)", "path": "\(path())", "status": "\(status.code)", "micros": "\(elapsed / 1000)",
                 ])
         }
-        return response
     }
 }
 

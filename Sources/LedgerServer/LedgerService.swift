@@ -27,6 +27,8 @@ public final class LedgerService: Service, Sendable {
     public let socketPath: String
     let logger: Logger
     private let bound = BoundSocket()
+    /// Whether new connections answer the hot reads on their event loop (`FastReadHandler`); on by default.
+    public let fastReads = FastReadSwitch()
     private let connections = ConnectionCount()
 
     /// - Parameters:
@@ -55,11 +57,13 @@ public final class LedgerService: Service, Sendable {
         let limits = ConnectionLimits(api.configuration.limits)
         let connections = self.connections
         let api = self.api
+        let fastReads = self.fastReads
         let app = Application(
             router: api.makeRouter(),
             server: HTTPServerBuilder { responder in
                 GuardedHTTP1Channel(
                     responder: responder, limits: limits, connections: connections, metrics: api.metrics,
+                    fastReads: (api, fastReads),
                     onMalformedHead: { channel, head, message in
                         api.recordMalformedHead(channel, head: head, message: message)
                     })

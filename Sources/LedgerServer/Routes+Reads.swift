@@ -18,9 +18,10 @@ extension LedgerRoutes {
         var asOf: UInt64?
         var environment: AppStoreEnvironment
 
-        init(_ request: Request) throws {
-            let query = request.uri.queryParameters
-            if let text = query["at"] {
+        /// - Parameter query: a query parameter's value by name (the router's `uri.queryParameters`, or the fast
+        ///   read path's own parse of a query it takes).
+        init(query: (String) -> Substring?) throws {
+            if let text = query("at") {
                 guard let ms = Instant.parse(String(text)) else {
                     throw CodedError(.invalidQuery, "at must be milliseconds since epoch or ISO-8601")
                 }
@@ -28,11 +29,11 @@ extension LedgerRoutes {
             } else {
                 at = currentMillis()
             }
-            if let text = query["asOf"] {
+            if let text = query("asOf") {
                 guard let seq = UInt64(text) else { throw CodedError(.invalidQuery, "asOf must be a log sequence number") }
                 asOf = seq
             }
-            if let text = query["environment"] {
+            if let text = query("environment") {
                 guard let env = AppStoreEnvironment(appleName: String(text)) else {
                     throw CodedError(.invalidQuery, "environment must be Production, Sandbox, Xcode or LocalTesting")
                 }
@@ -41,29 +42,50 @@ extension LedgerRoutes {
                 environment = .production
             }
         }
+
+        init(_ request: Request) throws {
+            let query = request.uri.queryParameters
+            try self.init { query[Substring($0)] }
+        }
+    }
+
+    // The hot reads, shared by the router and the fast read path (`FastReadHandler`), so both answer alike.
+
+    /// `GET /v1/subscriptions/{otid}`.
+    func subscriptionAnswer(otid: String, _ clocks: ReadClocks) throws -> BufferedResponse {
+        guard
+            let view = try read({
+                try ledger.timeline(
+                    OriginalTransactionID(otid), environment: clocks.environment, at: clocks.at, asOf: clocks.asOf)
+            })
+        else {
+            throw CodedError(.notFound, "no \(clocks.environment.rawValue) subscription \(otid) is known")
+        }
+        return JSONBody.buffered(view)
+    }
+
+    /// `GET /v1/customers/{appUserId}`.
+    func customerAnswer(user: String, _ clocks: ReadClocks) throws -> BufferedResponse {
+        let view = try read {
+            try ledger.customer(AppUserID(user), environment: clocks.environment, at: clocks.at, asOf: clocks.asOf)
+        }
+        return JSONBody.buffered(view)
+    }
+
+    /// `GET /v1/health`.
+    func healthAnswer() throws -> BufferedResponse {
+        let seq = try read { try ledger.lastSeq() }
+        return JSONBody.buffered(HealthDocument(lastSeq: seq))
     }
 
     func addReadRoutes(to router: Router<LedgerRequestContext>) {
-        router.get("/v1/subscriptions/{otid}") { request, context in
+        router.get(RouterPath(stringLiteral: Self.subscriptionRoute)) { request, context in
             let otid = try context.parameters.require("otid")
-            let clocks = try ReadClocks(request)
-            guard
-                let view = try self.read({
-                    try self.ledger.timeline(
-                        OriginalTransactionID(otid), environment: clocks.environment, at: clocks.at, asOf: clocks.asOf)
-                })
-            else {
-                throw CodedError(.notFound, "no \(clocks.environment.rawValue) subscription \(otid) is known")
-            }
-            return JSONBody.response(view)
+            return try self.subscriptionAnswer(otid: otid, ReadClocks(request)).response
         }
-        router.get("/v1/customers/{appUserId}") { request, context in
+        router.get(RouterPath(stringLiteral: Self.customerRoute)) { request, context in
             let user = try context.parameters.require("appUserId")
-            let clocks = try ReadClocks(request)
-            let view = try self.read {
-                try self.ledger.customer(AppUserID(user), environment: clocks.environment, at: clocks.at, asOf: clocks.asOf)
-            }
-            return JSONBody.response(view)
+            return try self.customerAnswer(user: user, ReadClocks(request)).response
         }
         router.get("/v1/transactions/{transactionId}") { _, context in
             let id = try context.parameters.require("transactionId")
@@ -73,6 +95,12 @@ extension LedgerRoutes {
                 encoding: TransactionDocument(transactionId: id, events: events.map { EventDocument($0) }))
         }
     }
+
+    /// The routes the fast read path also serves, as the router names them (the `route` label of the request
+    /// metrics).
+    static let subscriptionRoute = "/v1/subscriptions/{otid}"
+    static let customerRoute = "/v1/customers/{appUserId}"
+    static let healthRoute = "/v1/health"
 
     /// Runs a store read; its failures become coded refusals (a damaged ledger is a 500, never a crash).
     func read<T>(_ body: () throws -> T) throws -> T {
@@ -175,9 +203,8 @@ extension LedgerRoutes {
 
 extension LedgerRoutes {
     func addOperationRoutes(to router: Router<LedgerRequestContext>) {
-        router.get("/v1/health") { _, _ in
-            let seq = try self.read { try self.ledger.lastSeq() }
-            return JSONBody.response(HealthDocument(lastSeq: seq))
+        router.get(RouterPath(stringLiteral: Self.healthRoute)) { _, _ in
+            try self.healthAnswer().response
         }
         router.get("/metrics") { _, _ in
             Response(

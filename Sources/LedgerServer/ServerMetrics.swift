@@ -101,14 +101,9 @@ public final class ServerMetrics: Sendable {
         if let seq { lastSeq.record(Int64(clamping: seq)) }
     }
 
-    /// One answered request.
-    func recordRequest(method: String, route: String, status: Int, nanoseconds: UInt64) {
-        requestTimer(method: method, route: route, status: status).recordNanoseconds(Int64(clamping: nanoseconds))
-    }
-
     /// The latency histogram of one (method, route, status), made once: the registry's lookup (name sanitising,
     /// label matching under its lock) costs more than the recording itself.
-    private func requestTimer(method: String, route: String, status: Int) -> CoreMetrics.Timer {
+    func requestTimer(method: String, route: String, status: Int) -> CoreMetrics.Timer {
         let key = RequestKey(method: method, route: route, status: status)
         if let timer = requestTimers.withLock({ $0[key] }) { return timer }
         let timer = CoreMetrics.Timer(

@@ -20,6 +20,11 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "Socket path (default: the configuration's socket.path, else DIR/ledger.sock).")
     var socket: String?
 
+    @Flag(
+        name: .long,
+        help: "Answer every request through the general router, the hot reads too (to compare with the fast read path).")
+    var noFastReads = false
+
     func run() async throws {
         let configuration = try ledger.loadConfiguration(json: false)
         let path =
@@ -29,6 +34,7 @@ struct Serve: AsyncParsableCommand {
             ProcessInfo.processInfo.environment["STORELEDGER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
         let store = try ledger.openLedger(configuration, readOnly: false, json: false)
         let service = LedgerService(ledger: store, configuration: configuration, socketPath: path, logger: logger)
+        service.fastReads.isOn = !noFastReads
         do {
             try await service.runUntilSignalled()
         } catch let error as CodedError {

@@ -29,6 +29,55 @@ import Testing
         #expect(String(decoding: json.bytes, as: UTF8.self) == #"{"a":[1,2],"b":{},"c":[[],[3]],"d":null,"e\t":false}"#)
     }
 
+    /// Strings and integers written as they were written byte by byte and through `String(n)`: escapes at the
+    /// start, middle and end, runs between them, multi-byte characters, every control character, the integer limits.
+    @Test func stringsAndIntegersByteForByte() {
+        func reference(_ s: String) -> [UInt8] {
+            var out: [UInt8] = [34]
+            for b in s.utf8 {
+                switch b {
+                case 34: out += [92, 34]
+                case 92: out += [92, 92]
+                case 0x0A: out += [92, 110]
+                case 0x0D: out += [92, 114]
+                case 0x09: out += [92, 116]
+                case 0..<0x20: out += Array(String(format: "\\u%04x", b).utf8)
+                default: out.append(b)
+                }
+            }
+            return out + [34]
+        }
+        let controls = String(decoding: (0..<0x20).map { UInt8($0) }, as: UTF8.self)
+        for s in ["", "plain", "\"", "\\", "a\"b\\c", "\nstart", "end\t", "é 🍎 \u{07}x", controls, controls + "tail",
+            String(repeating: "long run ", count: 40) + "\"" + String(repeating: "é", count: 30)]
+        {
+            var json = JSONWriter()
+            json.string(s)
+            #expect(json.bytes == reference(s), "\(s.debugDescription)")
+        }
+        // Every position of one character to escape in strings of 1 to 40 bytes (the writer scans eight at a time).
+        for length in 1...40 {
+            for position in 0..<length {
+                for special in ["\"", "\\", "\n", "\u{1f}"] {
+                    let s = String(repeating: "a", count: position) + special + String(repeating: "é", count: (length - position) / 2)
+                    var json = JSONWriter()
+                    json.string(s)
+                    #expect(json.bytes == reference(s), "\(s.debugDescription)")
+                }
+            }
+        }
+        for n: Int64 in [0, 1, -1, 9, 10, -10, 1_700_000_000_000, Int64.max, Int64.min, Int64.min + 1] {
+            var json = JSONWriter()
+            json.number(n)
+            #expect(json.bytes == Array(String(n).utf8))
+        }
+        for n: UInt64 in [0, 7, 18_446_744_073_709_551_615] {
+            var json = JSONWriter()
+            json.number(n)
+            #expect(json.bytes == Array(String(n).utf8))
+        }
+    }
+
     @Test func sortedKeysOrderEveryObjectAsFoundationDoes() throws {
         var json = JSONWriter(sortedKeys: true)
         json.object { o in
