@@ -112,14 +112,23 @@ private func printLine(_ bytes: [UInt8]) {
     FileHandle.standardOutput.write(Data(bytes + [UInt8(ascii: "\n")]))
 }
 
-/// Shows progress on a terminal (stderr), at most a few times per second; silent when stderr is not a TTY.
+/// Shows progress on a terminal (stderr), at most a few times per second: done / total, the share done and the rate
+/// since the start. Silent when stderr is not a TTY, or when asked to be (`--quiet`).
 final class ProgressLine: @unchecked Sendable {
     private let label: String
-    private let enabled = isatty(STDERR_FILENO) != 0
+    private let unit: String
+    private let enabled: Bool
+    private let started = DispatchTime.now().uptimeNanoseconds
     private var last: UInt64 = 0
+    private var shown = false
     private let lock = NSLock()
 
-    init(_ label: String) { self.label = label }
+    /// A line for `label` (`verifying`), counting `unit`s.
+    init(_ label: String, unit: String = "events", quiet: Bool = false) {
+        self.label = label
+        self.unit = unit
+        enabled = !quiet && isatty(STDERR_FILENO) != 0
+    }
 
     func update(_ done: UInt64, _ total: UInt64) {
         guard enabled else { return }
@@ -128,12 +137,28 @@ final class ProgressLine: @unchecked Sendable {
         let now = DispatchTime.now().uptimeNanoseconds
         guard now - last > 200_000_000 || done == total else { return }
         last = now
+        shown = true
         let pct = total > 0 ? Double(done) * 100 / Double(total) : 100
-        FileHandle.standardError.write(Data(String(format: "\r%@ %llu/%llu (%.0f%%)", label, done, total, pct).utf8))
+        let seconds = Double(now - started) / 1e9
+        let rate = seconds > 0 ? Double(done) / seconds : 0
+        let line = String(format: "\r%@ %llu/%llu %@ (%.0f%%), %@ %@/s\u{1B}[K", label, done, total, unit, pct, Self.short(rate), unit)
+        FileHandle.standardError.write(Data(line.utf8))
     }
 
+    /// Ends the line (when one was shown), so that what follows starts on a line of its own.
     func finish() {
-        guard enabled else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        guard enabled, shown else { return }
+        shown = false
         FileHandle.standardError.write(Data("\n".utf8))
+    }
+
+    /// 950, 12.3k, 1.24M.
+    static func short(_ value: Double) -> String {
+        if value >= 1e6 { return String(format: "%.2fM", value / 1e6) }
+        if value >= 1e4 { return String(format: "%.0fk", value / 1e3) }
+        if value >= 1e3 { return String(format: "%.1fk", value / 1e3) }
+        return String(format: "%.0f", value)
     }
 }

@@ -60,21 +60,13 @@ struct Export: ParsableCommand {
 
     @OptionGroup var ledger: LedgerOptions
     @Option(name: .long, help: "Only events after this sequence number.") var after: UInt64 = 0
+    @Flag(name: .long, help: "No progress line on a terminal (stderr).") var quiet = false
 
     func run() throws {
         let store = try ledger.openLedger(try ledger.loadConfiguration(json: false), readOnly: true, json: false)
-        var next = after
-        while true {
-            let page = try store.events(after: next, limit: 1_000)
-            guard let last = page.last else { break }
-            var out = Data()
-            for stored in page {
-                out += try JSONWriter.bytes(encoding: EventDocument(stored, raw: try store.raw(of: stored)), sortedKeys: true)
-                out += Data("\n".utf8)
-            }
-            FileHandle.standardOutput.write(out)
-            next = last.event.seq
-        }
+        let progress = ProgressLine("exporting", quiet: quiet)
+        defer { progress.finish() }
+        _ = try EventExport.write(store, after: after, to: STDOUT_FILENO, progress: progress.update)
     }
 }
 
@@ -111,10 +103,11 @@ struct Verify: ParsableCommand {
 
     @OptionGroup var ledger: LedgerOptions
     @Flag(name: .long, help: "One JSON document on stdout.") var json = false
+    @Flag(name: .long, help: "No progress line on a terminal (stderr).") var quiet = false
 
     func run() throws {
         let store = try ledger.openLedger(try ledger.loadConfiguration(json: json), readOnly: true, json: json)
-        let progress = ProgressLine("verifying")
+        let progress = ProgressLine("verifying", quiet: quiet)
         let report: VerificationReport
         do {
             report = try store.verify(progress: progress.update)
@@ -153,7 +146,7 @@ struct Replay: ParsableCommand {
         let configuration = try ledger.loadConfiguration(json: json)
         let store = try ledger.openLedger(configuration, readOnly: check || until != nil, json: json)
         defer { store.close() }
-        let progress = ProgressLine("replaying")
+        let progress = ProgressLine("replaying", unit: "subscriptions")
         let report = try store.replay(until: until, check: check, progress: progress.update)
         progress.finish()
         if json {

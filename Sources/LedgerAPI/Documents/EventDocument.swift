@@ -57,8 +57,8 @@ public struct EventDocument: Encodable, Sendable {
         receivedAt = e.metadata.receivedAt
         observedAt = e.metadata.observedAt
         appUserId = e.metadata.appUserId?.rawValue
-        rawDigest = e.metadata.rawDigest.map { String(format: "%02x", $0) }.joined()
-        chainHash = stored.chainHash.map { String(format: "%02x", $0) }.joined()
+        rawDigest = Self.hex(e.metadata.rawDigest)
+        chainHash = Self.hex(stored.chainHash)
         switch e.fact {
         case .transaction(let f): fact = .transaction(f)
         case .renewal(let f): fact = .renewal(f)
@@ -66,6 +66,22 @@ public struct EventDocument: Encodable, Sendable {
         case .binding(let f): fact = .binding(f)
         }
         self.raw = raw.map { Data($0).base64EncodedString() }
+    }
+}
+
+extension EventDocument {
+    /// Lowercase hex, two digits per byte.
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            digits.withUTF8Buffer { digits in
+                for (i, b) in bytes.enumerated() {
+                    out[2 * i] = digits[Int(b >> 4)]
+                    out[2 * i + 1] = digits[Int(b & 15)]
+                }
+            }
+            return bytes.count * 2
+        }
     }
 }
 
@@ -104,5 +120,63 @@ public struct RejectedDocument: Encodable, Sendable {
         raw = Data(r.raw).base64EncodedString()
         request = r.request
         headerBytes = r.headerBytes
+    }
+}
+
+// MARK: - The export's lines
+
+extension EventDocument {
+    /// Writes the JSON of `stored` with its raw input, with sorted keys: the bytes `json.encodable(EventDocument(stored,
+    /// raw: raw))` writes (a test compares them), written member by member in key order, so that no document, hex
+    /// or base64 string is made and no member is moved. The fact is written through its `Codable` form, as there.
+    /// `json` must sort keys.
+    public static func writeSorted(_ stored: StoredEvent, raw: UnsafeRawBufferPointer?, to json: inout JSONWriter) throws {
+        precondition(json.sortedKeys, "the export's documents have sorted keys")
+        let e = stored.event
+        json.beginObject()
+        if let user = e.metadata.appUserId {
+            json.key("appUserId")
+            json.string(user.rawValue)
+        }
+        json.key("chainHash")
+        json.string(hexOf: stored.chainHash)
+        json.key("environment")
+        json.string(e.fact.environment.rawValue)
+        json.key("fact")
+        switch e.fact {
+        case .transaction(let f): try json.encodable(f)
+        case .renewal(let f): try json.encodable(f)
+        case .notification(let f): try json.encodable(f)
+        case .binding(let f): try json.encodable(f)
+        }
+        json.key("key")
+        json.string(e.fact.eventKey)
+        json.key("kind")
+        json.string(e.fact.kind.rawValue)
+        json.key("observedAt")
+        json.number(e.metadata.observedAt)
+        if let otid = e.fact.originalTransactionId {
+            json.key("originalTransactionId")
+            json.string(otid.rawValue)
+        }
+        if let raw {
+            json.key("raw")
+            json.string(base64Of: raw)
+        }
+        json.key("rawDigest")
+        json.string(hexOf: e.metadata.rawDigest)
+        json.key("receivedAt")
+        json.number(e.metadata.receivedAt)
+        json.key("seq")
+        json.number(e.seq)
+        json.key("signature")
+        json.string(e.metadata.signature.rawValue)
+        json.key("source")
+        json.string(e.metadata.source.rawValue)
+        if let tid = e.fact.transactionId {
+            json.key("transactionId")
+            json.string(tid.rawValue)
+        }
+        json.endObject()
     }
 }

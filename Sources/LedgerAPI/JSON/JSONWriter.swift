@@ -260,6 +260,89 @@ public struct JSONWriter {
     @inline(__always)
     public mutating func document(_ document: some JSONDocument) { document.write(to: &self) }
 
+    /// `bytes` as a string of lowercase hex digits, two per byte (digests and chain links).
+    public mutating func string(hexOf bytes: some Collection<UInt8>) {
+        beginValue()
+        let n = bytes.count * 2 + 2
+        reserve(n)
+        let digits: StaticString = "0123456789abcdef"
+        digits.withUTF8Buffer { digits in
+            var at = storage.base + count
+            at.pointee = UInt8(ascii: "\"")
+            for b in bytes {
+                at[1] = digits[Int(b >> 4)]
+                at[2] = digits[Int(b & 15)]
+                at += 2
+            }
+            at[1] = UInt8(ascii: "\"")
+        }
+        count += n
+    }
+
+    /// `bytes` in standard base64 (RFC 4648 alphabet, `=` padding, no line breaks: what Foundation's
+    /// `base64EncodedString()` writes), as a string, encoded straight into the text: the raw inputs of an export,
+    /// which would otherwise be made into a `String` and scanned for escapes they never need.
+    public mutating func string(base64Of bytes: UnsafeRawBufferPointer) {
+        beginValue()
+        let n = (bytes.count + 2) / 3 * 4 + 2
+        reserve(n)
+        let alphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+        alphabet.withUTF8Buffer { table in
+            let out = storage.base + count
+            out[0] = UInt8(ascii: "\"")
+            var o = 1
+            var i = 0
+            let whole = bytes.count - bytes.count % 3
+            while i < whole {
+                let word = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+                out[o] = table[Int(word >> 18)]
+                out[o + 1] = table[Int(word >> 12 & 63)]
+                out[o + 2] = table[Int(word >> 6 & 63)]
+                out[o + 3] = table[Int(word & 63)]
+                i += 3
+                o += 4
+            }
+            switch bytes.count - whole {
+            case 1:
+                let word = UInt32(bytes[i]) << 16
+                out[o] = table[Int(word >> 18)]
+                out[o + 1] = table[Int(word >> 12 & 63)]
+                out[o + 2] = UInt8(ascii: "=")
+                out[o + 3] = UInt8(ascii: "=")
+                o += 4
+            case 2:
+                let word = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
+                out[o] = table[Int(word >> 18)]
+                out[o + 1] = table[Int(word >> 12 & 63)]
+                out[o + 2] = table[Int(word >> 6 & 63)]
+                out[o + 3] = UInt8(ascii: "=")
+                o += 4
+            default: break
+            }
+            out[o] = UInt8(ascii: "\"")
+        }
+        count += n
+    }
+
+    // MARK: - Lines (NDJSON)
+
+    /// How many bytes of text are written.
+    public var byteCount: Int { count }
+
+    /// Ends a line of NDJSON: a newline after a whole value (no container open).
+    public mutating func endLine() {
+        precondition(open.isEmpty && !afterKey, "a line ends after a whole value")
+        put(UInt8(ascii: "\n"))
+    }
+
+    /// Forgets the text written so far, keeping the memory for what comes next (a buffer of lines written out
+    /// whenever it holds enough). No container may be open.
+    public mutating func removeAll() {
+        precondition(open.isEmpty && !afterKey, "text is forgotten between values")
+        reserve(0)
+        count = 0
+    }
+
     /// A floating-point value JSON cannot write.
     public struct NonFiniteNumber: Error, Hashable, Sendable {
         public var value: Double
@@ -355,6 +438,13 @@ public struct JSONWriter {
     /// Rewrites the members of the object just closed in key order (they sit between `object.start` and the end).
     private mutating func sortMembers(_ object: (start: Int, keys: [(key: String, at: Int)])) {
         guard object.keys.count > 1 else { return }
+        // Members written in key order already (documents that write themselves that way) stay as they are.
+        var inOrder = true
+        for i in 1..<object.keys.count where !(object.keys[i - 1].key < object.keys[i].key) {
+            inOrder = false
+            break
+        }
+        if inOrder { return }
         let end = count
         var spans: [(key: String, range: Range<Int>)] = []
         spans.reserveCapacity(object.keys.count)

@@ -1,0 +1,76 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import LedgerStore
+import LedgerWire
+
+// MARK: - `storeledger export`
+
+/// The export: NDJSON of every event with its raw input (base64), one `EventDocument` per line with sorted keys, in
+/// log order — what `storeledger export` writes and `ingest` reads back.
+public enum EventExport {
+    /// What an export wrote.
+    public struct Summary: Sendable, Hashable {
+        public var events: UInt64
+        public var bytes: UInt64
+    }
+
+    /// Lines are gathered into a buffer of about this size and written with one `write(2)`.
+    static let bufferBytes = 512 << 10
+
+    /// Writes every event with seq > `after` to the file descriptor `fd`; `progress` is told the events written and
+    /// the log's last seq now and then. A write that fails is `storage_full` (no room) or `storage_error`.
+    public static func write(
+        _ ledger: Ledger, after: UInt64 = 0, to fd: Int32, progress: ProgressHandler? = nil
+    ) throws -> Summary {
+        try write(ledger, after: after, to: fd, progress: progress, batchSize: 4_096)
+    }
+
+    /// `write(_:after:to:progress:)`, reading `batchSize` events per read transaction.
+    static func write(_ ledger: Ledger, after: UInt64 = 0, to fd: Int32, progress: ProgressHandler? = nil, batchSize: Int)
+        throws -> Summary
+    {
+        var total = try ledger.lastSeq()
+        var summary = Summary(events: 0, bytes: 0)
+        var json = JSONWriter(capacity: bufferBytes + (64 << 10), sortedKeys: true)
+        func flush() throws {
+            try json.withBytes { try writeAll(fd, $0) }
+            summary.bytes += UInt64(json.byteCount)
+            json.removeAll()
+        }
+        try ledger.forEachEvent(after: after, batchSize: batchSize) { stored, raw in
+            try EventDocument.writeSorted(stored, raw: raw, to: &json)
+            json.endLine()
+            summary.events += 1
+            if json.byteCount >= bufferBytes {
+                try flush()
+                if let progress {
+                    total = max(total, stored.event.seq)
+                    progress(summary.events, max(summary.events, total - min(after, total)))
+                }
+            }
+        }
+        try flush()
+        progress?(summary.events, max(summary.events, total - min(after, total)))
+        return summary
+    }
+}
+
+/// Writes all of `bytes` to `fd`, however many calls it takes.
+private func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws {
+    var offset = 0
+    while offset < bytes.count {
+        let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+        if n < 0 {
+            let code = errno
+            if code == EINTR { continue }
+            let reason = String(cString: strerror(code))
+            throw code == ENOSPC || code == EDQUOT
+                ? LedgerError(code: .storageFull, message: "disk full: the export could not be written (\(reason))")
+                : LedgerError(code: .storageError, message: "the export could not be written: \(reason)")
+        }
+        offset += n
+    }
+}

@@ -1,0 +1,64 @@
+import LMDB
+import LedgerCore
+
+// MARK: - Reading the whole log (export)
+
+extension Ledger {
+    /// Visits every event with seq > `after` in log order, with the raw input it was decoded from (nil when those
+    /// bytes are missing), `batchSize` events per short read transaction, so a live writer is never blocked for long;
+    /// events appended meanwhile are visited too, up to the end the last transaction sees. The raw bytes are valid
+    /// only inside `body`.
+    ///
+    /// Reads as `events(after:limit:)` and `raw(of:)` do, without a transaction per input: the events of one input
+    /// are neighbours in the log and share its raw bytes, which are read once.
+    /// - Complexity: O(n) lookups for n events (each event is found under its key; `raw` is read in key order).
+    public func forEachEvent(
+        after: UInt64, batchSize: Int = 4_096, _ body: (StoredEvent, UnsafeRawBufferPointer?) throws -> Void
+    ) throws {
+        precondition(batchSize > 0, "a batch of no events")
+        var next = after &+ 1
+        var revisionKey: [UInt8] = []
+        revisionKey.reserveCapacity(64)
+        var strings = RepeatedStrings()
+        while next != 0 {  // 0: the seq after UInt64.max, which no log reaches
+            let visited: Int = try environment.read { txn in
+                let log = try txn.cursor(layout.log)
+                let events = try txn.cursor(layout.events)
+                let raws = try txn.cursor(layout.raw)
+                var rawInput: (key: UInt64, bytes: MappedBytes?)? = nil
+                var entry = try log.seek(StoreLayout.logKey(next))
+                var count = 0
+                while let e = entry, count < batchSize {
+                    let seq = BigEndian.uint64(e.key)
+                    guard let record = LogRecord(e.value) else {
+                        throw LedgerError.corrupted("log entry \(seq) is \(e.value.count) bytes")
+                    }
+                    revisionKey.removeAll(keepingCapacity: true)
+                    revisionKey.append(contentsOf: record.eventKey)
+                    revisionKey.append(0)
+                    BigEndian.append(seq, to: &revisionKey)
+                    guard let stored = try revisionKey.withUnsafeBytes({ try events.find($0) })?.value else {
+                        throw LedgerError.corrupted("log seq \(seq) names an event that is missing")
+                    }
+                    let event = try StoreLayout.decodeEvent(seq: seq, stored, strings: &strings)
+                    if rawInput?.key != record.rawKey {
+                        let key = StoreLayout.rawKey(record.rawKey)
+                        let found = try key.withUnsafeBytes { try raws.findForward($0) }
+                        rawInput = (record.rawKey, found?.value)
+                    }
+                    let stored = StoredEvent(event: event, chainHash: record.link, rawKey: record.rawKey)
+                    if let raw = rawInput?.bytes {
+                        try raw.withUnsafeBytes { try body(stored, $0) }
+                    } else {
+                        try body(stored, nil)
+                    }
+                    next = seq &+ 1
+                    count += 1
+                    entry = try log.next()
+                }
+                return count
+            }
+            if visited < batchSize { return }
+        }
+    }
+}
