@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "storeledger", targets: ["storeledger"]),
         .executable(name: "loadgen", targets: ["loadgen"]),
         .library(name: "LedgerCore", targets: ["LedgerCore"]),
+        .library(name: "LedgerCodec", targets: ["LedgerCodec"]),
         .library(name: "LedgerAppStore", targets: ["LedgerAppStore"]),
         .library(name: "LedgerStore", targets: ["LedgerStore"]),
         .library(name: "LedgerServer", targets: ["LedgerServer"]),
@@ -44,6 +45,7 @@ let package = Package(
 
         // MARK: - Domain
         .target(name: "LedgerCore", swiftSettings: swiftSettings),
+        .target(name: "LedgerCodec", dependencies: ["LedgerCore"], swiftSettings: swiftSettings),
         .target(
             name: "LedgerAppStore",
             dependencies: [
@@ -58,6 +60,7 @@ let package = Package(
             name: "LedgerStore",
             dependencies: [
                 "LedgerCore",
+                "LedgerCodec",
                 "LMDB",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -117,6 +120,7 @@ let package = Package(
             name: "LedgerTestSupport",
             dependencies: [
                 "LedgerCore",
+                "LedgerCodec",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -125,15 +129,20 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"], swiftSettings: swiftSettings),
-        .testTarget(name: "LedgerCoreTests", dependencies: ["LedgerCore", "LedgerTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "LedgerCoreTests", dependencies: ["LedgerCore", "LedgerCodec", "LedgerTestSupport"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "LedgerCodecTests", dependencies: ["LedgerCodec", "LedgerCore", "LedgerTestSupport"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "LedgerAppStoreTests",
-            dependencies: ["LedgerAppStore", "LedgerCore", "LedgerTestSupport"],
+            dependencies: ["LedgerAppStore", "LedgerCore", "LedgerCodec", "LedgerTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LedgerStoreTests",
-            dependencies: ["LedgerStore", "LedgerCore", "LedgerAppStore", "LedgerTestSupport", "LMDB"],
+            dependencies: ["LedgerStore", "LedgerCore", "LedgerCodec", "LedgerAppStore", "LedgerTestSupport", "LMDB"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

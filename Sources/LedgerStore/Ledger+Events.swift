@@ -1,4 +1,5 @@
 import LMDB
+import LedgerCodec
 import LedgerCore
 
 /// A stored event and where it sits in the log.

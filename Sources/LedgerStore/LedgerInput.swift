@@ -1,3 +1,4 @@
+import LedgerCodec
 import LedgerCore
 
 /// One input handed to the ledger: either the facts decoded from it, or the reason it was refused.

@@ -1,4 +1,5 @@
 import LMDB
+import LedgerCodec
 import LedgerCore
 
 /// The named databases of one ledger directory and how their keys are built. The README's "Storage layout" section

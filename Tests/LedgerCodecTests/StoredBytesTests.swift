@@ -1,3 +1,4 @@
+import LedgerCodec
 import LedgerCore
 import Testing
 
@@ -200,7 +201,7 @@ import Testing
     static func stored(policy: BindingPolicy) -> [UInt8] {
         let t = Timeline.fold(
             history(), originalTransactionId: otid, environment: .production,
-            rules: FoldRules(bindingPolicy: policy))
+            rules: FoldRules(bindingPolicy: policy), ties: .canonical)
         return t.encoded(after: t.lastSeq)
     }
 
