@@ -67,66 +67,67 @@ extension TransactionFact {
     }
 
     init(reading r: inout BinaryReader, strings: inout RepeatedStrings) throws(FactDecodingError) {
-        // The fields are read into one value, boxed once at the end; the required ones start as placeholders.
-        var f = Fields(
-            transactionId: TransactionID(CompactID(.decimal(0))), originalTransactionId: OriginalTransactionID(CompactID(.decimal(0))),
-            productId: "", purchaseDate: 0)
+        // The fields are read into the fact's box; the required ones start as placeholders.
         var sawId = false, sawOriginal = false, sawProduct = false, sawPurchase = false
-        while let (tag, wire) = try r.nextField() {
-            let s = wire == .bytes, n = wire == .varint
-            switch tag {
-            case 1 where s:
-                f.transactionId = TransactionID(try r.readID())
-                sawId = true
-            case 2 where s:
-                f.originalTransactionId = OriginalTransactionID(try r.readID())
-                sawOriginal = true
-            case 3 where s: f.webOrderLineItemId = try r.readID()
-            case 4 where s: f.bundleId = try r.readString(reusing: &strings.bundle)
-            case 5 where s:
-                f.productId = try r.readString(reusing: &strings.product)
-                sawProduct = true
-            case 6 where s: f.subscriptionGroupIdentifier = try r.readString(reusing: &strings.group)
-            case 7 where n:
-                f.purchaseDate = try r.readInt64()
-                sawPurchase = true
-            case 8 where n: f.originalPurchaseDate = try r.readInt64()
-            case 9 where n: f.expiresDate = try r.readInt64()
-            case 10 where n: f.quantity = try r.readInt64()
-            case 11 where s: f.type = try ProductType(reading: &r)
-            case 12 where s: f.appAccountToken = try r.readString()
-            case 13 where s: f.inAppOwnershipType = try r.readString()
-            case 14 where n: f.signedDate = try r.readInt64()
-            case 15 where n: f.revocationDate = try r.readInt64()
-            case 16 where n: f.revocationReason = try r.readInt64()
-            case 17 where s: f.revocationType = try r.readString()
-            case 18 where n: f.revocationPercentage = try r.readInt64()
-            case 19 where n: f.isUpgraded = try r.readBool()
-            case 20 where n: f.offerType = try r.readInt64()
-            case 21 where s: f.offerIdentifier = try r.readString()
-            case 22 where s: f.offerDiscountType = try r.readString()
-            case 23 where n: f.isTrialPeriod = try r.readBool()
-            case 24 where n: f.isInIntroOfferPeriod = try r.readBool()
-            case 25 where n: f.environment = try readEnvironment(&r)
-            case 36 where s: f.environment = try readEnvironmentName(&r)
-            case 26 where s: f.storefront = try r.readString()
-            case 27 where s: f.transactionReason = try r.readString()
-            case 28 where n: f.price = try r.readInt64()
-            case 29 where s: f.currency = try r.readString()
-            case 30 where s: try r.readMapEntry(into: &f.extra)
-            case 31 where s: f.appTransactionId = try r.readString()
-            case 32 where s: f.offerPeriod = try r.readString()
-            case 33 where s: f.billingPlanType = try r.readString()
-            case 34 where s: f.commitment = try Self.decodeCommitment(try r.readBytes())
-            case 35 where s: f.originalApplicationVersion = try r.readString()
-            case 1...36: throw FactDecodingError("transaction field \(tag) has the wrong wire type")
-            default: try r.readUnknown(tag: tag, wire: wire, into: &f.unknownFields)
+        let placeholders = Fields(
+            transactionId: TransactionID(.empty), originalTransactionId: OriginalTransactionID(.empty), productId: "",
+            purchaseDate: 0)
+        try self.init(placeholders) { (f: inout Fields) throws(FactDecodingError) in
+            while let (tag, wire) = try r.nextField() {
+                let s = wire == .bytes, n = wire == .varint
+                switch tag {
+                case 1 where s:
+                    f.transactionId = TransactionID(try r.readID())
+                    sawId = true
+                case 2 where s:
+                    f.originalTransactionId = OriginalTransactionID(try r.readID())
+                    sawOriginal = true
+                case 3 where s: f.webOrderLineItemId = try r.readID()
+                case 4 where s: f.bundleId = try r.readString(reusing: &strings.bundle)
+                case 5 where s:
+                    f.productId = try r.readString(reusing: &strings.product)
+                    sawProduct = true
+                case 6 where s: f.subscriptionGroupIdentifier = try r.readString(reusing: &strings.group)
+                case 7 where n:
+                    f.purchaseDate = try r.readInt64()
+                    sawPurchase = true
+                case 8 where n: f.originalPurchaseDate = try r.readInt64()
+                case 9 where n: f.expiresDate = try r.readInt64()
+                case 10 where n: f.quantity = try r.readInt64()
+                case 11 where s: f.type = try ProductType(reading: &r)
+                case 12 where s: f.appAccountToken = try r.readString()
+                case 13 where s: f.inAppOwnershipType = try r.readString()
+                case 14 where n: f.signedDate = try r.readInt64()
+                case 15 where n: f.revocationDate = try r.readInt64()
+                case 16 where n: f.revocationReason = try r.readInt64()
+                case 17 where s: f.revocationType = try r.readString()
+                case 18 where n: f.revocationPercentage = try r.readInt64()
+                case 19 where n: f.isUpgraded = try r.readBool()
+                case 20 where n: f.offerType = try r.readInt64()
+                case 21 where s: f.offerIdentifier = try r.readString()
+                case 22 where s: f.offerDiscountType = try r.readString()
+                case 23 where n: f.isTrialPeriod = try r.readBool()
+                case 24 where n: f.isInIntroOfferPeriod = try r.readBool()
+                case 25 where n: f.environment = try readEnvironment(&r)
+                case 36 where s: f.environment = try readEnvironmentName(&r)
+                case 26 where s: f.storefront = try r.readString()
+                case 27 where s: f.transactionReason = try r.readString()
+                case 28 where n: f.price = try r.readInt64()
+                case 29 where s: f.currency = try r.readString()
+                case 30 where s: try r.readMapEntry(into: &f.extra)
+                case 31 where s: f.appTransactionId = try r.readString()
+                case 32 where s: f.offerPeriod = try r.readString()
+                case 33 where s: f.billingPlanType = try r.readString()
+                case 34 where s: f.commitment = try Self.decodeCommitment(try r.readBytes())
+                case 35 where s: f.originalApplicationVersion = try r.readString()
+                case 1...36: throw FactDecodingError("transaction field \(tag) has the wrong wire type")
+                default: try r.readUnknown(tag: tag, wire: wire, into: &f.unknownFields)
+                }
             }
         }
         guard sawId, sawOriginal, sawProduct, sawPurchase else {
             throw FactDecodingError("transaction lacks transactionId, originalTransactionId, productId or purchaseDate")
         }
-        self.init(f)
     }
 }
 
@@ -160,7 +161,7 @@ extension RenewalInfoFact {
 
     init(reading r: inout BinaryReader, strings: inout RepeatedStrings) throws(FactDecodingError) {
         var otid: CompactID?
-        self = RenewalInfoFact(originalTransactionId: "")
+        self = RenewalInfoFact(originalTransactionId: OriginalTransactionID(.empty))
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
@@ -264,7 +265,8 @@ extension BindingClaim {
 
     init(reading r: inout BinaryReader) throws(FactDecodingError) {
         var user: String?, otid: CompactID?, at: Int64?
-        self = BindingClaim(appUserId: "", originalTransactionId: "", claimedAt: 0)
+        self = BindingClaim(
+            appUserId: AppUserID(rawValue: ""), originalTransactionId: OriginalTransactionID(.empty), claimedAt: 0)
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {

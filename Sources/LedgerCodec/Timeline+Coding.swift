@@ -105,23 +105,20 @@ extension Timeline {
 
     /// Decodes what `encoded()` wrote.
     public init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
-        self = try Timeline.decode(bytes, leavingOutEarlierPeriods: false).timeline
-    }
-
-    /// What `decode(_:leavingOutEarlierPeriods:)` read.
-    struct Decoded {
-        var timeline: Timeline
-        /// Where the records of the periods before the latest are, when they were left out.
         var earlierPeriods: Range<Int>?
-        /// False for an encoding written before the id bounds were stored (no field 10).
-        var boundsStored: Bool
+        var boundsStored = false
+        try self.init(
+            decoding: bytes, leavingOutEarlierPeriods: false, earlierPeriods: &earlierPeriods, boundsStored: &boundsStored)
     }
 
     /// Decodes what `encoded()` wrote; with `leavingOutEarlierPeriods`, only the latest period is decoded and the
-    /// others' records are left where they are (`earlierPeriods`), for the tail path (`appending(_:toEncoded:rules:)`).
-    static func decode(_ bytes: UnsafeRawBufferPointer, leavingOutEarlierPeriods tail: Bool) throws(FactDecodingError)
-        -> Decoded
-    {
+    /// others' records are left where they are, for the tail path (`appending(_:toEncoded:rules:)`): `earlierPeriods`
+    /// is then where they are in `bytes`. `boundsStored` is false for an encoding written before the id bounds were
+    /// (no field 10).
+    init(
+        decoding bytes: UnsafeRawBufferPointer, leavingOutEarlierPeriods tail: Bool, earlierPeriods: inout Range<Int>?,
+        boundsStored: inout Bool
+    ) throws(FactDecodingError) {
         var r = BinaryReader(bytes)
         let version = try r.readVarint()
         guard version == UInt64(Timeline.formatVersion) else {
@@ -148,7 +145,7 @@ extension Timeline {
                 at = skim.offset
             }
         }
-        let earlierPeriods = tail && periodCount > 1 ? firstPeriodAt..<lastPeriodAt : nil
+        earlierPeriods = tail && periodCount > 1 ? firstPeriodAt..<lastPeriodAt : nil
         var periods: [Period] = []
         periods.reserveCapacity(earlierPeriods == nil ? periodCount : 1)
         var changes: [TimelineChange] = []
@@ -184,32 +181,32 @@ extension Timeline {
             case 9 where s: frontier = try FoldPosition(decoding: try r.readBytes())
             case 10 where s: bounds = try IDBounds(decoding: try r.readBytes())
             case 11 where s:
-                let (token, user) = try decodeTokenUser(try r.readBytes())
+                let (token, user) = try Self.decodeTokenUser(try r.readBytes())
                 accountToken = AccountTokenClaim(token: token, appUserId: user)
             case 12 where s:
-                let (token, user) = try decodeTokenUser(try r.readBytes())
+                let (token, user) = try Self.decodeTokenUser(try r.readBytes())
                 tokenUsers[token] = user
             case 1...13: throw FactDecodingError("timeline field \(tag) has the wrong wire type")
             default: try r.skip(wire)
             }
         }
         guard let otid else { throw FactDecodingError("timeline lacks its originalTransactionId") }
-        var t = Timeline(originalTransactionId: OriginalTransactionID(otid), environment: env)
-        t.periods = periods
-        t.statedChanges = changes
+        self.init(originalTransactionId: OriginalTransactionID(otid), environment: env)
+        self.periods = periods
+        self.statedChanges = changes
         // The renewal state keeps the info's subscription and environment: the timeline's.
-        renewal?.info.originalTransactionId = t.originalTransactionId
+        renewal?.info.originalTransactionId = originalTransactionId
         renewal?.info.environment = env
-        t.renewal = renewal
-        t.owners = owners
-        t.refusedClaims = refused
-        t.accountToken = accountToken
-        t.tokenUsers = tokenUsers
-        t.lastSeq = lastSeq
-        t.frontier = frontier
+        self.renewal = renewal
+        self.owners = owners
+        self.refusedClaims = refused
+        self.accountToken = accountToken
+        self.tokenUsers = tokenUsers
+        self.lastSeq = lastSeq
+        self.frontier = frontier
         // Without stored bounds (an older encoding) the fold derives them from the periods on first use.
-        t.idBounds = bounds ?? IDBounds()
-        return Decoded(timeline: t, earlierPeriods: earlierPeriods, boundsStored: bounds != nil)
+        self.idBounds = bounds ?? IDBounds()
+        boundsStored = bounds != nil
     }
 
     /// Decodes what `encoded()` wrote.
@@ -412,7 +409,7 @@ extension RenewalState {
     /// The stored state; its info's subscription and environment are the timeline's, set by the caller.
     init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
         var r = BinaryReader(bytes)
-        var s = RenewalState(info: RenewalInfoFact(originalTransactionId: OriginalTransactionID(CompactID(.decimal(0)))), at: 0, seq: 0)
+        var s = RenewalState(info: RenewalInfoFact(originalTransactionId: OriginalTransactionID(.empty)), at: 0, seq: 0)
         while let (tag, _) = try r.nextField() {
             switch tag {
             case 1: s.at = try r.readInt64()
@@ -525,7 +522,7 @@ extension FoldPosition {
     init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
         var f = BinaryReader(bytes)
         var kind: Fact.Kind?
-        self.init(instant: 0, kind: .transaction, id: CompactID(.text("")))
+        self.init(instant: 0, kind: .transaction, id: .empty)
         while let (t, _) = try f.nextField() {
             switch t {
             case 1: instant = try f.readInt64()

@@ -11,14 +11,16 @@ extension Timeline {
     public static func appending(
         _ events: [LedgerEvent], toEncoded bytes: UnsafeRawBufferPointer, rules: FoldRules, stamped: Bool = false
     ) throws(FactDecodingError) -> [UInt8]? {
-        let decoded = try Timeline.decode(bytes, leavingOutEarlierPeriods: true)
-        var timeline = decoded.timeline
-        let earlierPeriods = decoded.earlierPeriods.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) }
+        var leftOut: Range<Int>?
+        var boundsStored = false
+        var timeline = try Timeline(
+            decoding: bytes, leavingOutEarlierPeriods: true, earlierPeriods: &leftOut, boundsStored: &boundsStored)
+        let earlierPeriods = leftOut.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) }
         if earlierPeriods == nil {
             guard timeline.apply(contentsOf: events, rules: rules) else { return nil }
         } else {
             // Without its stored id bounds the fold cannot tell a renewal without reading every period.
-            guard decoded.boundsStored, timeline.applyToLatestPeriod(contentsOf: events, rules: rules) else { return nil }
+            guard boundsStored, timeline.applyToLatestPeriod(contentsOf: events, rules: rules) else { return nil }
         }
         var w = BinaryWriter(capacity: 8 + timeline.estimatedSize(earlierPeriods: earlierPeriods?.count ?? 0))
         if stamped { w.writeBigEndian(timeline.lastSeq) }

@@ -73,6 +73,10 @@ package struct CompactID: Hashable, Codable, Sendable {
     @inlinable
     package init(_ storage: Storage) { self.storage = storage }
 
+    /// The empty text: the id of a fold position that has none, and what a decoder starts from.
+    @inlinable
+    package static var empty: CompactID { CompactID(.text("")) }
+
     package init(_ text: String) {
         if let value = Self.decimalValue(of: text) { storage = .decimal(value) } else { storage = .text(text) }
     }
@@ -171,7 +175,8 @@ package struct CompactID: Hashable, Codable, Sendable {
 /// The app's own user id (from the app's backend, or an `appAccountToken`).
 public struct AppUserID: StringIdentifier, Comparable {
     public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
+    /// Inlinable: LedgerCodec's decoder makes one per stored claim, owner and event metadata that names a user.
+    @inlinable public init(rawValue: String) { self.rawValue = rawValue }
     public static func < (a: AppUserID, b: AppUserID) -> Bool { a.rawValue < b.rawValue }
 }
 

@@ -87,9 +87,9 @@ public struct TransactionFact: Hashable, Codable, Sendable {
         /// For an AppTransaction (the app's own purchase): the app version the customer first got.
         public var originalApplicationVersion: String?
         /// Fields Apple sent that this version does not model, by their Apple name, as compact JSON text.
-        public var extra: [String: String] = [:]
+        public var extra: [String: String]
         /// Binary fields written by a newer version of the ledger: kept and written back unchanged.
-        public var unknownFields = UnknownFields()
+        public var unknownFields: UnknownFields
 
         /// The required fields; every other is absent. Inlinable: LedgerCodec's decoder makes one per stored
         /// transaction and fills it field by field.
@@ -103,6 +103,8 @@ public struct TransactionFact: Hashable, Codable, Sendable {
             self.productId = productId
             self.purchaseDate = purchaseDate
             self.environment = environment
+            self.extra = [:]
+            self.unknownFields = UnknownFields()
         }
     }
 
@@ -130,9 +132,19 @@ public struct TransactionFact: Hashable, Codable, Sendable {
 
     @usableFromInline var box: CopyOnWriteBox<Fields>
 
-    /// A fact of these fields. Inlinable, as the accessors: the codec boxes every transaction it decodes.
-    @inlinable
+    /// A fact of these fields.
     public init(_ fields: Fields) { box = CopyOnWriteBox(fields) }
+
+    /// A fact of the fields `fill` writes over `initial`, in place in the fact's box: one allocation, and the fields
+    /// are never copied (a struct built in a local and then boxed is). Inlinable, for LedgerCodec's decoder, which
+    /// reads every stored transaction this way.
+    @inlinable
+    package init<Failure: Error>(_ initial: Fields, filling fill: (inout Fields) throws(Failure) -> Void)
+        throws(Failure)
+    {
+        box = CopyOnWriteBox(initial)
+        try fill(&box.value)
+    }
 
     public init(
         transactionId: TransactionID, originalTransactionId: OriginalTransactionID, productId: String,

@@ -23,11 +23,11 @@ public struct UnknownField: Hashable, Codable, Sendable {
 
 /// Fields kept for forward compatibility, in the order they were read.
 public struct UnknownFields: Hashable, Codable, Sendable {
-    public var fields: [UnknownField] = []
+    public var fields: [UnknownField]
 
     /// None. Inlinable: every fact the codec decodes starts with none.
     @inlinable
-    public init() {}
+    public init() { fields = [] }
 
     public var isEmpty: Bool { fields.isEmpty }
 

@@ -21,7 +21,7 @@ package struct FoldPosition: Hashable, Sendable, Comparable {
     init(_ event: LedgerEvent) {
         switch event.fact {
         case .transaction(let t): self.init(instant: event.effectiveDate, kind: .transaction, id: t.transactionId.id)
-        case .renewal: self.init(instant: event.effectiveDate, kind: .renewal, id: CompactID(.text("")))
+        case .renewal: self.init(instant: event.effectiveDate, kind: .renewal, id: .empty)
         case .notification(let n):
             self.init(instant: event.effectiveDate, kind: .notification, id: CompactID(n.notificationUUID))
         case .binding(let b): self.init(instant: b.claimedAt, kind: .binding, id: CompactID(b.appUserId.rawValue))

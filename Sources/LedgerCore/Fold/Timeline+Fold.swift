@@ -45,18 +45,18 @@ extension Timeline {
         keys.sort { a, b in
             if a.instant != b.instant { return a.instant < b.instant }
             if a.kind != b.kind { return a.kind < b.kind }
-            let x = events[a.index], y = events[b.index]
-            let px = FoldPosition(x), py = FoldPosition(y)
+            let px = FoldPosition(events[a.index]), py = FoldPosition(events[b.index])
             if px != py { return px < py }
-            if x.fact == y.fact { return x.seq < y.seq }
+            let x = events[a.index].fact, y = events[b.index].fact
+            if x == y { return events[a.index].seq < events[b.index].seq }
             // Two revisions of one transaction stated at one instant (one receipt's `in_app` and
             // `latest_receipt_info`): the one stating a revocation folds last, so a copy without it never undoes it.
-            if case .transaction(let a) = x.fact, case .transaction(let b) = y.fact,
+            if case .transaction(let a) = x, case .transaction(let b) = y,
                 (a.revocationDate == nil) != (b.revocationDate == nil)
             {
                 return a.revocationDate == nil
             }
-            return ties.precedes(x.fact, y.fact)
+            return ties.precedes(x, y)
         }
         var previous: FoldKey?
         for key in keys {
@@ -334,21 +334,22 @@ extension Timeline {
 
     /// The renewal info replaces the renewal state; what changed becomes stated changes.
     mutating func stepRenewal(_ r: RenewalInfoFact, at instant: UnixMillis, seq: UInt64) {
-        let new = RenewalState(r, at: instant, seq: seq)
-        let old = renewal?.info
-        if let was = old?.autoRenewStatus, let now = r.autoRenewStatus, was != now {
+        // What the renewal state said before, read where it lies (the state is a whole renewal info).
+        let wasAutoRenewing = renewal?.info.autoRenewStatus
+        let wasRetrying = renewal?.info.isInBillingRetryPeriod == true
+        if let was = wasAutoRenewing, let now = r.autoRenewStatus, was != now {
             record(TimelineChange(at: instant, kind: now ? .autoRenewOn : .autoRenewOff, seq: seq))
         }
         // Apple keeps retrying during a grace period too; while the grace period lasts, that is the state to tell.
         let graceUntil = r.gracePeriodExpiresDate.flatMap { $0 > instant ? $0 : nil }
-        if let g = graceUntil, g != old?.gracePeriodExpiresDate {
+        if let g = graceUntil, g != renewal?.info.gracePeriodExpiresDate {
             record(TimelineChange(at: instant, kind: .gracePeriod, seq: seq, until: g))
-        } else if graceUntil == nil, r.isInBillingRetryPeriod == true, old?.isInBillingRetryPeriod != true {
+        } else if graceUntil == nil, r.isInBillingRetryPeriod == true, !wasRetrying {
             record(TimelineChange(at: instant, kind: .billingRetry, seq: seq))
         }
         // Apple stops retrying: the subscription expired (an expiration intent says why) or the billing recovered.
         // V1 receipts have no notification for either; the renewal info is all they state.
-        if old?.isInBillingRetryPeriod == true, r.isInBillingRetryPeriod == false {
+        if wasRetrying, r.isInBillingRetryPeriod == false {
             if let reason = RenewalState.expirationReason(intent: r.expirationIntent) {
                 record(TimelineChange(at: instant, kind: .expired, seq: seq, detail: reason))
             } else {
@@ -356,14 +357,17 @@ extension Timeline {
             }
         }
         let current = r.productId ?? periods.last?.productId
-        let oldPending = old.flatMap { o in o.autoRenewProductId.flatMap { $0 != (o.productId ?? current) ? $0 : nil } }
+        var oldPending: String?
+        if let target = renewal?.info.autoRenewProductId, target != (renewal?.info.productId ?? current) {
+            oldPending = target
+        }
         if let target = r.autoRenewProductId, target != current {
             if target != oldPending { record(TimelineChange(at: instant, kind: .pendingChange, seq: seq, detail: target)) }
         } else if let oldPending, oldPending != current {
             // Back to the current product before the change took effect: the pending change was cancelled.
             record(TimelineChange(at: instant, kind: .pendingChangeCancelled, seq: seq, detail: oldPending))
         }
-        renewal = new
+        renewal = RenewalState(r, at: instant, seq: seq)
     }
 
     /// What a notification states. Its transaction and renewal info are separate facts; only what they cannot say
