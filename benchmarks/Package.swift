@@ -15,7 +15,7 @@ let package = Package(
     targets: [
         benchmark("EventStore", uses: ["LedgerCore", "LedgerStore"]),
         benchmark("Import", uses: ["LedgerCore", "LedgerStore"]),
-        benchmark("Fold", uses: ["LedgerCore"]),
+        benchmark("Fold", uses: ["LedgerCore", "LedgerCodec"]),
         benchmark("Decode", uses: ["LedgerCore", "LedgerAppStore", "LedgerTestSupport"]),
     ]
 )

@@ -127,11 +127,6 @@ package struct BinaryReader {
             unknown.fields.append(UnknownField(tag: tag, wireType: .bytes, varint: 0, bytes: Array(try readBytes())))
         }
     }
-
-    /// Checks that a field has the wire type its tag requires.
-    package func expect(_ wire: WireType, _ expected: WireType, _ name: StaticString) throws(FactDecodingError) {
-        guard wire == expected else { throw FactDecodingError("field \(name) has the wrong wire type") }
-    }
 }
 
 extension BinaryReader {

@@ -6,7 +6,7 @@ import LedgerCore
 /// what a newer writer stored.
 
 /// Appends tagged fields to a buffer of raw memory it owns: a field is a capacity check and a few stores (appending
-/// to an array checked its uniqueness and capacity for every byte). Not copyable, so the memory has one owner; the
+/// to an array checks its uniqueness and capacity for every byte). Not copyable, so the memory has one owner; the
 /// result is taken with `finish()` (or copied with `bytes`).
 package struct BinaryWriter: ~Copyable {
     private var base: UnsafeMutablePointer<UInt8>

@@ -303,8 +303,8 @@ extension FactMetadata {
         w.write(unknownFields)
     }
 
-    /// Reads the stored fields into this value, made by the caller (`LedgerEvent`'s decoder): a decoder that built
-    /// and returned a new value copied it on the way out, retaining each of its references.
+    /// Reads the stored fields into this value, made by the caller (`LedgerEvent`'s decoder): a decoder that builds
+    /// and returns a new value copies it on the way out, retaining each of its references.
     mutating func read(_ r: inout BinaryReader, parts: LedgerEvent.MetadataParts) throws(FactDecodingError) {
         var sawSource = false, sawObserved = false
         while let (tag, wire) = try r.nextField() {

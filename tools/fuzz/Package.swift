@@ -32,6 +32,7 @@ let package = Package(
             dependencies: [
                 "CFuzzDriver",
                 .product(name: "LedgerCore", package: root),
+                .product(name: "LedgerCodec", package: root),
                 .product(name: "LedgerAppStore", package: root),
                 .product(name: "LedgerTestSupport", package: root),
             ],

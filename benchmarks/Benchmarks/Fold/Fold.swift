@@ -1,4 +1,5 @@
 import Benchmark
+import LedgerCodec
 import LedgerCore
 
 // The pure fold's hot paths, as the store drives them: `Timeline.fold` (replay, verify, refolds), one incremental
@@ -100,7 +101,7 @@ func update(stored: [UInt8], with event: LedgerEvent, all: [LedgerEvent]) -> [UI
         return bytes
     }
     var timeline = try! Timeline(decoding: stored)
-    if !timeline.apply(event, rules: rules) { timeline = Timeline.fold(all + [event], rules: rules) }
+    if !timeline.apply(event, rules: rules) { timeline = Timeline.fold(all + [event], rules: rules, ties: .canonical) }
     return timeline.encoded()
 }
 
@@ -115,7 +116,7 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("Fold 100-event timelines (per event)", configuration: .init(scalingFactor: .kilo)) { benchmark in
         var k = 0
         for _ in 0..<(benchmark.scaledIterations.count / 100) {
-            blackHole(Timeline.fold(timelines[k % timelines.count], rules: rules))
+            blackHole(Timeline.fold(timelines[k % timelines.count], rules: rules, ties: .canonical))
             k += 1
         }
     }
@@ -126,7 +127,7 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("Fold 100-event timelines, shuffled (per event)", configuration: .init(scalingFactor: .kilo)) { benchmark in
         var k = 0
         for _ in 0..<(benchmark.scaledIterations.count / 100) {
-            blackHole(Timeline.fold(shuffled[k % shuffled.count], rules: rules))
+            blackHole(Timeline.fold(shuffled[k % shuffled.count], rules: rules, ties: .canonical))
             k += 1
         }
     }
@@ -134,7 +135,7 @@ let benchmarks: @Sendable () -> Void = {
     // One incremental update at the tail of a stored timeline of 5 and of 100 periods, as the store does it.
     for periods in [5, 100] {
         let events = history(otid: 7, periods: periods, events: periods)
-        let stored = Timeline.fold(events, rules: rules).encoded()
+        let stored = Timeline.fold(events, rules: rules, ties: .canonical).encoded()
         let next = nextRenewal(after: events)
         Benchmark(
             "Incremental update at the tail, \(periods) periods (\(stored.count) B)",
@@ -147,7 +148,7 @@ let benchmarks: @Sendable () -> Void = {
     // One update in the past of a 100-event timeline: apply refuses, the OTID refolds from its 101 events.
     do {
         let events = timelines[0]
-        let stored = Timeline.fold(events, rules: rules).encoded()
+        let stored = Timeline.fold(events, rules: rules, ties: .canonical).encoded()
         let refund = pastRefund(in: events)
         Benchmark("Incremental update in the past, 100 events (refold)") { benchmark in
             for _ in benchmark.scaledIterations { blackHole(update(stored: stored, with: refund, all: events)) }
