@@ -108,7 +108,8 @@ extension Timeline {
         var earlierPeriods: Range<Int>?
         var boundsStored = false
         try self.init(
-            decoding: bytes, leavingOutEarlierPeriods: false, earlierPeriods: &earlierPeriods, boundsStored: &boundsStored)
+            decoding: bytes, leavingOutEarlierPeriods: false, earlierPeriods: &earlierPeriods,
+            boundsStored: &boundsStored)
     }
 
     /// Decodes what `encoded()` wrote; with `leavingOutEarlierPeriods`, only the latest period is decoded and the

@@ -4,8 +4,8 @@ import LedgerTestSupport
 import Testing
 
 /// The fold builds a new period in one go (`Period(bought:)`), where a revision goes through `take` and
-/// `applyRevocation(of:at:seq:)`: the two must agree on every field, whatever the transaction states, or a period would depend on
-/// whether it was first seen new or revised.
+/// `applyRevocation(of:at:seq:)`: the two must agree on every field, whatever the transaction states, or a period would
+/// depend on whether it was first seen new or revised.
 @Suite struct PeriodTests {
     static let rules = FoldRules(
         catalog: Catalog(products: [

@@ -1,7 +1,7 @@
 /// Where an event falls in the fold order: the instant it speaks from (a claim's `claimedAt`; otherwise Apple's
 /// `signedDate`, or when a V1 fact was observed), then its kind (`Fact.Kind`), then its id (transaction id,
-/// notification UUID, claimant). Different facts equal in all three are ordered by a `FactOrder`, and identical facts at
-/// the same instant are one revision. The fold is the step function run over the events in this order, so any
+/// notification UUID, claimant). Different facts equal in all three are ordered by a `FactOrder`, and identical facts
+/// at the same instant are one revision. The fold is the step function run over the events in this order, so any
 /// delivery order of the same events gives the same timeline.
 package struct FoldPosition: Hashable, Sendable, Comparable {
     package var instant: UnixMillis

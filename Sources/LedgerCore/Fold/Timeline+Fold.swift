@@ -12,7 +12,9 @@ extension Timeline {
         _ events: some Sequence<LedgerEvent>, originalTransactionId: OriginalTransactionID,
         environment: AppStoreEnvironment, rules: FoldRules, ties: FactOrder
     ) -> Timeline {
-        fold(Array(events), originalTransactionId: originalTransactionId, environment: environment, rules: rules, ties: ties)
+        fold(
+            Array(events), originalTransactionId: originalTransactionId, environment: environment, rules: rules,
+            ties: ties)
     }
 
     /// What the sort moves: the first two parts of the event's `FoldPosition` and where the event is.
@@ -29,7 +31,7 @@ extension Timeline {
         rules: FoldRules, ties: FactOrder
     ) -> Timeline {
         var timeline = Timeline(originalTransactionId: originalTransactionId, environment: environment)
-        // The events are sorted by key, not moved: an event is large (a fact and its metadata hold several references).
+        // The events are sorted by key, not moved: an event is large (its fact and metadata hold several references).
         var keys: [FoldKey] = []
         keys.reserveCapacity(events.count)
         var transactions = 0
