@@ -3,8 +3,9 @@
 public struct RenewalState: Hashable, Sendable {
     /// The renewal info, with what it says about the next renewal: its product and auto-renew product, auto-renew
     /// status, expiration intent, billing retry, grace period end, price increase status, renewal date, renewal price
-    /// and currency, eligible win-back offers and billing plan. The rest (its offer, signing instant, extra fields…)
-    /// is not kept (`init(_:at:seq:)`).
+    /// and currency, eligible win-back offers and billing plan. Its offer, signing instant, subscription start, app
+    /// account token, app transaction id and the fields this version does not model are not kept
+    /// (`init(_:at:seq:)`).
     public var info: RenewalInfoFact
     /// The instant the renewal info speaks from (`signedDate`, or when a V1 one was observed).
     public var at: UnixMillis
@@ -19,22 +20,20 @@ public struct RenewalState: Hashable, Sendable {
         self.seq = seq
     }
 
-    /// The state the renewal info `r` states, at `at`, by the event `seq`.
+    /// The state the renewal info `r` states, at `at`, by the event `seq`: the info without what is not about the
+    /// next renewal.
     init(_ r: RenewalInfoFact, at: UnixMillis, seq: UInt64) {
-        var kept = RenewalInfoFact(originalTransactionId: r.originalTransactionId, environment: r.environment)
-        kept.productId = r.productId
-        kept.autoRenewProductId = r.autoRenewProductId
-        kept.autoRenewStatus = r.autoRenewStatus
-        kept.expirationIntent = r.expirationIntent
-        kept.isInBillingRetryPeriod = r.isInBillingRetryPeriod
-        kept.gracePeriodExpiresDate = r.gracePeriodExpiresDate
-        kept.priceIncreaseStatus = r.priceIncreaseStatus
-        kept.renewalDate = r.renewalDate
-        kept.renewalPrice = r.renewalPrice
-        kept.currency = r.currency
-        kept.eligibleWinBackOfferIds = r.eligibleWinBackOfferIds
-        kept.renewalBillingPlanType = r.renewalBillingPlanType
-        self.init(info: kept, at: at, seq: seq)
+        self.init(info: r, at: at, seq: seq)
+        info.offerType = nil
+        info.offerIdentifier = nil
+        info.signedDate = nil
+        info.recentSubscriptionStartDate = nil
+        info.offerDiscountType = nil
+        info.offerPeriod = nil
+        info.appAccountToken = nil
+        info.appTransactionId = nil
+        if !info.extra.isEmpty { info.extra = [:] }
+        if !info.unknownFields.isEmpty { info.unknownFields = UnknownFields() }
     }
 
     /// Apple's expiry reason names for `expirationIntent`: the EXPIRED notification's subtypes, so that one reason

@@ -47,18 +47,7 @@ extension Timeline {
         keys.sort { a, b in
             if a.instant != b.instant { return a.instant < b.instant }
             if a.kind != b.kind { return a.kind < b.kind }
-            let px = FoldPosition(events[a.index]), py = FoldPosition(events[b.index])
-            if px != py { return px < py }
-            let x = events[a.index].fact, y = events[b.index].fact
-            if x == y { return events[a.index].seq < events[b.index].seq }
-            // Two revisions of one transaction stated at one instant (one receipt's `in_app` and
-            // `latest_receipt_info`): the one stating a revocation folds last, so a copy without it never undoes it.
-            if case .transaction(let a) = x, case .transaction(let b) = y,
-                (a.revocationDate == nil) != (b.revocationDate == nil)
-            {
-                return a.revocationDate == nil
-            }
-            return ties.precedes(x, y)
+            return foldsBefore(events[a.index], events[b.index], ties: ties)
         }
         var previous: FoldKey?
         for key in keys {
@@ -76,6 +65,24 @@ extension Timeline {
         }
         timeline.frontier = keys.last.map { FoldPosition(events[$0.index]) }
         return timeline
+    }
+
+    /// The fold order of two events at one instant, of one kind: by id, then identical facts by seq, other facts by
+    /// `ties`. Out of line, so that the sort's comparison of instants and kinds, which almost always decides, stays
+    /// small enough to be inlined into the sort.
+    @inline(never)
+    private static func foldsBefore(_ x: LedgerEvent, _ y: LedgerEvent, ties: FactOrder) -> Bool {
+        let px = FoldPosition(x), py = FoldPosition(y)
+        if px != py { return px < py }
+        if x.fact == y.fact { return x.seq < y.seq }
+        // Two revisions of one transaction stated at one instant (one receipt's `in_app` and `latest_receipt_info`):
+        // the one stating a revocation folds last, so a copy without it never undoes it.
+        if case .transaction(let a) = x.fact, case .transaction(let b) = y.fact,
+            (a.revocationDate == nil) != (b.revocationDate == nil)
+        {
+            return a.revocationDate == nil
+        }
+        return ties.precedes(x.fact, y.fact)
     }
 
     /// Folds events whose OTID and environment are taken from the events themselves (the smallest environment code
