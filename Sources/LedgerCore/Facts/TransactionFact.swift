@@ -27,7 +27,7 @@ public enum ProductType: String, Hashable, Codable, Sendable, CaseIterable {
 ///
 /// The fields sit in one heap box that copies share until one of them is changed (copy on write). A fact goes from
 /// decoder to fold to store by value, and the fold takes one out of its event at every step: a copy is then one
-/// reference, where copying the fields themselves retained (and later released) each of the dozen they hold.
+/// reference, where a copy of the fields themselves retains (and later releases) each of the dozen they hold.
 @dynamicMemberLookup
 public struct TransactionFact: Hashable, Codable, Sendable {
     /// The fields of a transaction.
