@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import LMDB
+import LedgerCodec
 import LedgerCore
 
 // MARK: - Replay: every projection rebuilt from the events alone
@@ -125,7 +126,8 @@ extension Ledger {
                 chunk.indexFault = Self.indexFault(scan.events, of: env, otid, wholeLog: wholeLog)
             }
             if !scan.events.isEmpty {
-                let timeline = Timeline.fold(scan.events, originalTransactionId: otid, environment: env, rules: rules)
+                let timeline = Timeline.fold(
+                    scan.events, originalTransactionId: otid, environment: env, rules: rules, ties: .canonical)
                 rebuilt.removeAll()
                 StoredTimeline.encode(timeline, into: &rebuilt)
                 let different = try rebuilt.withBytes { bytes in
