@@ -120,6 +120,7 @@ final class ProgressLine: @unchecked Sendable {
     private let enabled: Bool
     private let started = DispatchTime.now().uptimeNanoseconds
     private var last: UInt64 = 0
+    private var lastDone: UInt64?
     private var shown = false
     private let lock = NSLock()
 
@@ -135,8 +136,9 @@ final class ProgressLine: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         let now = DispatchTime.now().uptimeNanoseconds
-        guard now - last > 200_000_000 || done == total else { return }
+        guard now - last > 200_000_000 || (done == total && done != lastDone) else { return }
         last = now
+        lastDone = done
         shown = true
         let pct = total > 0 ? Double(done) * 100 / Double(total) : 100
         let seconds = Double(now - started) / 1e9

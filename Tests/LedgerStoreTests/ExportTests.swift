@@ -5,6 +5,7 @@ import LedgerAppStore
 import LedgerCore
 import LedgerStore
 import LedgerTestSupport
+import LedgerWire
 import Logging
 import Testing
 

@@ -1,4 +1,5 @@
 import LMDB
+import LedgerCodec
 import LedgerCore
 
 // MARK: - Reading the whole log (export)
@@ -37,10 +38,10 @@ extension Ledger {
                     revisionKey.append(contentsOf: record.eventKey)
                     revisionKey.append(0)
                     BigEndian.append(seq, to: &revisionKey)
-                    guard let stored = try revisionKey.withUnsafeBytes({ try events.find($0) })?.value else {
+                    guard let bytes = try revisionKey.withUnsafeBytes({ try events.find($0) })?.value else {
                         throw LedgerError.corrupted("log seq \(seq) names an event that is missing")
                     }
-                    let event = try StoreLayout.decodeEvent(seq: seq, stored, strings: &strings)
+                    let event = try StoreLayout.decodeEvent(seq: seq, bytes, strings: &strings)
                     if rawInput?.key != record.rawKey {
                         let key = StoreLayout.rawKey(record.rawKey)
                         let found = try key.withUnsafeBytes { try raws.findForward($0) }

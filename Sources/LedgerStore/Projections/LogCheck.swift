@@ -1,5 +1,6 @@
 import Crypto
 import LMDB
+import LedgerCodec
 import LedgerCore
 
 /// What `verify` found in one range of the log, and what it counted there for the checks made once the whole log is
@@ -165,7 +166,9 @@ extension Ledger {
             if rawInput?.key != rawKey {
                 let found = try StoreLayout.rawKey(rawKey).withUnsafeBytes { try raws.findForward($0) }
                 guard let raw = found?.value else { return fault(seq, "raw input of event \(seq) is missing") }
-                rawInput = (rawKey, raw.withUnsafeBytes { SHA256.hash(bufferPointer: $0) })
+                var digest = SHA256()
+                raw.withUnsafeBytes { digest.update(bufferPointer: $0) }
+                rawInput = (rawKey, digest.finalize())
             }
             guard rawInput!.digest.withUnsafeBytes({ $0.elementsEqual(event.metadata.rawDigest) }) else {
                 return fault(seq, "raw input of event \(seq) was altered")
