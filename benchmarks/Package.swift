@@ -32,7 +32,9 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
-            path: "Support/TestFixtures"
+            path: "Support/TestFixtures",
+            // Uses the codec's package-scoped reader and writer, which another package cannot see.
+            exclude: ["EncodingSurgery.swift"]
         ),
         // The Fold benchmark's workload, and the same operations run under callgrind by instructions.sh.
         .target(

@@ -351,6 +351,26 @@ import Testing
         #expect(report.ok && report.events == 22 && report.rejected == 2 && report.projections == 4)
     }
 
+    /// Every shape of event key is recognised as its event's own (the check compares bytes without making the key):
+    /// decimal ids of every length, ids with leading zeros or letters, synthetic keys of each kind.
+    @Test func everyShapeOfEventKeyIsItsEventsOwn() throws {
+        let t = try TemporaryLedger()
+        var facts: [Fact] = []
+        for (tid, otid) in [
+            ("7", "7"), ("0012", "0012"), ("2000000000000001", "2000000000000001"), ("123456789012345678901234", "99"),
+            ("abc-ü.1", "otid-ü"), ("18446744073709551615", "18446744073709551616"),
+        ] {
+            facts.append(.transaction(transaction(tid, otid: otid)))
+            facts.append(.renewal(RenewalInfoFact(originalTransactionId: OriginalTransactionID(otid))))
+            facts.append(.binding(BindingClaim(appUserId: "u", originalTransactionId: OriginalTransactionID(otid), claimedAt: Self.start)))
+        }
+        facts.append(.notification(NotificationFact(notificationUUID: "9d3a5f0e-1c2b-4e6f-8a7b-00000000000ü", notificationType: "TEST")))
+        _ = try t.ledger.appendAndWait(facts.enumerated().map { i, fact in input([fact], raw: "raw \(i)") })
+        let report = try t.ledger.verify()
+        #expect(report.ok, "\(report.fault ?? "")")
+        #expect(report.events == UInt64(facts.count))
+    }
+
     /// Progress counts every event twice (the log, then the replay), halved: it ends at the log's end.
     @Test func progressEndsAtTheLogsEnd() throws {
         let t = try TemporaryLedger()

@@ -75,8 +75,14 @@ extension Ledger {
             return check
         }
         let log = try txn.cursor(layout.log)
-        let events = try txn.cursor(layout.events)
+        // One `events` cursor per kind of key, each left where it found the last key of its kind: keys of one kind
+        // arrive nearly in key order (Apple's ids grow with time), so most lookups land on the page a cursor stands
+        // on, or the entry after it, instead of descending from the root.
+        let events = ForwardCursors(txn, layout.events, count: Self.eventKeyKinds)
         let raws = try txn.cursor(layout.raw)
+        // Claims are the few events that need these.
+        var bindingsAny: Cursor?
+        var byUser: Cursor?
         var previous = ChainLink.genesis
         if first > 1 {
             guard let before = try log.find(StoreLayout.logKey(first - 1)) else {
@@ -107,7 +113,8 @@ extension Ledger {
             revisionKey.append(contentsOf: key)
             revisionKey.append(0)
             BigEndian.append(seq, to: &revisionKey)
-            guard let stored = try revisionKey.withUnsafeBytes({ try events.find($0) })?.value else {
+            let kind = Self.eventKeyKind(key)
+            guard let stored = try revisionKey.withUnsafeBytes({ try events.find($0, through: kind) })?.value else {
                 return fault(seq, "event \(seq) (\(String(decoding: key, as: UTF8.self))) is missing")
             }
 
@@ -124,27 +131,27 @@ extension Ledger {
             }
             previous = record.withUnsafeBytes { ChainLink($0) }
 
+            // Decoded whole but for the metadata's digest, user and unknown fields, which only `export` and the
+            // queries read (the digest is compared where it lies).
             let event: LedgerEvent
             do {
                 event = try stored.withUnsafeBytes { (bytes) throws(FactDecodingError) in
-                    try LedgerEvent(seq: seq, decoding: bytes, strings: &strings)
+                    try LedgerEvent(seq: seq, decoding: bytes, strings: &strings, metadata: .forFold)
                 }
             } catch {
                 return fault(seq, "event \(seq) does not decode: \(error)")
             }
-            guard event.fact.eventKey.utf8.elementsEqual(key) else {
-                return fault(seq, "event \(seq) is stored under another key")
-            }
+            guard event.fact.hasEventKey(key) else { return fault(seq, "event \(seq) is stored under another key") }
             // A repeat: an earlier revision of the key (its neighbour before it in `events`) with the same fact bytes.
-            if try isRepeat(stored, keyLength: key.count, events) {
+            if try isRepeat(stored, revisionKey: revisionKey, events, kind) {
                 return fault(seq, "event \(seq) repeats a fact already stored under \(event.fact.eventKey)")
             }
 
             if case .binding(let claim) = event.fact, claim.everyEnvironment {
                 let value = EventReference.encode(seq: seq, eventKey: event.fact.eventKey)
-                if try txn.cursor(layout.bindingsAny).find(StoreLayout.anyEnvironmentKey(claim.originalTransactionId), value: value)
-                    == nil
-                {
+                let cursor = try bindingsAny ?? txn.cursor(layout.bindingsAny)
+                bindingsAny = cursor
+                if try cursor.find(StoreLayout.anyEnvironmentKey(claim.originalTransactionId), value: value) == nil {
                     return fault(seq, "bindings_any index lacks claim \(seq) of \(claim.originalTransactionId)")
                 }
                 check.claimsOfEveryEnvironment.append((claim, seq))
@@ -155,7 +162,9 @@ extension Ledger {
                 if case .binding(let claim) = event.fact {
                     let userKey = StoreLayout.userKey(claim.environment, claim.appUserId)
                     let otidKey = StoreLayout.subscriptionKey(claim.environment, claim.originalTransactionId)
-                    if try txn.cursor(layout.byUser).find(userKey, value: otidKey) == nil {
+                    let cursor = try byUser ?? txn.cursor(layout.byUser)
+                    byUser = cursor
+                    if try cursor.find(userKey, value: otidKey) == nil {
                         return fault(seq, "by_user index lacks \(claim.appUserId) → \(claim.originalTransactionId)")
                     }
                     check.bindings.insert(userKey + [0] + otidKey)
@@ -170,7 +179,9 @@ extension Ledger {
                 raw.withUnsafeBytes { digest.update(bufferPointer: $0) }
                 rawInput = (rawKey, digest.finalize())
             }
-            guard rawInput!.digest.withUnsafeBytes({ $0.elementsEqual(event.metadata.rawDigest) }) else {
+            guard let digestRange = stored.withUnsafeBytes(StoreLayout.rawDigestRange),
+                rawInput!.digest.withUnsafeBytes({ stored.extracting(digestRange).hasSameBytes(as: $0) })
+            else {
                 return fault(seq, "raw input of event \(seq) was altered")
             }
             if rawKey == seq { check.rawInputs += 1 }
@@ -183,26 +194,44 @@ extension Ledger {
         return check
     }
 
-    /// Whether a revision stored before `stored` under the same event key holds the same fact bytes: the revisions
-    /// of a key are neighbours in `events` (key ‖ 0x00 ‖ seq), so they are the entries before it, where `events`
-    /// stands. Moves `events`.
-    private func isRepeat(_ stored: MappedBytes, keyLength: Int, _ events: Cursor) throws -> Bool {
-        guard let range = stored.withUnsafeBytes(StoreLayout.factBytesRange), let current = try events.current() else {
+    /// Whether a revision stored before `stored` (under `revisionKey`) holds the same fact bytes: the revisions of a
+    /// key are neighbours in `events` (key ‖ 0x00 ‖ seq), so they are the entries just before it, where cursor `kind`
+    /// stands. Most keys have one revision: one step back finds another key, one step forward returns.
+    private func isRepeat(_ stored: MappedBytes, revisionKey: [UInt8], _ events: ForwardCursors, _ kind: Int) throws
+        -> Bool
+    {
+        guard let range = stored.withUnsafeBytes(StoreLayout.factBytesRange) else { return false }
+        let fact = stored.extracting(range)
+        var steps = 0
+        defer { for _ in 0..<steps { _ = try? events.next(through: kind) } }
+        return try revisionKey.withUnsafeBytes { key in
+            let prefix = UnsafeRawBufferPointer(rebasing: key[0..<(key.count - 8)])  // event key ‖ 0x00
+            while let e = try events.previous(through: kind) {
+                steps += 1
+                guard e.key.count == key.count, e.key.extracting(0..<prefix.count).hasSameBytes(as: prefix) else {
+                    return false
+                }
+                if let earlier = e.value.withUnsafeBytes(StoreLayout.factBytesRange),
+                    fact.withUnsafeBytes({ e.value.extracting(earlier).hasSameBytes(as: $0) })
+                {
+                    return true
+                }
+            }
             return false
         }
-        let fact = stored.extracting(range)
-        let prefix = current.key.extracting(0..<(keyLength + 1))
-        var entry = try events.previous()
-        while let e = entry, e.key.count == keyLength + 9,
-            e.key.extracting(0..<(keyLength + 1)).withUnsafeBytes({ prefix.hasSameBytes(as: $0) })
-        {
-            if let earlier = e.value.withUnsafeBytes(StoreLayout.factBytesRange),
-                fact.withUnsafeBytes({ e.value.extracting(earlier).hasSameBytes(as: $0) })
-            {
-                return true
-            }
-            entry = try events.previous()
+    }
+
+    /// The kinds of event key, each with an `events` cursor of its own in the log's check: Apple's transaction ids
+    /// (digits), then `notification:`, `renewal:`, `binding:` keys, and any other.
+    static let eventKeyKinds = 5
+
+    static func eventKeyKind(_ key: MappedBytes) -> Int {
+        switch key.first {
+        case let c? where c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9"): 0
+        case UInt8(ascii: "n"): 1
+        case UInt8(ascii: "r"): 2
+        case UInt8(ascii: "b"): 3
+        default: 4
         }
-        return false
     }
 }

@@ -63,11 +63,12 @@ public enum AuditLedger {
             ledger: ledger,
             configuration: AppStoreConfiguration(bundleId: F.bundleId, trustedRootsDER: [TestPKI.shared.rootDER]))
         var stories = AuditStories(seed: seed)
+        let apple = AppleDocuments()
         var month = 0
         let started = Date()
         filling: while true {
             let plans = stories.nextMonth(newSubscriptions: newSubscriptionsPerMonth)
-            let documents = build(plans)
+            let documents = build(plans, apple)
             var start = 0
             while start < plans.count {
                 let end = min(start + 2_000, plans.count)
@@ -85,8 +86,8 @@ public enum AuditLedger {
     }
 
     /// Every plan's document, built on every core; a re-delivery takes the bytes of the document it repeats.
-    static func build(_ plans: [AuditStories.Plan]) -> [(bytes: [UInt8], options: IngestPipeline.Options)] {
-        let built = parallelMap(plans.indices) { plans[$0].document() }
+    static func build(_ plans: [AuditStories.Plan], _ apple: AppleDocuments) -> [(bytes: [UInt8], options: IngestPipeline.Options)] {
+        let built = parallelMap(plans.indices) { plans[$0].document(apple) }
         var documents: [(bytes: [UInt8], options: IngestPipeline.Options)] = []
         documents.reserveCapacity(plans.count)
         for (plan, document) in zip(plans, built) {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import LedgerAppStore
 import LedgerCore
@@ -185,58 +186,141 @@ struct AuditStories {
 
 typealias F = AppleFixtures
 
+/// Apple's documents, written as text with the fields of `AppleFixtures` (Apple's documented field lists): the
+/// fixtures build them through `JSONSerialization` and sign with a header made anew each time, which made a million
+/// events take half an hour; here the JWS header is made once and the JSON written directly.
+struct AppleDocuments: Sendable {
+    let header: String
+    let key: P256.Signing.PrivateKey
+
+    init(pki: TestPKI = .shared) {
+        let x5c = pki.x5c.map { "\"\($0)\"" }.joined(separator: ",")
+        header = Self.base64URL(Array(#"{"alg":"ES256","x5c":[\#(x5c)]}"#.utf8))
+        key = pki.leafKey
+    }
+
+    /// A compact ES256 JWS of `payload`, with the test PKI's chain in its header.
+    func jws(_ payload: String) -> String {
+        let input = header + "." + Self.base64URL(Array(payload.utf8))
+        let signature = try! key.signature(for: Data(input.utf8))
+        return input + "." + Self.base64URL(Array(signature.rawRepresentation))
+    }
+
+    /// Base64url without padding.
+    static func base64URL(_ bytes: [UInt8]) -> String {
+        let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var i = 0
+        while i + 3 <= bytes.count {
+            let w = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+            out += [table[Int(w >> 18)], table[Int(w >> 12 & 63)], table[Int(w >> 6 & 63)], table[Int(w & 63)]]
+            i += 3
+        }
+        if bytes.count - i == 1 {
+            let w = UInt32(bytes[i]) << 16
+            out += [table[Int(w >> 18)], table[Int(w >> 12 & 63)]]
+        } else if bytes.count - i == 2 {
+            let w = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
+            out += [table[Int(w >> 18)], table[Int(w >> 12 & 63)], table[Int(w >> 6 & 63)]]
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    // MARK: V1 and receipts
+
+    /// An iOS 7 style `in_app` / `latest_receipt_info` entry (every value a string, each date three times).
+    static func v1Transaction(
+        _ tid: String, otid: String, product: String, start: Int64, originalStart: Int64, lineItem: String,
+        cancelledAt: Int64?
+    ) -> String {
+        func date(_ name: String, _ ms: Int64) -> String {
+            #""\#(name)":"\#(F.gmt(ms))","\#(name)_ms":"\#(ms)","\#(name)_pst":"\#(F.pst(ms))""#
+        }
+        var o = #"{"transaction_id":"\#(tid)","original_transaction_id":"\#(otid)","product_id":"\#(product)","quantity":"1","is_trial_period":"false","#
+        o += date("purchase_date", start) + "," + date("original_purchase_date", originalStart) + ","
+        o += date("expires_date", start + AuditStories.month)
+        if let cancelledAt { o += "," + date("cancellation_date", cancelledAt) + #","cancellation_reason":"0""# }
+        o += #","web_order_line_item_id":"\#(lineItem)","is_in_intro_offer_period":"false","subscription_group_identifier":"20567304","in_app_ownership_type":"PURCHASED"}"#
+        return o
+    }
+
+    static func v1PendingRenewal(otid: String, product: String, autoRenew: Bool) -> String {
+        #"{"auto_renew_product_id":"\#(product)","auto_renew_status":"\#(autoRenew ? 1 : 0)","original_transaction_id":"\#(otid)","product_id":"\#(product)"}"#
+    }
+
+    static let latestReceipt = "MIIT3wYJKoZIhvcNAQcCoIIT0DCCE8wCAQExCzAJBgUrDgMCGgUAMIIDgAYJKoZIhvcNAQcBoIID"
+
+    /// A V1 notification in the `unified_receipt` shape.
+    static func v1Notification(type: String, autoRenew: Bool, product: String, latest: [String], pending: String, at: Int64)
+        -> String
+    {
+        var o = #"{"notification_type":"\#(type)","environment":"PROD","bid":"\#(F.bundleId)","bvrs":"100","password":"0123456789abcdef0123456789abcdef","auto_renew_status":"\#(autoRenew)","auto_renew_product_id":"\#(product)","auto_renew_adam_id":"1486579372","#
+        if type == "DID_CHANGE_RENEWAL_STATUS" {
+            o += #""auto_renew_status_change_date_ms":"\#(at)","auto_renew_status_change_date":"\#(F.gmt(at))","#
+        }
+        o += #""unified_receipt":{"environment":"Production","status":0,"latest_receipt":"\#(latestReceipt)","latest_receipt_info":[\#(latest.joined(separator: ","))],"pending_renewal_info":[\#(pending)]}}"#
+        return o
+    }
+
+    /// An iOS 7 style verifyReceipt response.
+    static func receipt(at: Int64, transactions: [String], pending: String) -> String {
+        let list = transactions.joined(separator: ",")
+        return #"{"status":0,"environment":"Production","receipt":{"receipt_type":"Production","adam_id":1234567890,"app_item_id":1234567890,"bundle_id":"\#(F.bundleId)","application_version":"100","download_id":0,"version_external_identifier":0,"original_application_version":"1.0","in_app":[\#(list)],"request_date":"\#(F.gmt(at))","request_date_ms":"\#(at)","request_date_pst":"\#(F.pst(at))","receipt_creation_date_ms":"\#(AuditStories.epoch)"},"latest_receipt_info":[\#(list)],"latest_receipt":"\#(latestReceipt)","pending_renewal_info":[\#(pending)]}"#
+    }
+
+    // MARK: V2
+
+    /// A V2 notification body `{"signedPayload": JWS}`, its transaction and renewal info signed inside.
+    func v2Notification(type: String, subtype: String?, uuid: String, at: Int64, environment: String, transaction: String, renewal: String)
+        -> String
+    {
+        let subtypeField = subtype.map { #""subtype":"\#($0)","# } ?? ""
+        let payload = #"{"notificationType":"\#(type)",\#(subtypeField)"notificationUUID":"\#(uuid)","signedDate":\#(at),"version":"2.0","data":{"environment":"\#(environment)","bundleId":"\#(F.bundleId)","appAppleId":1234567890,"bundleVersion":"1.0","status":1,"signedTransactionInfo":"\#(jws(transaction))","signedRenewalInfo":"\#(jws(renewal))"}}"#
+        return #"{"signedPayload":"\#(jws(payload))"}"#
+    }
+}
+
 extension AuditStories.Plan {
     /// The input's bytes and the options it is ingested with (the receipts name their app user, as the app's backend
     /// does in the query string); nil for a re-delivery, which repeats the document of an earlier plan of its month.
-    func document() -> (bytes: [UInt8], options: IngestPipeline.Options)? {
+    func document(_ apple: AppleDocuments) -> (bytes: [UInt8], options: IngestPipeline.Options)? {
+        typealias D = AppleDocuments
         let sub = subscription
+        let first = sub.periods[0].start
+        let last = sub.periods[sub.periods.count - 1]
+        func v1(_ p: (tid: String, lineItem: String, start: Int64), cancelled: Bool = false) -> String {
+            D.v1Transaction(
+                p.tid, otid: sub.otid, product: sub.product, start: p.start, originalStart: first, lineItem: p.lineItem,
+                cancelledAt: cancelled ? sub.refundedAt : nil)
+        }
+        let pending = D.v1PendingRenewal(otid: sub.otid, product: sub.product, autoRenew: sub.autoRenew)
         switch kind {
         case .v1(let type):
-            let latest = sub.periods.suffix(3).map { p in
-                F.v1Transaction(
-                    transactionId: p.tid, originalTransactionId: sub.otid, productId: sub.product, purchaseDate: p.start,
-                    originalPurchaseDate: sub.periods[0].start, expiresDate: p.start + AuditStories.month,
-                    webOrderLineItemId: p.lineItem,
-                    cancellationDate: p.tid == sub.periods.last?.tid ? sub.refundedAt : nil,
-                    cancellationReason: p.tid == sub.periods.last?.tid && sub.refundedAt != nil ? "0" : nil)
-            }
-            let pending = [
-                F.v1PendingRenewal(originalTransactionId: sub.otid, productId: sub.product, autoRenewStatus: sub.autoRenew)
-            ]
-            let bytes = F.v1Notification(
-                type: type, autoRenewStatus: sub.autoRenew, autoRenewProductId: sub.product, latest: latest, pending: pending)
-            return (bytes, .init())
+            let latest = sub.periods.suffix(3).map { v1($0, cancelled: $0.tid == last.tid) }
+            let text = D.v1Notification(
+                type: type, autoRenew: sub.autoRenew, product: sub.product, latest: latest, pending: pending, at: at)
+            return (Array(text.utf8), .init())
         case .v1Claim:
-            return (F.envelope(type: "binding", payload: F.binding(appUserId: sub.user, originalTransactionId: sub.otid)), .init())
+            let text = #"{"type":"binding","payload":{"appUserId":"\#(sub.user)","originalTransactionId":"\#(sub.otid)"}}"#
+            return (Array(text.utf8), .init())
         case .v2(let type, let subtype):
-            let last = sub.periods[sub.periods.count - 1]
-            let transaction = F.v2Transaction(
-                transactionId: last.tid, originalTransactionId: sub.otid, productId: sub.product, purchaseDate: last.start,
-                originalPurchaseDate: sub.periods[0].start, expiresDate: last.start + AuditStories.month, signedDate: at,
-                environment: sub.environment, webOrderLineItemId: last.lineItem, appAccountToken: sub.token,
-                revocationDate: sub.refundedAt, revocationReason: sub.refundedAt.map { _ in 0 },
-                revocationType: sub.refundedAt.map { _ in "REFUND_FULL" },
-                transactionReason: sub.periods.count == 1 ? "PURCHASE" : "RENEWAL")
-            let renewal = F.v2Renewal(
-                originalTransactionId: sub.otid, productId: sub.product, autoRenewStatus: sub.autoRenew ? 1 : 0,
-                expirationIntent: type == "EXPIRED" ? 1 : nil, renewalDate: last.start + AuditStories.month,
-                signedDate: at, environment: sub.environment)
-            let uuid = String(format: "%08x-7f3e-4c1a-9b2d-%012llx", UInt32(truncatingIfNeeded: at), UInt64(last.tid)! & 0xFFFF_FFFF_FFFF)
-            let bytes = F.v2Notification(
-                type: type, subtype: subtype, notificationUUID: uuid, signedDate: at, environment: sub.environment,
-                transaction: transaction, renewal: renewal)
-            return (bytes, .init())
-        case .receipt:
-            let transactions = sub.periods.suffix(6).map { p in
-                F.v1Transaction(
-                    transactionId: p.tid, originalTransactionId: sub.otid, productId: sub.product, purchaseDate: p.start,
-                    originalPurchaseDate: sub.periods[0].start, expiresDate: p.start + AuditStories.month,
-                    webOrderLineItemId: p.lineItem)
+            var transaction = #"{"transactionId":"\#(last.tid)","originalTransactionId":"\#(sub.otid)","productId":"\#(sub.product)","bundleId":"\#(F.bundleId)","purchaseDate":\#(last.start),"originalPurchaseDate":\#(first),"expiresDate":\#(last.start + AuditStories.month),"quantity":1,"type":"Auto-Renewable Subscription","inAppOwnershipType":"PURCHASED","signedDate":\#(at),"environment":"\#(sub.environment)","transactionReason":"\#(sub.periods.count == 1 ? "PURCHASE" : "RENEWAL")","storefront":"USA","storefrontId":"143441","subscriptionGroupIdentifier":"21000001","webOrderLineItemId":"\#(last.lineItem)","price":9990,"currency":"USD""#
+            if let token = sub.token { transaction += #","appAccountToken":"\#(token)""# }
+            if let refundedAt = sub.refundedAt {
+                transaction += #","revocationDate":\#(refundedAt),"revocationReason":0,"revocationType":"REFUND_FULL""#
             }
-            let bytes = F.receiptIOS7(
-                requestDate: at, inApp: transactions, latest: transactions,
-                pending: [F.v1PendingRenewal(originalTransactionId: sub.otid, productId: sub.product, autoRenewStatus: sub.autoRenew)])
-            return (bytes, .init(appUserId: .init(sub.user)))
+            transaction += "}"
+            let intent = type == "EXPIRED" ? #","expirationIntent":1"# : ""
+            let renewal = #"{"originalTransactionId":"\#(sub.otid)","productId":"\#(sub.product)","autoRenewProductId":"\#(sub.product)","autoRenewStatus":\#(sub.autoRenew ? 1 : 0),"signedDate":\#(at),"environment":"\#(sub.environment)","recentSubscriptionStartDate":\#(first),"renewalDate":\#(last.start + AuditStories.month)\#(intent)}"#
+            let uuid = String(format: "%08x-7f3e-4c1a-9b2d-%012llx", UInt32(truncatingIfNeeded: at), UInt64(last.tid)! & 0xFFFF_FFFF_FFFF)
+            let text = apple.v2Notification(
+                type: type, subtype: subtype, uuid: uuid, at: at, environment: sub.environment, transaction: transaction,
+                renewal: renewal)
+            return (Array(text.utf8), .init())
+        case .receipt:
+            let text = D.receipt(at: at, transactions: sub.periods.suffix(6).map { v1($0) }, pending: pending)
+            return (Array(text.utf8), .init(appUserId: .init(sub.user)))
         case .redelivery:
             return nil
         case .unparsable:
