@@ -72,44 +72,62 @@ struct AuditStories {
     private var random: Random
     private var active: [Subscription] = []
     private var nextTransaction: UInt64 = 0
+    private var subscribers = 0
     private var monthIndex = 0
 
     init(seed: UInt64) { random = Random(state: seed) }
 
     /// The next month's inputs, in the order they happen: new subscriptions through the month, every active one
-    /// renewing (or refunded, turned off, lapsed) on its day.
+    /// renewing (or refunded, turned off, lapsed) on its day. Transaction ids are handed out in the order the
+    /// transactions happen, as Apple's grow with time.
     mutating func nextMonth(newSubscriptions: Int) -> [Plan] {
         let monthStart = Self.epoch + Int64(monthIndex) * Self.month
         monthIndex += 1
-        var plans: [Plan] = []
-        var stillActive: [Subscription] = []
-        for var sub in active {
+        // What happens to each subscription this month, decided first; the ids once the order in time is known.
+        enum Outcome { case lapse, renew(refund: Bool, turnOff: Bool), purchase }
+        var month: [(sub: Subscription, at: Int64, outcome: Outcome)] = []
+        for sub in active {
             let day = sub.periods[0].start % Self.month
             let at = monthStart + day + Int64.random(in: 0..<3_600_000, using: &random)
             let roll = Int.random(in: 0..<1000, using: &random)
             if !sub.autoRenew || roll < 60 {
-                // Lapses: V2 says so; V1 and receipts say nothing.
-                if sub.channel == .v2 { plans.append(Plan(kind: .v2(type: "EXPIRED", subtype: "VOLUNTARY"), subscription: sub, at: at)) }
-                continue
+                month.append((sub, at, .lapse))
+            } else {
+                month.append((sub, at, .renew(refund: roll < 75, turnOff: roll >= 75 && roll < 100)))
             }
-            sub.periods.append((transactionId(), transactionId(), at))
-            plans.append(contentsOf: renewal(sub, at: at))
-            if roll < 75 {
-                // Refunded a few days into the new period; the subscription ends.
-                sub.refundedAt = at + 3 * AppleFixtures.day
-                plans.append(refund(sub, at: sub.refundedAt!))
-                continue
-            }
-            if roll < 100 {
-                sub.autoRenew = false
-                plans.append(autoRenewalOff(sub, at: at + 5 * AppleFixtures.day))
-            }
-            stillActive.append(sub)
         }
         for _ in 0..<newSubscriptions {
-            let sub = newSubscription(at: monthStart + Int64.random(in: 0..<Self.month, using: &random))
-            plans.append(contentsOf: purchase(sub))
-            stillActive.append(sub)
+            month.append((newSubscription(), monthStart + Int64.random(in: 0..<Self.month, using: &random), .purchase))
+        }
+        month.sort { $0.at < $1.at }
+        var plans: [Plan] = []
+        var stillActive: [Subscription] = []
+        for (var sub, at, outcome) in month {
+            switch outcome {
+            case .lapse:
+                // V2 says so; V1 and receipts say nothing.
+                if sub.channel == .v2 { plans.append(Plan(kind: .v2(type: "EXPIRED", subtype: "VOLUNTARY"), subscription: sub, at: at)) }
+            case .purchase:
+                let tid = transactionId()
+                sub.otid = tid
+                sub.periods = [(tid, transactionId(), at)]
+                plans.append(contentsOf: purchase(sub))
+                stillActive.append(sub)
+            case .renew(let refunded, let turnOff):
+                sub.periods.append((transactionId(), transactionId(), at))
+                plans.append(contentsOf: renewal(sub, at: at))
+                if refunded {
+                    // Refunded a few days into the new period; the subscription ends.
+                    sub.refundedAt = at + 3 * AppleFixtures.day
+                    plans.append(refund(sub, at: sub.refundedAt!))
+                    continue
+                }
+                if turnOff {
+                    sub.autoRenew = false
+                    plans.append(autoRenewalOff(sub, at: at + 5 * AppleFixtures.day))
+                }
+                stillActive.append(sub)
+            }
         }
         active = stillActive
         plans.sort { $0.at < $1.at }
@@ -134,19 +152,19 @@ struct AuditStories {
         return String(2_000_000_100_000_000 + nextTransaction)  // 16 digits, growing with time, like Apple's
     }
 
-    private mutating func newSubscription(at: Int64) -> Subscription {
+    /// A subscriber and a product; its ids come with its first transaction.
+    private mutating func newSubscription() -> Subscription {
         let roll = Int.random(in: 0..<100, using: &random)
         let channel: Channel = roll < 45 ? .v1 : roll < 80 ? .v2 : .receipts
-        let tid = transactionId()
-        let n = nextTransaction
+        subscribers += 1
+        let n = UInt64(subscribers)
         var sub = Subscription(
-            channel: channel, otid: tid, user: "user-\(n)",
+            channel: channel, otid: "", user: "user-\(n)",
             product: Self.products[Int.random(in: 0..<Self.products.count, using: &random)],
             environment: channel == .v2 && roll % 10 == 0 ? "Sandbox" : "Production")
         if channel == .v2, roll % 2 == 0 {
             sub.token = String(format: "%08x-1c2b-4e6f-8a7b-%012llx", UInt32(truncatingIfNeeded: n), n)
         }
-        sub.periods.append((tid, transactionId(), at))
         return sub
     }
 
