@@ -1,5 +1,6 @@
 import Foundation
 import LMDB
+import LedgerCodec
 import LedgerCore
 @testable import LedgerStore
 import Logging
@@ -199,13 +200,31 @@ import Testing
         #expect(Self.sameFault(reports).hasPrefix("event 9 does not decode"))
     }
 
-    @Test func anEventUnderAnotherKeyIsFound() throws {
+    /// An event whose fact names another key than the one it is stored under: a transaction (found by the
+    /// projections' check, which decodes transactions) and a notification (found by the log's).
+    @Test(arguments: [(6, "transaction"), (10, "notification")] as [(UInt64, String)])
+    func anEventUnderAnotherKeyIsFound(seq: UInt64, kind: String) throws {
         let reports = try Self.verifyAltered { env, s in
-            let other = try #require(try env.read { txn in try txn.value(s.events, key: try s.revisionKey(2)) })
-            try env.write { txn in try txn.put(s.events, key: try s.revisionKey(6), value: other) }
+            let key = try s.revisionKey(seq)
+            let stored = try #require(try env.read { txn in try txn.value(s.events, key: key) })
+            let event = try LedgerEvent(seq: seq, decoding: stored)
+            let fact: Fact
+            switch event.fact {
+            case .transaction(var t):
+                t.transactionId = "2000000000000999"
+                fact = .transaction(t)
+            case .notification(var n):
+                n.notificationUUID = "9d3a5f0e-0000-4e6f-8a7b-000000000999"
+                fact = .notification(n)
+            default:
+                Issue.record("event \(seq) is a \(event.fact.kind), not a \(kind)")
+                return
+            }
+            #expect(event.fact.kind.rawValue == kind)
+            try env.write { txn in try txn.put(s.events, key: key, value: LedgerEvent.encode(fact: fact, metadata: event.metadata)) }
             try s.rechain()
         }
-        #expect(Self.sameFault(reports) == "event 6 is stored under another key")
+        #expect(Self.sameFault(reports) == "event \(seq) is stored under another key")
     }
 
     @Test func aRepeatedFactIsFound() throws {

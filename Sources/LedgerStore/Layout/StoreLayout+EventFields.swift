@@ -30,6 +30,36 @@ extension StoreLayout {
     }
 }
 
+extension StoreLayout {
+    /// The kinds of event key told apart by their first byte: Apple's transaction ids (digits), then
+    /// `notification:`, `renewal:` and `binding:` keys, and any other. Keys of one kind sort together in `events`, and
+    /// arrive there nearly in key order (Apple's ids grow with time): a reader with a cursor per kind finds most of
+    /// them on the page its cursor stands on, or the entry after it.
+    static let eventKeyKinds = 5
+
+    /// The kind (0 ..< `eventKeyKinds`) of the event key that starts with `first`.
+    @inline(__always)
+    static func eventKeyKind(first: UInt8?) -> Int {
+        switch first {
+        case let c? where c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9"): 0
+        case UInt8(ascii: "n"): 1
+        case UInt8(ascii: "r"): 2
+        case UInt8(ascii: "b"): 3
+        default: 4
+        }
+    }
+
+    /// The kind of the fact whose canonical bytes (`Fact.encoded()`: version, kind, fields) are `fact`, read without
+    /// decoding it; nil when the bytes do not start as a fact does.
+    static func factKind(_ fact: UnsafeRawBufferPointer) -> Fact.Kind? {
+        var r = BinaryReader(fact)
+        guard (try? r.readVarint()) == UInt64(Fact.formatVersion), let code = try? r.readVarint(), code <= 255 else {
+            return nil
+        }
+        return Fact.Kind(code: UInt8(code))
+    }
+}
+
 extension Fact {
     /// Whether `key` is this fact's event key (`eventKey`), compared without making the key.
     func hasEventKey(_ key: MappedBytes) -> Bool {

@@ -3,6 +3,7 @@ import Foundation
 import LMDB
 import LedgerCodec
 import LedgerCore
+import LedgerWire
 
 // MARK: - Replay: every projection rebuilt from the events alone
 
@@ -119,12 +120,25 @@ extension Ledger {
             guard let (env, otid) = StoreLayout.decodeSubscriptionKey(key) else {
                 throw LedgerError.corrupted("by_otid key is malformed")
             }
-            try scan.read(e, cursor, upTo: limit, metadata: .forFold, layout, txn)
+            if validatingIndexes {
+                // Verifying: what a replay reports as corruption (an entry naming an event that is missing, or that
+                // does not decode, or is not the key's) is a fault of the indexes or the events, named as the first.
+                do {
+                    try scan.read(e, cursor, upTo: limit, metadata: .forFold, checkingKeys: true, layout, txn)
+                } catch let error as LedgerError where error.code == .corrupted {
+                    if chunk.indexFault == nil { chunk.indexFault = error.message }
+                    chunk.keys += 1
+                    entry = try cursor.nextKey()
+                    continue
+                }
+                if chunk.indexFault == nil {
+                    chunk.indexFault = Self.indexFault(scan.events, of: env, otid, wholeLog: wholeLog)
+                }
+            } else {
+                try scan.read(e, cursor, upTo: limit, metadata: .forFold, layout, txn)
+            }
             chunk.events += scan.events.count
             chunk.keys += 1
-            if validatingIndexes, chunk.indexFault == nil {
-                chunk.indexFault = Self.indexFault(scan.events, of: env, otid, wholeLog: wholeLog)
-            }
             if !scan.events.isEmpty {
                 let timeline = Timeline.fold(
                     scan.events, originalTransactionId: otid, environment: env, rules: rules, ties: .canonical)

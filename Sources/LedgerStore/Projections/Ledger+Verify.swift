@@ -183,10 +183,15 @@ extension Ledger {
         var entry = try log.first()
         while let e = entry, e.key.count == 8, BigEndian.uint64(e.key) <= last {
             let seq = BigEndian.uint64(e.key)
-            if let record = LogRecord(e.value), let stored = try txn.get(layout.events, key: record.revisionKey(seq: seq)),
-                let event = try? stored.withUnsafeBytes({ try LedgerEvent(seq: seq, decoding: $0) }),
-                let otid = event.fact.originalTransactionId
-            {
+            if let record = LogRecord(e.value), let stored = try txn.get(layout.events, key: record.revisionKey(seq: seq)) {
+                let event: LedgerEvent
+                do { event = try stored.withUnsafeBytes { try LedgerEvent(seq: seq, decoding: $0) } } catch {
+                    return "event \(seq) does not decode: \(error)"
+                }
+                guard let otid = event.fact.originalTransactionId else {
+                    entry = try log.next()
+                    continue
+                }
                 let everyEnvironment = if case .binding(let claim) = event.fact { claim.everyEnvironment } else { false }
                 let value = EventReference.encode(seq: seq, eventKey: event.fact.eventKey)
                 if !everyEnvironment,

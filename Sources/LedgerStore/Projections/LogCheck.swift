@@ -75,10 +75,9 @@ extension Ledger {
             return check
         }
         let log = try txn.cursor(layout.log)
-        // One `events` cursor per kind of key, each left where it found the last key of its kind: keys of one kind
-        // arrive nearly in key order (Apple's ids grow with time), so most lookups land on the page a cursor stands
-        // on, or the entry after it, instead of descending from the root.
-        let events = ForwardCursors(txn, layout.events, count: Self.eventKeyKinds)
+        // One `events` cursor per kind of key, each left where it found the last key of its kind
+        // (`StoreLayout.eventKeyKinds`).
+        let events = ForwardCursors(txn, layout.events, count: StoreLayout.eventKeyKinds)
         let raws = try txn.cursor(layout.raw)
         // Claims are the few events that need these.
         var bindingsAny: Cursor?
@@ -113,7 +112,7 @@ extension Ledger {
             revisionKey.append(contentsOf: key)
             revisionKey.append(0)
             BigEndian.append(seq, to: &revisionKey)
-            let kind = Self.eventKeyKind(key)
+            let kind = StoreLayout.eventKeyKind(first: key.first)
             guard let stored = try revisionKey.withUnsafeBytes({ try events.find($0, through: kind) })?.value else {
                 return fault(seq, "event \(seq) (\(String(decoding: key, as: UTF8.self))) is missing")
             }
@@ -131,44 +130,34 @@ extension Ledger {
             }
             previous = record.withUnsafeBytes { ChainLink($0) }
 
-            // Decoded whole but for the metadata's digest, user and unknown fields, which only `export` and the
-            // queries read (the digest is compared where it lies).
-            let event: LedgerEvent
-            do {
-                event = try stored.withUnsafeBytes { (bytes) throws(FactDecodingError) in
-                    try LedgerEvent(seq: seq, decoding: bytes, strings: &strings, metadata: .forFold)
-                }
-            } catch {
-                return fault(seq, "event \(seq) does not decode: \(error)")
+            // Transactions and renewal infos, most of the log, always name their subscription: the projections'
+            // check decodes each (it reads them through their `by_otid` entries) and finds it under its key. The
+            // others are decoded here: a notification may name no subscription, a claim is indexed by its user.
+            guard let factRange = stored.withUnsafeBytes(StoreLayout.factBytesRange) else {
+                return fault(seq, "event \(seq) does not decode: it holds no fact")
             }
-            guard event.fact.hasEventKey(key) else { return fault(seq, "event \(seq) is stored under another key") }
-            // A repeat: an earlier revision of the key (its neighbour before it in `events`) with the same fact bytes.
-            if try isRepeat(stored, revisionKey: revisionKey, events, kind) {
-                return fault(seq, "event \(seq) repeats a fact already stored under \(event.fact.eventKey)")
-            }
-
-            if case .binding(let claim) = event.fact, claim.everyEnvironment {
-                let value = EventReference.encode(seq: seq, eventKey: event.fact.eventKey)
-                let cursor = try bindingsAny ?? txn.cursor(layout.bindingsAny)
-                bindingsAny = cursor
-                if try cursor.find(StoreLayout.anyEnvironmentKey(claim.originalTransactionId), value: value) == nil {
-                    return fault(seq, "bindings_any index lacks claim \(seq) of \(claim.originalTransactionId)")
-                }
-                check.claimsOfEveryEnvironment.append((claim, seq))
-            } else if event.fact.originalTransactionId != nil {
-                // Its `by_otid` entry is found by the projections' check, which reads every entry; the counts at the
-                // end say that none is missing.
-                check.withOTID += 1
-                if case .binding(let claim) = event.fact {
-                    let userKey = StoreLayout.userKey(claim.environment, claim.appUserId)
-                    let otidKey = StoreLayout.subscriptionKey(claim.environment, claim.originalTransactionId)
-                    let cursor = try byUser ?? txn.cursor(layout.byUser)
-                    byUser = cursor
-                    if try cursor.find(userKey, value: otidKey) == nil {
-                        return fault(seq, "by_user index lacks \(claim.appUserId) → \(claim.originalTransactionId)")
+            let factKind = stored.extracting(factRange).withUnsafeBytes(StoreLayout.factKind)
+            if factKind != .transaction && factKind != .renewal {
+                // Decoded whole but for the metadata's digest, user and unknown fields, which only `export` and the
+                // queries read (the digest is compared where it lies).
+                let event: LedgerEvent
+                do {
+                    event = try stored.withUnsafeBytes { (bytes) throws(FactDecodingError) in
+                        try LedgerEvent(seq: seq, decoding: bytes, strings: &strings, metadata: .forFold)
                     }
-                    check.bindings.insert(userKey + [0] + otidKey)
+                } catch {
+                    return fault(seq, "event \(seq) does not decode: \(error)")
                 }
+                guard event.fact.hasEventKey(key) else { return fault(seq, "event \(seq) is stored under another key") }
+                if let problem = try checkClaims(of: event, check: &check, byUser: &byUser, bindingsAny: &bindingsAny, txn) {
+                    return fault(seq, problem)
+                }
+            } else {
+                check.withOTID += 1
+            }
+            // A repeat: an earlier revision of the key (its neighbour before it in `events`) with the same fact bytes.
+            if try isRepeat(stored.extracting(factRange), revisionKey: revisionKey, events, kind) {
+                return fault(seq, "event \(seq) repeats a fact already stored under \(String(decoding: key, as: UTF8.self))")
             }
 
             guard rawKey <= seq else { return fault(seq, "raw input of event \(seq) is missing") }
@@ -194,14 +183,11 @@ extension Ledger {
         return check
     }
 
-    /// Whether a revision stored before `stored` (under `revisionKey`) holds the same fact bytes: the revisions of a
-    /// key are neighbours in `events` (key ‖ 0x00 ‖ seq), so they are the entries just before it, where cursor `kind`
-    /// stands. Most keys have one revision: one step back finds another key, one step forward returns.
-    private func isRepeat(_ stored: MappedBytes, revisionKey: [UInt8], _ events: ForwardCursors, _ kind: Int) throws
-        -> Bool
-    {
-        guard let range = stored.withUnsafeBytes(StoreLayout.factBytesRange) else { return false }
-        let fact = stored.extracting(range)
+    /// Whether a revision stored before the one under `revisionKey` holds the same fact bytes (`fact`): the
+    /// revisions of a key are neighbours in `events` (key ‖ 0x00 ‖ seq), so they are the entries just before it,
+    /// where cursor `kind` stands. Most keys have one revision: one step back finds another key, one step forward
+    /// returns.
+    private func isRepeat(_ fact: MappedBytes, revisionKey: [UInt8], _ events: ForwardCursors, _ kind: Int) throws -> Bool {
         var steps = 0
         defer { for _ in 0..<steps { _ = try? events.next(through: kind) } }
         return try revisionKey.withUnsafeBytes { key in
@@ -221,17 +207,37 @@ extension Ledger {
         }
     }
 
-    /// The kinds of event key, each with an `events` cursor of its own in the log's check: Apple's transaction ids
-    /// (digits), then `notification:`, `renewal:`, `binding:` keys, and any other.
-    static let eventKeyKinds = 5
-
-    static func eventKeyKind(_ key: MappedBytes) -> Int {
-        switch key.first {
-        case let c? where c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9"): 0
-        case UInt8(ascii: "n"): 1
-        case UInt8(ascii: "r"): 2
-        case UInt8(ascii: "b"): 3
-        default: 4
+    /// Counts `event` for the checks at the end, and checks the index entries of a claim (`bindings_any` for one
+    /// that named no environment, `by_user` for the others) through the cursors given (opened on first use): the
+    /// fault, or nil.
+    private func checkClaims(
+        of event: LedgerEvent, check: inout LogRangeCheck, byUser: inout Cursor?, bindingsAny: inout Cursor?,
+        _ txn: Transaction
+    ) throws -> String? {
+        let seq = event.seq
+        if case .binding(let claim) = event.fact, claim.everyEnvironment {
+            let value = EventReference.encode(seq: seq, eventKey: event.fact.eventKey)
+            let cursor = try bindingsAny ?? txn.cursor(layout.bindingsAny)
+            bindingsAny = cursor
+            if try cursor.find(StoreLayout.anyEnvironmentKey(claim.originalTransactionId), value: value) == nil {
+                return "bindings_any index lacks claim \(seq) of \(claim.originalTransactionId)"
+            }
+            check.claimsOfEveryEnvironment.append((claim, seq))
+        } else if event.fact.originalTransactionId != nil {
+            // Its `by_otid` entry is found by the projections' check, which reads every entry; the counts at the end
+            // say that none is missing.
+            check.withOTID += 1
+            if case .binding(let claim) = event.fact {
+                let userKey = StoreLayout.userKey(claim.environment, claim.appUserId)
+                let otidKey = StoreLayout.subscriptionKey(claim.environment, claim.originalTransactionId)
+                let cursor = try byUser ?? txn.cursor(layout.byUser)
+                byUser = cursor
+                if try cursor.find(userKey, value: otidKey) == nil {
+                    return "by_user index lacks \(claim.appUserId) → \(claim.originalTransactionId)"
+                }
+                check.bindings.insert(userKey + [0] + otidKey)
+            }
         }
+        return nil
     }
 }
