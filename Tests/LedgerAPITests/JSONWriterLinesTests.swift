@@ -14,6 +14,11 @@ import Testing
             var json = JSONWriter()
             bytes.withUnsafeBytes { json.string(base64Of: $0) }
             #expect(json.bytes == Array("\"\(Data(bytes).base64EncodedString())\"".utf8), "length \(length)")
+            let text = bytes.withUnsafeBytes { Base64Text(of: $0) }
+            #expect(text.bytes == Array(Data(bytes).base64EncodedString().utf8), "length \(length)")
+            var again = JSONWriter()
+            again.array([text, text]) { $0.string($1) }
+            #expect(again.bytes == Array("[\"\(Data(bytes).base64EncodedString())\",\"\(Data(bytes).base64EncodedString())\"]".utf8))
         }
         var all = JSONWriter()
         let every = (0...255).map { UInt8($0) }

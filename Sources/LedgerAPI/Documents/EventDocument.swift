@@ -131,6 +131,15 @@ extension EventDocument {
     /// or base64 string is made and no member is moved. The fact is written through its `Codable` form, as there.
     /// `json` must sort keys.
     public static func writeSorted(_ stored: StoredEvent, raw: UnsafeRawBufferPointer?, to json: inout JSONWriter) throws {
+        if let raw {
+            try writeSorted(stored, to: &json) { $0.string(base64Of: raw) }
+        } else {
+            try writeSorted(stored, to: &json, raw: nil)
+        }
+    }
+
+    /// `writeSorted(_:raw:to:)` with the raw input's string written by `raw` (nil when there is none).
+    static func writeSorted(_ stored: StoredEvent, to json: inout JSONWriter, raw: ((inout JSONWriter) -> Void)?) throws {
         precondition(json.sortedKeys, "the export's documents have sorted keys")
         let e = stored.event
         json.beginObject()
@@ -161,7 +170,7 @@ extension EventDocument {
         }
         if let raw {
             json.key("raw")
-            json.string(base64Of: raw)
+            raw(&json)
         }
         json.key("rawDigest")
         json.string(hexOf: e.metadata.rawDigest)

@@ -41,8 +41,15 @@ public enum EventExport {
             summary.bytes += UInt64(json.byteCount)
             json.removeAll()
         }
+        // The events of one input are neighbours in the log and each carries its raw input: encoded once.
+        var rawText = (key: UInt64?.none, text: Base64Text())
         try ledger.forEachEvent(after: after, batchSize: batchSize) { stored, raw in
-            try EventDocument.writeSorted(stored, raw: raw, to: &json)
+            if let raw {
+                if rawText.key != stored.rawKey { rawText = (stored.rawKey, Base64Text(of: raw)) }
+                try EventDocument.writeSorted(stored, to: &json) { $0.string(rawText.text) }
+            } else {
+                try EventDocument.writeSorted(stored, to: &json, raw: nil)
+            }
             json.endLine()
             summary.events += 1
             if json.byteCount >= bufferBytes {

@@ -284,44 +284,21 @@ public struct JSONWriter {
     /// which would otherwise be made into a `String` and scanned for escapes they never need.
     public mutating func string(base64Of bytes: UnsafeRawBufferPointer) {
         beginValue()
-        let n = (bytes.count + 2) / 3 * 4 + 2
+        let n = Base64Text.length(of: bytes.count) + 2
         reserve(n)
-        let alphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-        alphabet.withUTF8Buffer { table in
-            let out = storage.base + count
-            out[0] = UInt8(ascii: "\"")
-            var o = 1
-            var i = 0
-            let whole = bytes.count - bytes.count % 3
-            while i < whole {
-                let word = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-                out[o] = table[Int(word >> 18)]
-                out[o + 1] = table[Int(word >> 12 & 63)]
-                out[o + 2] = table[Int(word >> 6 & 63)]
-                out[o + 3] = table[Int(word & 63)]
-                i += 3
-                o += 4
-            }
-            switch bytes.count - whole {
-            case 1:
-                let word = UInt32(bytes[i]) << 16
-                out[o] = table[Int(word >> 18)]
-                out[o + 1] = table[Int(word >> 12 & 63)]
-                out[o + 2] = UInt8(ascii: "=")
-                out[o + 3] = UInt8(ascii: "=")
-                o += 4
-            case 2:
-                let word = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
-                out[o] = table[Int(word >> 18)]
-                out[o + 1] = table[Int(word >> 12 & 63)]
-                out[o + 2] = table[Int(word >> 6 & 63)]
-                out[o + 3] = UInt8(ascii: "=")
-                o += 4
-            default: break
-            }
-            out[o] = UInt8(ascii: "\"")
-        }
+        storage.base[count] = UInt8(ascii: "\"")
+        Base64Text.encode(bytes, into: storage.base + count + 1)
+        storage.base[count + n - 1] = UInt8(ascii: "\"")
         count += n
+    }
+
+    /// `text` as a string: base64 made once (`Base64Text`) and written as often as needed.
+    public mutating func string(_ text: Base64Text) {
+        beginValue()
+        reserve(text.bytes.count + 2)
+        put(UInt8(ascii: "\""))
+        text.bytes.withUnsafeBufferPointer { putReserved($0) }
+        put(UInt8(ascii: "\""))
     }
 
     // MARK: - Lines (NDJSON)
@@ -463,6 +440,63 @@ public struct JSONWriter {
             sorted.append(contentsOf: text[span.range])
         }
         sorted.withUnsafeBufferPointer { (storage.base + object.start).update(from: $0.baseAddress!, count: $0.count) }
+    }
+}
+
+// MARK: - Base64Text
+
+/// Bytes in standard base64 (RFC 4648 alphabet, `=` padding, no line breaks: what Foundation's
+/// `base64EncodedString()` writes), made once to be written many times (`JSONWriter.string(_:)`): an export repeats an
+/// input's raw bytes on each of the events it produced.
+public struct Base64Text {
+    /// The base64 characters.
+    public private(set) var bytes: [UInt8] = []
+
+    public init() {}
+
+    /// The base64 text of `source`.
+    public init(of source: UnsafeRawBufferPointer) {
+        bytes = [UInt8](unsafeUninitializedCapacity: Self.length(of: source.count)) { buffer, initialized in
+            Self.encode(source, into: buffer.baseAddress!)
+            initialized = buffer.count
+        }
+    }
+
+    /// How many characters the base64 of `count` bytes takes.
+    static func length(of count: Int) -> Int { (count + 2) / 3 * 4 }
+
+    /// Writes the base64 of `source` (`length(of: source.count)` bytes) at `out`.
+    static func encode(_ source: UnsafeRawBufferPointer, into out: UnsafeMutablePointer<UInt8>) {
+        let alphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+        alphabet.withUTF8Buffer { table in
+            var o = 0
+            var i = 0
+            let whole = source.count - source.count % 3
+            while i < whole {
+                let word = UInt32(source[i]) << 16 | UInt32(source[i + 1]) << 8 | UInt32(source[i + 2])
+                out[o] = table[Int(word >> 18)]
+                out[o + 1] = table[Int(word >> 12 & 63)]
+                out[o + 2] = table[Int(word >> 6 & 63)]
+                out[o + 3] = table[Int(word & 63)]
+                i += 3
+                o += 4
+            }
+            switch source.count - whole {
+            case 1:
+                let word = UInt32(source[i]) << 16
+                out[o] = table[Int(word >> 18)]
+                out[o + 1] = table[Int(word >> 12 & 63)]
+                out[o + 2] = UInt8(ascii: "=")
+                out[o + 3] = UInt8(ascii: "=")
+            case 2:
+                let word = UInt32(source[i]) << 16 | UInt32(source[i + 1]) << 8
+                out[o] = table[Int(word >> 18)]
+                out[o + 1] = table[Int(word >> 12 & 63)]
+                out[o + 2] = table[Int(word >> 6 & 63)]
+                out[o + 3] = UInt8(ascii: "=")
+            default: break
+            }
+        }
     }
 }
 
