@@ -352,7 +352,10 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private let onMalformedHead: @Sendable (any Channel, [UInt8], String) -> Void
     /// The answer being written said `Connection: close`.
     private var closeAfterAnswer = false
+    /// A head that did not parse was refused, or its refusal waits in `pendingRefusal`.
     private var refusedHead = false
+    /// The message of a refusal that waits for the answers owed before it.
+    private var pendingRefusal: String?
 
     init(_ timeouts: ConnectionTimeouts, onMalformedHead: @escaping @Sendable (any Channel, [UInt8], String) -> Void) {
         self.timeouts = timeouts
@@ -384,6 +387,11 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 let written = promise ?? context.eventLoop.makePromise()
                 context.writeAndFlush(data, promise: written)
                 written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+            } else if let message = pendingRefusal, timeouts.unanswered == 0 {
+                // The last answer owed before the head that did not parse: now its refusal.
+                pendingRefusal = nil
+                context.write(data, promise: promise)
+                refuseHead(context, message)
             } else {
                 context.write(data, promise: promise)
             }
@@ -391,11 +399,14 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A head that does not parse, with no request of this connection in flight: answer it here, with an error
-        // document, and keep it. Within a body the error goes on to the route reading the body (400
-        // `invalid_body`); behind a pipelined request, to Hummingbird (400, then close).
-        guard let parserError = error as? HTTPParserError, !timeouts.readingBody, timeouts.unanswered == 0, !refusedHead
-        else {
+        if refusedHead, error is HTTPParserError || error is ByteToMessageDecoderError {
+            // The decoder stopped at the refused head; what it says about the bytes after it changes nothing.
+            return
+        }
+        // A head that does not parse: answered with an error document and kept, then the connection closes. Behind
+        // pipelined requests still being answered, the refusal waits for their answers (answers keep their order).
+        // Within a body the error goes on to the route reading the body (400 `invalid_body`).
+        guard let parserError = error as? HTTPParserError, !timeouts.readingBody else {
             context.fireErrorCaught(error)
             return
         }
@@ -404,6 +415,15 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
         timeouts.metrics.connectionClosed(.badRequest)
         let message = "the request head does not parse (\(parserError))"
         onMalformedHead(context.channel, timeouts.headBytes, message)
+        if timeouts.unanswered == 0 {
+            refuseHead(context, message)
+        } else {
+            pendingRefusal = message
+        }
+    }
+
+    /// Writes the 400 `bad_request` answer with its error document, then closes the connection.
+    private func refuseHead(_ context: ChannelHandlerContext, _ message: String) {
         timeouts.cancel()
         var body = context.channel.allocator.buffer(capacity: 128)
         body.writeBytes(JSONWriter.bytes(of: ErrorDocument(CodedError(.badRequest, message))))
