@@ -169,6 +169,11 @@ final class ConnectionTimeouts {
     /// copy), for the `rejected` record when it does not parse.
     private var headBuffers: [ByteBuffer] = []
     private var headBuffered = 0
+    /// `headBuffers` begin with the head being read: they start with a read that arrived between requests. False
+    /// once a head was decoded within that read, since the decoder does not say where in the read it ended: a next
+    /// head that begins in the same read is not known (one that begins there and ends in a later read is kept from
+    /// that later read on).
+    private(set) var headBytesKnown = false
     /// A request's head was decoded and its end not yet.
     var readingBody = false
     /// Requests whose head arrived and whose answer is not yet written.
@@ -205,6 +210,7 @@ final class ConnectionTimeouts {
                 headStartedAt = lastByte
                 headBuffers.removeAll(keepingCapacity: true)
                 headBuffered = 0
+                headBytesKnown = true
             }
             if headBuffered < Self.keptHeadBytes {
                 headBuffers.append(buffer)
@@ -217,6 +223,7 @@ final class ConnectionTimeouts {
         headStartedAt = nil
         headBuffers.removeAll(keepingCapacity: true)
         headBuffered = 0
+        headBytesKnown = false
         readingBody = true
         unanswered += 1
     }
@@ -243,6 +250,7 @@ final class ConnectionTimeouts {
             headStartedAt = quietSince
             headBuffers.append(pending)
             headBuffered = pending.readableBytes
+            headBytesKnown = true
         } else {
             headStartedAt = nil
         }
@@ -414,7 +422,9 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
         timeouts.closing = true
         timeouts.metrics.connectionClosed(.badRequest)
         let message = "the request head does not parse (\(parserError))"
-        onMalformedHead(context.channel, timeouts.headBytes, message)
+        // Kept when its bytes are known; a head that came in one read with the requests before it is answered all
+        // the same, but what arrived of it cannot be told from them.
+        if timeouts.headBytesKnown { onMalformedHead(context.channel, timeouts.headBytes, message) }
         if timeouts.unanswered == 0 {
             refuseHead(context, message)
         } else {

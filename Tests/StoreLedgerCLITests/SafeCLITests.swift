@@ -316,7 +316,7 @@ private func entries(_ path: String) throws -> [String] {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let ledger = dir.file("ledger")
-        let text = #"{"type":"transaction",	"payload":{"transactionId":"é\#u{7}"}}"#
+        let text = #"{"type":"transaction",\#t"payload":{"transactionId":"é\#u{7}"}}"#
         let binary: [UInt8] = [0x00, 0xFF, 0xFE, 0x01, 0x02, 0x7B]
         let long = #"{"type":"transaction","payload":{"productId":""# + String(repeating: "a", count: 300) + #""}}"#
         for body in [Data(text.utf8), Data(binary), Data(long.utf8)] {
