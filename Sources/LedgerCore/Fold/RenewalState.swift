@@ -21,19 +21,24 @@ public struct RenewalState: Hashable, Sendable {
     }
 
     /// The state the renewal info `r` states, at `at`, by the event `seq`: the info without what is not about the
-    /// next renewal.
-    init(_ r: RenewalInfoFact, at: UnixMillis, seq: UInt64) {
-        self.init(info: r, at: at, seq: seq)
-        info.offerType = nil
-        info.offerIdentifier = nil
-        info.signedDate = nil
-        info.recentSubscriptionStartDate = nil
-        info.offerDiscountType = nil
-        info.offerPeriod = nil
-        info.appAccountToken = nil
-        info.appTransactionId = nil
-        if !info.extra.isEmpty { info.extra = [:] }
-        if !info.unknownFields.isEmpty { info.unknownFields = UnknownFields() }
+    /// next renewal. Built from the fields it keeps rather than copied and cleared: the clearing would copy the box
+    /// the info shares with its event, and then release what it clears.
+    @inline(__always)
+    init(_ r: borrowing RenewalInfoFact, at: UnixMillis, seq: UInt64) {
+        var kept = RenewalInfoFact.Fields(originalTransactionId: r.originalTransactionId, environment: r.environment)
+        kept.productId = r.productId
+        kept.autoRenewProductId = r.autoRenewProductId
+        kept.autoRenewStatus = r.autoRenewStatus
+        kept.expirationIntent = r.expirationIntent
+        kept.isInBillingRetryPeriod = r.isInBillingRetryPeriod
+        kept.gracePeriodExpiresDate = r.gracePeriodExpiresDate
+        kept.priceIncreaseStatus = r.priceIncreaseStatus
+        kept.renewalDate = r.renewalDate
+        kept.renewalPrice = r.renewalPrice
+        kept.currency = r.currency
+        kept.eligibleWinBackOfferIds = r.eligibleWinBackOfferIds
+        kept.renewalBillingPlanType = r.renewalBillingPlanType
+        self.init(info: RenewalInfoFact(kept), at: at, seq: seq)
     }
 
     /// Apple's expiry reason names for `expirationIntent`: the EXPIRED notification's subtypes, so that one reason
