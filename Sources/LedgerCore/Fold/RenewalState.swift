@@ -25,20 +25,38 @@ public struct RenewalState: Hashable, Sendable {
     /// the info shares with its event, and then release what it clears.
     @inline(__always)
     init(_ r: borrowing RenewalInfoFact, at: UnixMillis, seq: UInt64) {
-        var kept = RenewalInfoFact.Fields(originalTransactionId: r.originalTransactionId, environment: r.environment)
-        kept.productId = r.productId
-        kept.autoRenewProductId = r.autoRenewProductId
-        kept.autoRenewStatus = r.autoRenewStatus
-        kept.expirationIntent = r.expirationIntent
-        kept.isInBillingRetryPeriod = r.isInBillingRetryPeriod
-        kept.gracePeriodExpiresDate = r.gracePeriodExpiresDate
-        kept.priceIncreaseStatus = r.priceIncreaseStatus
-        kept.renewalDate = r.renewalDate
-        kept.renewalPrice = r.renewalPrice
-        kept.currency = r.currency
-        kept.eligibleWinBackOfferIds = r.eligibleWinBackOfferIds
-        kept.renewalBillingPlanType = r.renewalBillingPlanType
-        self.init(info: RenewalInfoFact(kept), at: at, seq: seq)
+        let initial = RenewalInfoFact.Fields(originalTransactionId: r.originalTransactionId, environment: r.environment)
+        self.init(info: RenewalInfoFact(initial) { Self.keep(r, in: &$0) }, at: at, seq: seq)
+    }
+
+    /// Becomes the state `r` states, in place: the fold replaces its renewal state at every renewal info, and the
+    /// state's box is its own, so the fields are written where they are (no box made, none freed).
+    @inline(__always)
+    mutating func restate(_ r: borrowing RenewalInfoFact, at: UnixMillis, seq: UInt64) {
+        self.at = at
+        self.seq = seq
+        if !isKnownUniquelyReferenced(&info.box) { info.box = CopyOnWriteBox(info.box.value) }
+        info.box.value.originalTransactionId = r.originalTransactionId
+        info.box.value.environment = r.environment
+        Self.keep(r, in: &info.box.value)
+    }
+
+    /// Writes the fields of `r` that are about the next renewal into `k` (every field `init(_:at:seq:)` keeps but
+    /// the subscription and environment).
+    @inline(__always)
+    private static func keep(_ r: borrowing RenewalInfoFact, in k: inout RenewalInfoFact.Fields) {
+        k.productId = r.productId
+        k.autoRenewProductId = r.autoRenewProductId
+        k.autoRenewStatus = r.autoRenewStatus
+        k.expirationIntent = r.expirationIntent
+        k.isInBillingRetryPeriod = r.isInBillingRetryPeriod
+        k.gracePeriodExpiresDate = r.gracePeriodExpiresDate
+        k.priceIncreaseStatus = r.priceIncreaseStatus
+        k.renewalDate = r.renewalDate
+        k.renewalPrice = r.renewalPrice
+        k.currency = r.currency
+        k.eligibleWinBackOfferIds = r.eligibleWinBackOfferIds
+        k.renewalBillingPlanType = r.renewalBillingPlanType
     }
 
     /// Apple's expiry reason names for `expirationIntent`: the EXPIRED notification's subtypes, so that one reason
