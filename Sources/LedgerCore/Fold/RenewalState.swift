@@ -1,0 +1,74 @@
+/// What the latest renewal info (by the instant it speaks from) says about the next renewal (DOMAIN §4.5): the info
+/// itself, as far as it is about the next renewal, and when and by which event it was stated.
+public struct RenewalState: Hashable, Sendable {
+    /// The renewal info, with what it says about the next renewal: its product and auto-renew product, auto-renew
+    /// status, expiration intent, billing retry, grace period end, price increase status, renewal date, renewal price
+    /// and currency, eligible win-back offers and billing plan. Its offer, signing instant, subscription start, app
+    /// account token, app transaction id and the fields this version does not model are not kept
+    /// (`init(_:at:seq:)`).
+    public var info: RenewalInfoFact
+    /// The instant the renewal info speaks from (`signedDate`, or when a V1 one was observed).
+    public var at: UnixMillis
+    /// Provenance.
+    public var seq: UInt64
+
+    /// Inlinable: LedgerCodec's decoder makes one per stored timeline.
+    @inlinable
+    public init(info: RenewalInfoFact, at: UnixMillis, seq: UInt64) {
+        self.info = info
+        self.at = at
+        self.seq = seq
+    }
+
+    /// The state the renewal info `r` states, at `at`, by the event `seq`: the info without what is not about the
+    /// next renewal. Built from the fields it keeps rather than copied and cleared: the clearing would copy the box
+    /// the info shares with its event, and then release what it clears.
+    @inline(__always)
+    init(_ r: borrowing RenewalInfoFact, at: UnixMillis, seq: UInt64) {
+        let initial = RenewalInfoFact.Fields(originalTransactionId: r.originalTransactionId, environment: r.environment)
+        self.init(info: RenewalInfoFact(initial) { Self.keep(r, in: &$0) }, at: at, seq: seq)
+    }
+
+    /// Becomes the state `r` states, in place: the fold replaces its renewal state at every renewal info, and the
+    /// state's box is its own, so the fields are written where they are (no box made, none freed).
+    @inline(__always)
+    mutating func restate(_ r: borrowing RenewalInfoFact, at: UnixMillis, seq: UInt64) {
+        self.at = at
+        self.seq = seq
+        if !isKnownUniquelyReferenced(&info.box) { info.box = CopyOnWriteBox(info.box.value) }
+        info.box.value.originalTransactionId = r.originalTransactionId
+        info.box.value.environment = r.environment
+        Self.keep(r, in: &info.box.value)
+    }
+
+    /// Writes the fields of `r` that are about the next renewal into `k` (every field `init(_:at:seq:)` keeps but
+    /// the subscription and environment).
+    @inline(__always)
+    private static func keep(_ r: borrowing RenewalInfoFact, in k: inout RenewalInfoFact.Fields) {
+        k.productId = r.productId
+        k.autoRenewProductId = r.autoRenewProductId
+        k.autoRenewStatus = r.autoRenewStatus
+        k.expirationIntent = r.expirationIntent
+        k.isInBillingRetryPeriod = r.isInBillingRetryPeriod
+        k.gracePeriodExpiresDate = r.gracePeriodExpiresDate
+        k.priceIncreaseStatus = r.priceIncreaseStatus
+        k.renewalDate = r.renewalDate
+        k.renewalPrice = r.renewalPrice
+        k.currency = r.currency
+        k.eligibleWinBackOfferIds = r.eligibleWinBackOfferIds
+        k.renewalBillingPlanType = r.renewalBillingPlanType
+    }
+
+    /// Apple's expiry reason names for `expirationIntent`: the EXPIRED notification's subtypes, so that one reason
+    /// has one spelling whichever way Apple stated it (V1 intent 2 and V2 EXPIRED/BILLING_RETRY are the same).
+    public static func expirationReason(intent: Int64?) -> String? {
+        switch intent {
+        case 1: "VOLUNTARY"
+        case 2: "BILLING_RETRY"
+        case 3: "PRICE_INCREASE"
+        case 4: "PRODUCT_NOT_FOR_SALE"
+        case 5: "OTHER"
+        default: nil
+        }
+    }
+}
