@@ -219,7 +219,9 @@ public final class LedgerRoutes: Sendable {
 
     /// `type` (`POST /v1/events` only), `appUserId` and `receivedAt` from the query string; `route` is the route as
     /// `queryParameters` names it.
-    func ingestOptions(_ request: Request, route: String, forcedType: InputType? = nil) throws -> IngestPipeline.Options {
+    func ingestOptions(_ request: Request, route: String, forcedType: InputType? = nil) throws
+        -> IngestPipeline.Options
+    {
         let query = request.uri.queryParameters
         try Self.checkQuery(query.map(\.key), route: route)
         var options = IngestPipeline.Options(forcedType: forcedType)

@@ -9,7 +9,8 @@ import LedgerWire
 /// `storeledger demo`: ingests a small, realistic story into a ledger and prints what the ledger made of it.
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Ingest a sample subscription story (renewals, a restore, a refund, a transfer) and print its timeline.",
+        abstract:
+            "Ingest a sample subscription story (renewals, a restore, a refund, a transfer) and print its timeline.",
         discussion: """
             The directory is created when missing and used when empty; one that an earlier demo made is reset. Any \
             other directory is refused (exit 1) and left as it is.

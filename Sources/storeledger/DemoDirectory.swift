@@ -85,7 +85,8 @@ enum DemoDirectory {
         return CodedError(
             .directoryNotEmpty,
             "\(path) \(what); the demo writes only to a missing or empty directory, or one an earlier demo made "
-                + "(marked by \(marker)): give another --data")
+                + "(marked by \(marker)): give another --data"
+        )
     }
 
     private static func writeMarker(in path: String) throws(CodedError) {

@@ -37,7 +37,9 @@ struct Ingest: AsyncParsableCommand {
     var files: [String] = []
 
     func validate() throws {
-        if quiet && json { throw ValidationError("--quiet and --json do not go together (--json prints one result per input)") }
+        if quiet && json {
+            throw ValidationError("--quiet and --json do not go together (--json prints one result per input)")
+        }
     }
 
     func run() async throws {

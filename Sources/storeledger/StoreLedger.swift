@@ -34,7 +34,8 @@ struct StoreLedger: AsyncParsableCommand {
         }
         if command is StoreLedger {
             // No command: what to do is unsaid, so it is a usage error (exit 2), with the commands to choose from.
-            FileHandle.standardError.write(Data("error: \(ErrorCode.usage): no command given\n\n\(helpMessage())\n".utf8))
+            FileHandle.standardError.write(
+                Data("error: \(ErrorCode.usage): no command given\n\n\(helpMessage())\n".utf8))
             Foundation.exit(2)
         }
         do {

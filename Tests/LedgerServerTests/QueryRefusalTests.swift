@@ -20,26 +20,67 @@ import Testing
     }
 
     static let cases: [Case] = [
-        Case(method: .get, target: "/v1/customers/u1?asof=3", unknown: "asof",
-             takes: "GET /v1/customers/{appUserId} takes at, asOf, environment"),
-        Case(method: .get, target: "/v1/subscriptions/1001?at=1700000000000&env=Sandbox", unknown: "env",
-             takes: "GET /v1/subscriptions/{otid} takes at, asOf, environment"),
-        Case(method: .get, target: "/v1/transactions/1001?verbose=1", unknown: "verbose",
-             takes: "GET /v1/transactions/{transactionId} takes no query parameters"),
-        Case(method: .get, target: "/v1/events?afterSeq=3", unknown: "afterSeq",
-             takes: "GET /v1/events takes after, limit, follow, timeout"),
+        Case(
+            method: .get,
+            target: "/v1/customers/u1?asof=3",
+            unknown: "asof",
+            takes: "GET /v1/customers/{appUserId} takes at, asOf, environment"
+        ),
+        Case(
+            method: .get,
+            target: "/v1/subscriptions/1001?at=1700000000000&env=Sandbox",
+            unknown: "env",
+            takes: "GET /v1/subscriptions/{otid} takes at, asOf, environment"
+        ),
+        Case(
+            method: .get,
+            target: "/v1/transactions/1001?verbose=1",
+            unknown: "verbose",
+            takes: "GET /v1/transactions/{transactionId} takes no query parameters"
+        ),
+        Case(
+            method: .get,
+            target: "/v1/events?afterSeq=3",
+            unknown: "afterSeq",
+            takes: "GET /v1/events takes after, limit, follow, timeout"
+        ),
         Case(method: .get, target: "/v1/health?x=1", unknown: "x", takes: "GET /v1/health takes no query parameters"),
-        Case(method: .get, target: "/metrics?format=json", unknown: "format", takes: "GET /metrics takes no query parameters"),
-        Case(method: .post, target: "/v1/events?appUserId=u1&user=u2", unknown: "user",
-             takes: "POST /v1/events takes type, appUserId, receivedAt"),
-        Case(method: .post, target: "/v1/apple/notifications?type=receipt", unknown: "type",
-             takes: "POST /v1/apple/notifications takes appUserId, receivedAt"),
-        Case(method: .post, target: "/v1/apple/receipts?appUserID=u1", unknown: "appUserID",
-             takes: "POST /v1/apple/receipts takes appUserId, receivedAt"),
-        Case(method: .post, target: "/v1/apple/transactions?app_user_id=u1", unknown: "app_user_id",
-             takes: "POST /v1/apple/transactions takes appUserId, receivedAt"),
-        Case(method: .post, target: "/v1/bindings?appUserId=u1", unknown: "appUserId",
-             takes: "POST /v1/bindings takes receivedAt"),
+        Case(
+            method: .get,
+            target: "/metrics?format=json",
+            unknown: "format",
+            takes: "GET /metrics takes no query parameters"
+        ),
+        Case(
+            method: .post,
+            target: "/v1/events?appUserId=u1&user=u2",
+            unknown: "user",
+            takes: "POST /v1/events takes type, appUserId, receivedAt"
+        ),
+        Case(
+            method: .post,
+            target: "/v1/apple/notifications?type=receipt",
+            unknown: "type",
+            takes: "POST /v1/apple/notifications takes appUserId, receivedAt"
+        ),
+        Case(
+            method: .post,
+            target: "/v1/apple/receipts?appUserID=u1",
+            unknown: "appUserID",
+            takes: "POST /v1/apple/receipts takes appUserId, receivedAt"
+        ),
+        Case(
+            method: .post,
+            target: "/v1/apple/transactions?app_user_id=u1",
+            unknown: "app_user_id",
+            takes: "POST /v1/apple/transactions takes appUserId, receivedAt"
+        ),
+        Case(
+            method: .post,
+            target: "/v1/bindings?appUserId=u1",
+            unknown: "appUserId",
+            takes: "POST /v1/bindings takes receivedAt"
+        ),
     ]
 
     /// Every route refuses a parameter it does not read with 400 `invalid_query`, naming it and the ones it takes;
@@ -51,19 +92,23 @@ import Testing
             api.ledger.close()
             try? FileManager.default.removeItem(atPath: directory)
         }
-        let body = c.target.hasPrefix("/v1/bindings")
+        let body =
+            c.target.hasPrefix("/v1/bindings")
             ? #"{"appUserId":"u1","originalTransactionId":"1001"}"# : Sample.transaction("1001")
         let app = Application(router: api.makeRouter())
         try await app.test(.router) { client in
             try await client.execute(
-                uri: c.target, method: c.method, headers: [.contentType: "application/json"],
+                uri: c.target,
+                method: c.method,
+                headers: [.contentType: "application/json"],
                 body: c.method == .post ? ByteBuffer(string: body) : nil
             ) { response in
                 #expect(response.status == .badRequest)
                 #expect(
                     String(buffer: response.body)
                         == #"{"error":{"code":"invalid_query","message":"unknown query parameter '\#(c.unknown)': \#(c.takes)"}}"#
-                        + "\n")
+                        + "\n"
+                )
             }
         }
         #expect(try api.ledger.lastSeq() == 0)
@@ -87,24 +132,34 @@ import Testing
         }
         let app = Application(router: api.makeRouter())
         try await app.test(.router) { client in
-            let payload = #"{"transactionId":"7","originalTransactionId":"7","productId":"p","purchaseDate":1700000000000,"expiresDate":1702592000000,"type":"Auto-Renewable Subscription","environment":"Production"}"#
+            let payload =
+                #"{"transactionId":"7","originalTransactionId":"7","productId":"p","purchaseDate":1700000000000,"expiresDate":1702592000000,"type":"Auto-Renewable Subscription","environment":"Production"}"#
             try await client.execute(
-                uri: "/v1/apple/transactions?appUserId=u1&receivedAt=1700000001000", method: .post,
-                headers: [.contentType: "application/json"], body: ByteBuffer(string: payload)
+                uri: "/v1/apple/transactions?appUserId=u1&receivedAt=1700000001000",
+                method: .post,
+                headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: payload)
             ) { response in
                 #expect(response.status == .ok, "\(String(buffer: response.body))")
             }
             try await client.execute(
-                uri: "/v1/bindings?receivedAt=2023-11-15T00:00:00Z", method: .post,
+                uri: "/v1/bindings?receivedAt=2023-11-15T00:00:00Z",
+                method: .post,
                 headers: [.contentType: "application/json"],
                 body: ByteBuffer(string: #"{"appUserId":"u2","originalTransactionId":"7"}"#)
             ) { response in
                 #expect(response.status == .ok, "\(String(buffer: response.body))")
             }
-            try await client.execute(uri: "/v1/customers/u1?at=1700000002000&asOf=2&environment=Production", method: .get) {
+            try await client.execute(
+                uri: "/v1/customers/u1?at=1700000002000&asOf=2&environment=Production",
+                method: .get
+            ) {
                 response in
                 #expect(response.status == .ok)
-                #expect(String(buffer: response.body).contains(#""subscriptions":["7"]"#), "\(String(buffer: response.body))")
+                #expect(
+                    String(buffer: response.body).contains(#""subscriptions":["7"]"#),
+                    "\(String(buffer: response.body))"
+                )
             }
         }
         let events = try api.ledger.events(after: 0, limit: 10)
@@ -125,7 +180,8 @@ import Testing
                 #expect(response.status == .badRequest)
                 #expect(
                     String(buffer: response.body)
-                        == #"{"error":{"code":"invalid_query","message":"follow must be true or false"}}"# + "\n")
+                        == #"{"error":{"code":"invalid_query","message":"follow must be true or false"}}"# + "\n"
+                )
             }
             try await client.execute(uri: "/v1/events?follow=false&limit=5", method: .get) { response in
                 #expect(response.status == .ok)
@@ -143,7 +199,8 @@ struct PipelinedMalformedHeadTests {
     /// The answer to `garbage`: its error document, not an empty 400.
     static let refusal: String = {
         let document =
-            #"{"error":{"code":"bad_request","message":"the request head does not parse (invalid HTTP method)"}}"# + "\n"
+            #"{"error":{"code":"bad_request","message":"the request head does not parse (invalid HTTP method)"}}"#
+            + "\n"
         return "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\n"
             + "Content-Length: \(document.utf8.count)\r\n\r\n" + document
     }()
@@ -181,7 +238,8 @@ struct PipelinedMalformedHeadTests {
             let kept = try server.ledger.rejectedInputs(limit: 10_000).filter { $0.code == "bad_request" }
             #expect(
                 kept.allSatisfy { $0.raw == Array(Self.garbage.utf8) && $0.request == "GARBAGE LINE" },
-                "\(kept.map { String(decoding: $0.raw, as: UTF8.self) })")
+                "\(kept.map { String(decoding: $0.raw, as: UTF8.self) })"
+            )
             #expect(try await server.client().get("/v1/health").status == 200)
         }
     }

@@ -28,7 +28,10 @@ private func entries(_ path: String) throws -> [String] {
 
         let out = try storeledger(["demo", "--data", target])
         #expect(out.status == 1)
-        #expect(out.stderr == "error: directory_not_empty: \(target) is not empty and no demo made it (notes.txt)" + Self.hint)
+        #expect(
+            out.stderr == "error: directory_not_empty: \(target) is not empty and no demo made it (notes.txt)"
+                + Self.hint
+        )
         #expect(out.stdout == "")
         #expect(try entries(target) == ["notes.txt"])
         #expect(try String(contentsOfFile: target + "/notes.txt", encoding: .utf8) == "keep me\n")
@@ -48,7 +51,8 @@ private func entries(_ path: String) throws -> [String] {
         #expect(
             out.stderr
                 == "error: directory_not_empty: \(ledger) holds a ledger the demo did not make (data.mdb, lock.mdb)"
-                + Self.hint)
+                + Self.hint
+        )
         #expect(try entries(ledger) == ["data.mdb", "lock.mdb"])
         let after = try stats(ledger)
         #expect(after["lastSeq"] as? Int == 1)
@@ -63,7 +67,9 @@ private func entries(_ path: String) throws -> [String] {
         let out = try storeledger(["demo", "--data", file])
         #expect(out.status == 1)
         #expect(
-            out.stderr == "error: invalid_path: \(file) is not a directory; give the demo an empty or missing directory\n")
+            out.stderr
+                == "error: invalid_path: \(file) is not a directory; give the demo an empty or missing directory\n"
+        )
         #expect(try String(contentsOfFile: file, encoding: .utf8) == "not a directory\n")
     }
 
@@ -72,7 +78,9 @@ private func entries(_ path: String) throws -> [String] {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let target = dir.file("demo")
-        if state == "empty" { try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: false) }
+        if state == "empty" {
+            try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: false)
+        }
         let out = try storeledger(["demo", "--data", target])
         #expect(out.status == 0, "\(out.stderr)")
         #expect(out.stdout.hasPrefix("Ingesting 7 inputs into \(target) …\n"))
@@ -114,7 +122,10 @@ private func entries(_ path: String) throws -> [String] {
         try "mine\n".write(toFile: target + "/notes.txt", atomically: true, encoding: .utf8)
         let out = try storeledger(["demo", "--data", target])
         #expect(out.status == 1)
-        #expect(out.stderr == "error: directory_not_empty: \(target) holds files besides a demo ledger (notes.txt)" + Self.hint)
+        #expect(
+            out.stderr == "error: directory_not_empty: \(target) holds files besides a demo ledger (notes.txt)"
+                + Self.hint
+        )
         #expect(try entries(target) == [".storeledger-demo", "data.mdb", "lock.mdb", "notes.txt"])
         #expect(try stats(target)["lastSeq"] as? Int == 6)
     }
@@ -145,7 +156,9 @@ private func entries(_ path: String) throws -> [String] {
         let quiet = try storeledger(["ingest", "--quiet", "--json", "/dev/null"])
         #expect(quiet.status == 2)
         #expect(
-            quiet.stderr.hasPrefix("error: usage: --quiet and --json do not go together"), "\(quiet.stderr)")
+            quiet.stderr.hasPrefix("error: usage: --quiet and --json do not go together"),
+            "\(quiet.stderr)"
+        )
     }
 
     @Test(arguments: [["--help"], ["--version"], ["demo", "--help"], ["help", "events"]])
@@ -172,12 +185,24 @@ private func entries(_ path: String) throws -> [String] {
         }
         let lines = [
             transaction(
-                "8001", start, start + 7 * day,
-                offer: #""offerType":1,"offerIdentifier":"SPRING","offerDiscountType":"FREE_TRIAL","offerPeriod":"P1W""#),
+                "8001",
+                start,
+                start + 7 * day,
+                offer: #""offerType":1,"offerIdentifier":"SPRING","offerDiscountType":"FREE_TRIAL","offerPeriod":"P1W""#
+            ),
             transaction(
-                "8002", start + 7 * day, start + 37 * day,
-                offer: #""offerType":2,"offerIdentifier":"winter50","offerDiscountType":"PAY_AS_YOU_GO","offerPeriod":"P3M""#),
-            transaction("8003", start + 37 * day, start + 67 * day, offer: #""offerType":3,"offerDiscountType":"PAY_UP_FRONT""#),
+                "8002",
+                start + 7 * day,
+                start + 37 * day,
+                offer:
+                    #""offerType":2,"offerIdentifier":"winter50","offerDiscountType":"PAY_AS_YOU_GO","offerPeriod":"P3M""#
+            ),
+            transaction(
+                "8003",
+                start + 37 * day,
+                start + 67 * day,
+                offer: #""offerType":3,"offerDiscountType":"PAY_UP_FRONT""#
+            ),
         ]
         let file = dir.file("offers.ndjson")
         try lines.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
@@ -199,7 +224,11 @@ private func entries(_ path: String) throws -> [String] {
         defer { dir.remove() }
         let ledger = dir.file("ledger")
         let file = dir.file("batch.ndjson")
-        try (0..<200).map { transactionLine($0) }.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        try (0..<200).map { transactionLine($0) }.joined(separator: "\n").write(
+            toFile: file,
+            atomically: true,
+            encoding: .utf8
+        )
         #expect(try storeledger(["ingest", "--data", ledger, "--quiet", file]).status == 0)
         let json = try stats(ledger)
         let bytes = try #require(json["bytes"] as? Int)
@@ -208,7 +237,9 @@ private func entries(_ path: String) throws -> [String] {
         func human(_ n: Int) -> String {
             n < 1 << 20
                 ? String(format: "%.1f KiB", Double(n) / 1024)
-                : n < 1 << 30 ? String(format: "%.1f MiB", Double(n) / 1_048_576) : String(format: "%.1f GiB", Double(n) / 1_073_741_824)
+                : n < 1 << 30
+                    ? String(format: "%.1f MiB", Double(n) / 1_048_576)
+                    : String(format: "%.1f GiB", Double(n) / 1_073_741_824)
         }
         #expect(bytes >= 1024, "a ledger of 200 events fills more than a KiB")
         let out = try storeledger(["stats", "--data", ledger])
@@ -223,7 +254,10 @@ private func entries(_ path: String) throws -> [String] {
         defer { dir.remove() }
         let ledger = dir.file("ledger")
         let file = dir.file("batch.ndjson")
-        let lines = (0..<4).map { transactionLine($0) } + [#"{"type":"transaction","payload":{"productId":"p","purchaseDate":1}}"#]
+        let lines =
+            (0..<4).map { transactionLine($0) } + [
+                #"{"type":"transaction","payload":{"productId":"p","purchaseDate":1}}"#
+            ]
         try lines.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
         let quiet = try storeledger(["ingest", "--data", ledger, "--quiet", file])
         #expect(quiet.status == 1)
@@ -245,7 +279,11 @@ private func entries(_ path: String) throws -> [String] {
         let ledger = dir.file("ledger")
         let file = dir.file("large.ndjson")
         let count = 40_000
-        try (0..<count).map { transactionLine($0) }.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        try (0..<count).map { transactionLine($0) }.joined(separator: "\n").write(
+            toFile: file,
+            atomically: true,
+            encoding: .utf8
+        )
         // `script` runs the command on a pseudo-terminal and copies what it shows to its own stdout.
         let command = "'\(storeledgerExecutable())' ingest --quiet --data '\(ledger)' '\(file)'"
         let onTerminal = try runProcess("/usr/bin/script", ["-qec", command, "/dev/null"], deadline: 300)
@@ -279,7 +317,11 @@ private func entries(_ path: String) throws -> [String] {
         defer { dir.remove() }
         let ledger = dir.file("ledger")
         let file = dir.file("batch.ndjson")
-        try (0..<5).map { transactionLine($0) }.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        try (0..<5).map { transactionLine($0) }.joined(separator: "\n").write(
+            toFile: file,
+            atomically: true,
+            encoding: .utf8
+        )
         #expect(try storeledger(["ingest", "--data", ledger, "--quiet", file]).status == 0)
 
         let cut = try storeledger(["events", "--data", ledger, "--limit", "3"])
