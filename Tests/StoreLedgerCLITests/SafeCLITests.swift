@@ -271,40 +271,49 @@ private func entries(_ path: String) throws -> [String] {
         #expect(loud.stdout.hasPrefix("#1 duplicate\n"))
         #expect(!loud.stderr.contains("\r") && !loud.stderr.contains("ingesting"))
     }
+}
 
-    /// On a terminal a long ingest and export show their progress on stderr; in a pipe nothing.
-    @Test func progressShowsOnATerminalOnly() throws {
-        let dir = try TemporaryDirectory()
-        defer { dir.remove() }
-        let ledger = dir.file("ledger")
-        let file = dir.file("large.ndjson")
-        let count = 40_000
-        try (0..<count).map { transactionLine($0) }.joined(separator: "\n").write(
-            toFile: file,
-            atomically: true,
-            encoding: .utf8
-        )
-        // `script` runs the command on a pseudo-terminal and copies what it shows to its own stdout.
-        let command = "'\(storeledgerExecutable())' ingest --quiet --data '\(ledger)' '\(file)'"
-        let onTerminal = try runProcess("/usr/bin/script", ["-qec", command, "/dev/null"], deadline: 300)
-        #expect(onTerminal.status == 0, "\(onTerminal.stdout)")
-        #expect(onTerminal.stdout.contains("\ringesting "), "\(onTerminal.stdout.suffix(300))")
-        #expect(onTerminal.stdout.contains("ingesting \(count)/\(count) (100%)"), "\(onTerminal.stdout.suffix(300))")
-        #expect(onTerminal.stdout.hasSuffix("\(count) inputs: \(count) appended, 0 duplicate, 0 rejected\r\n"))
+// MARK: - Progress
 
-        let exportCommand = "'\(storeledgerExecutable())' export --data '\(ledger)' > /dev/null"
-        let export = try runProcess("/usr/bin/script", ["-qec", exportCommand, "/dev/null"], deadline: 300)
-        #expect(export.status == 0, "\(export.stdout)")
-        #expect(export.stdout.contains("exporting \(count)/\(count) (100%)"), "\(export.stdout.suffix(300))")
+extension LiveProcesses {
+    /// Heavier than the others (a long ingest and export, twice): run with the live-process suites, one at a time, so
+    /// it does not slow the timing-bound process tests beside it.
+    @Suite("Progress on a terminal", .serialized, .timeLimit(.minutes(5)))
+    struct ProgressCLITests {
+        /// On a terminal a long ingest and export show their progress on stderr; in a pipe nothing.
+        @Test func progressShowsOnATerminalOnly() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let ledger = dir.file("ledger")
+            let file = dir.file("large.ndjson")
+            let count = 12_000
+            try (0..<count).map { transactionLine($0) }.joined(separator: "\n").write(
+                toFile: file,
+                atomically: true,
+                encoding: .utf8
+            )
+            // `script` runs the command on a pseudo-terminal and copies what it shows to its own stdout.
+            let command = "'\(storeledgerExecutable())' ingest --quiet --data '\(ledger)' '\(file)'"
+            let onTerminal = try runProcess("/usr/bin/script", ["-qec", command, "/dev/null"], deadline: 300)
+            #expect(onTerminal.status == 0, "\(onTerminal.stdout)")
+            #expect(onTerminal.stdout.contains("\ringesting "), "\(onTerminal.stdout.suffix(300))")
+            #expect(onTerminal.stdout.contains("ingesting \(count)/\(count) (100%)"), "\(onTerminal.stdout.suffix(300))")
+            #expect(onTerminal.stdout.hasSuffix("\(count) inputs: \(count) appended, 0 duplicate, 0 rejected\r\n"))
 
-        // The same work in pipes: not a byte of progress.
-        let piped = try storeledger(["ingest", "--quiet", "--data", ledger, file])
-        #expect(piped.status == 0)
-        #expect(piped.stderr == "")
-        #expect(piped.stdout == "\(count) inputs: 0 appended, \(count) duplicate, 0 rejected\n")
-        let exported = try storeledger(["export", "--data", ledger])
-        #expect(exported.stderr == "")
-        #expect(exported.stdout.split(separator: "\n").count == count)
+            let exportCommand = "'\(storeledgerExecutable())' export --data '\(ledger)' > /dev/null"
+            let export = try runProcess("/usr/bin/script", ["-qec", exportCommand, "/dev/null"], deadline: 300)
+            #expect(export.status == 0, "\(export.stdout)")
+            #expect(export.stdout.contains("exporting \(count)/\(count) (100%)"), "\(export.stdout.suffix(300))")
+
+            // The same work in pipes: not a byte of progress.
+            let piped = try storeledger(["ingest", "--quiet", "--data", ledger, file])
+            #expect(piped.status == 0)
+            #expect(piped.stderr == "")
+            #expect(piped.stdout == "\(count) inputs: 0 appended, \(count) duplicate, 0 rejected\n")
+            let exported = try storeledger(["export", "--data", ledger])
+            #expect(exported.stderr == "")
+            #expect(exported.stdout.split(separator: "\n").count == count)
+        }
     }
 }
 
