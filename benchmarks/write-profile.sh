@@ -2,7 +2,7 @@
 # What the durable write path costs the disk, per commit and per input, over the socket. See benchmarks/README.md,
 # "The write path".
 #
-#   benchmarks/write-profile.sh [--bin DIR] [--duration S] [--strace] [--keep DIR] [-- loadgen flags…]
+#   benchmarks/write-profile.sh [--bin DIR] [--config FILE] [--duration S] [--strace] [--keep DIR] [-- loadgen flags…]
 #       e.g. -- --mode single --connections 32      (the default)
 #            -- --mode batch --batch-size 100 --connections 8
 #
@@ -20,14 +20,16 @@ BIN="$ROOT/.build/release"
 DURATION=8
 STRACE=0
 KEEP=""
+SERVE_ARGS=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --bin) BIN="${2:?}"; shift ;;
         --duration) DURATION="${2:?}"; shift ;;
+        --config) SERVE_ARGS=(--config "${2:?}"); shift ;;
         --strace) STRACE=1 ;;
         --keep) KEEP="${2:?}"; shift ;;
         --) shift; break ;;
-        -h|--help) sed -n 2,16p "$0"; exit 0 ;;
+        -h|--help) sed -n 2,17p "$0"; exit 0 ;;
         *) echo "error: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -62,10 +64,10 @@ SOCKET="$WORK/data/ledger.sock"
 if [ "$STRACE" = 1 ]; then
     STORELEDGER_LOG_LEVEL=warning strace -f -y -s 0 -qq --seccomp-bpf -o "$WORK/strace.txt" \
         -e trace=pwrite64,lseek,writev,fdatasync,fsync,msync \
-        "$BIN/storeledger" serve --data "$WORK/data" --socket "$SOCKET" > "$WORK/serve.log" 2>&1 &
+        "$BIN/storeledger" serve --data "$WORK/data" --socket "$SOCKET" "${SERVE_ARGS[@]+"${SERVE_ARGS[@]}"}" > "$WORK/serve.log" 2>&1 &
     LAUNCHER_PID=$!
 else
-    STORELEDGER_LOG_LEVEL=warning "$BIN/storeledger" serve --data "$WORK/data" --socket "$SOCKET" > "$WORK/serve.log" 2>&1 &
+    STORELEDGER_LOG_LEVEL=warning "$BIN/storeledger" serve --data "$WORK/data" --socket "$SOCKET" "${SERVE_ARGS[@]+"${SERVE_ARGS[@]}"}" > "$WORK/serve.log" 2>&1 &
     LAUNCHER_PID=$!
 fi
 for _ in $(seq 600); do

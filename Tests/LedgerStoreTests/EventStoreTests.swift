@@ -158,6 +158,72 @@ func input(_ facts: [Fact], raw: String? = nil, receivedAt: Int64 = 1_605_243_60
         #expect(try ledger.verify().ok)
     }
 
+    /// With the writer waiting for groups to grow: rounds of concurrent appends, then appends one at a time (the
+    /// group the writer waits for never comes: each is committed when the wait ends), then closing while it waits.
+    @Test func aGroupCommitWaitLosesNoAppendAndKeepsSeqsExact() async throws {
+        var options = Ledger.Options()
+        options.groupCommitWaitMicroseconds = 5_000
+        let t = try TemporaryLedger(options: options)
+        let ledger = t.ledger
+        let committedInputs = Box(0)
+        ledger.observeCommits { inputs, _, _ in committedInputs.add(inputs) }
+        var seqs: Set<UInt64> = []
+        for round in 0..<3 {
+            let results = try await withThrowingTaskGroup(of: AppendResult.self) { group in
+                for i in 0..<100 {
+                    group.addTask {
+                        let id = 4_000_000 + round * 100 + i
+                        let fact = Fact.transaction(transaction("\(id)", otid: "\(5_000_000 + i % 10)"))
+                        return try await ledger.append([input([fact])])[0]
+                    }
+                }
+                var all: [AppendResult] = []
+                for try await r in group { all.append(r) }
+                return all
+            }
+            #expect(results.allSatisfy { $0.status == .appended })
+            seqs.formUnion(results.compactMap(\.seq))
+        }
+        #expect(seqs == Set(1...300))
+        for i in 0..<3 {
+            let result = try ledger.appendAndWait([input([.transaction(transaction("\(6_000_000 + i)", otid: "7000000"))])])
+            #expect(result.map(\.seq) == [UInt64(301 + i)])
+        }
+        #expect(committedInputs.value == 303, "every input is reported by exactly one commit")
+        #expect(try ledger.lastSeq() == 303)
+        #expect(try ledger.events(key: "6000002").map(\.seq) == [303])
+        #expect(try ledger.verify().ok)
+
+        // Closing while the writer waits for a group that never comes: what was queued is committed, and later
+        // appends are refused.
+        var waiting = Ledger.Options()
+        waiting.groupCommitWaitMicroseconds = 60_000_000
+        try t.reopen(options: waiting)
+        let reopened = t.ledger
+        // One request of five inputs: the next group waits to hold five.
+        let five = try reopened.appendAndWait((0..<5).map { input([.transaction(transaction("\(8_000_000 + $0)"))]) })
+        #expect(five.map(\.seq) == [304, 305, 306, 307, 308])
+        let done = Box(0)
+        let pending = Task {
+            defer { done.add(1) }
+            return try await reopened.append([input([.transaction(transaction("6000010", otid: "7000000"))])])
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while reopened.queueDepth == 0, done.value == 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        reopened.close()
+        let late = try await pending.value
+        #expect(late.map(\.seq) == [309])
+        #expect(throws: LedgerError.self) {
+            try reopened.appendAndWait([input([.transaction(transaction("6000011", otid: "7000000"))])])
+        }
+        try t.reopen()
+        #expect(try t.ledger.lastSeq() == 309)
+        #expect(try t.ledger.events(key: "6000010").map(\.seq) == [309])
+        #expect(try t.ledger.verify().ok)
+    }
+
     @Test func theMapGrowsFromATinyStartWithoutLosingAppends() throws {
         var options = Ledger.Options()
         options.initialMapSize = 256 * 1024
