@@ -9,8 +9,7 @@ import LedgerCore
 ///  "requireSignatures": false, "environments": ["Production"],
 ///  "socket": {"path": "…", "mode": "0660", "writers": {"uids": [1000], "gids": []}},
 ///  "limits": {"maxBodyBytes": 16777216, "maxBatchInputs": 10000, "maxQueuedInputs": 100000,
-///             "headerTimeoutSeconds": 10, "idleTimeoutSeconds": 60, "maxConnections": 512,
-///             "groupCommitWaitMicroseconds": 0},
+///             "headerTimeoutSeconds": 10, "idleTimeoutSeconds": 60, "maxConnections": 512},
 ///  "products": {"com.example.premium.monthly": {"type": "autoRenewable", "entitlements": ["premium"]}}}
 /// ```
 ///
@@ -43,9 +42,6 @@ public struct LedgerConfiguration: Sendable {
         /// the usual 1024-descriptor limit, so clients that open connections and stall (slowloris) cannot exhaust
         /// the server's file descriptors: each holds a place for at most the header timeout.
         public var maxConnections = 512
-        /// Under load, how long the writer may wait for the next group commit to grow to the size of the last one
-        /// (0 commits whatever is queued at once).
-        public var groupCommitWaitMicroseconds = 0
         public init() {}
     }
 
@@ -139,12 +135,6 @@ public struct LedgerConfiguration: Sendable {
                     throw Invalid(message: "limits.\(key) must be a number of seconds, more than 0 and at most 86400")
                 }
                 limits[keyPath: target] = n
-            }
-            if let v = l["groupCommitWaitMicroseconds"] {
-                guard let n = JSONValue.int64(v), n >= 0, n <= 100_000 else {
-                    throw Invalid(message: "limits.groupCommitWaitMicroseconds must be a whole number from 0 to 100000")
-                }
-                limits.groupCommitWaitMicroseconds = Int(n)
             }
             appStore.maxInputBytes = limits.maxBodyBytes
         }

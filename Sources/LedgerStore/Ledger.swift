@@ -18,9 +18,6 @@ public final class Ledger: Sendable {
         public var maxQueuedInputs = 100_000
         /// Inputs per write transaction at most.
         public var maxBatchInputs = 4_096
-        /// Under load, how long the writer may wait for the next group of inputs to grow to the size of the last
-        /// one before committing it (see `Writer`); 0 commits whatever is queued at once.
-        public var groupCommitWaitMicroseconds = 0
         /// Open without a writer (auditors, `events`, `verify`).
         public var readOnly = false
         /// Skip fsync on commit. Benchmarks of CPU cost only: acknowledged writes may be lost.
@@ -58,8 +55,7 @@ public final class Ledger: Sendable {
             let observers = self.observers
             writer = Writer(
                 environment: environment, batch: batch, logger: logger, maxQueuedInputs: options.maxQueuedInputs,
-                maxBatchInputs: options.maxBatchInputs,
-                groupWaitNanoseconds: UInt64(max(0, options.groupCommitWaitMicroseconds)) * 1_000, onCommit: { info in observers.committed(info) })
+                maxBatchInputs: options.maxBatchInputs, onCommit: { info in observers.committed(info) })
         }
         if upgrade {
             // An older schema: the events are unchanged; the projections are rebuilt by this build's fold.

@@ -43,7 +43,6 @@ struct LedgerOptions: ParsableArguments {
         var options = Ledger.Options()
         options.readOnly = readOnly
         options.maxQueuedInputs = configuration.limits.maxQueuedInputs
-        options.groupCommitWaitMicroseconds = configuration.limits.groupCommitWaitMicroseconds
         do {
             return try Ledger(directory: directory, rules: configuration.rules, options: options, logger: cliLogger)
         } catch {

@@ -32,7 +32,6 @@ final class TestServer: Sendable {
         logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
         var options = Ledger.Options()
         options.maxQueuedInputs = configuration.limits.maxQueuedInputs
-        options.groupCommitWaitMicroseconds = configuration.limits.groupCommitWaitMicroseconds
         ledger = try Ledger(
             directory: dataDirectory ?? directory + "/data", rules: configuration.rules, options: options, logger: logger)
         service = LedgerService(ledger: ledger, configuration: configuration, socketPath: socketPath, logger: logger)

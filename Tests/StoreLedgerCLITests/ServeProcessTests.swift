@@ -86,28 +86,15 @@ actor Acknowledged {
 
 @Suite("storeledger serve as a process", .serialized, .timeLimit(.minutes(2)))
 struct ServeProcessTests {
-    /// Also with the writer waiting for its groups to grow (`limits.groupCommitWaitMicroseconds`): a request is still
-    /// answered only after the commit that holds it.
-    @Test(arguments: [0, 2_000])
-    func killNineUnderLoadLosesNoAcknowledgedInputAndVerifyPasses(groupCommitWaitMicroseconds: Int) async throws {
-        try await withTaskExecutorPreference(TestExecutor.shared) {
-            try await killNineUnderLoad(groupCommitWaitMicroseconds: groupCommitWaitMicroseconds)
-        }
+    @Test func killNineUnderLoadLosesNoAcknowledgedInputAndVerifyPasses() async throws {
+        try await withTaskExecutorPreference(TestExecutor.shared) { try await killNineUnderLoad() }
     }
 
-    private func killNineUnderLoad(groupCommitWaitMicroseconds: Int) async throws {
+    private func killNineUnderLoad() async throws {
         let directory = try TemporaryDirectory(prefix: "sl-cli")
         defer { directory.remove() }
         let data = directory.path
-        var arguments: [String] = []
-        if groupCommitWaitMicroseconds > 0 {
-            let config = data + ".config.json"
-            try #"{"limits":{"groupCommitWaitMicroseconds":\#(groupCommitWaitMicroseconds)}}"#
-                .write(toFile: config, atomically: true, encoding: .utf8)
-            arguments = ["--config", config]
-        }
-        defer { if !arguments.isEmpty { try? FileManager.default.removeItem(atPath: arguments[1]) } }
-        let first = try ServerProcess(data: data, arguments: arguments)
+        let first = try ServerProcess(data: data)
         try await first.waitUntilAnswering()
 
         // Six writers: four send single events, two send NDJSON batches of 16, until the server dies (bounded).
@@ -144,7 +131,7 @@ struct ServeProcessTests {
         #expect(FileManager.default.fileExists(atPath: first.socketPath), "kill -9 leaves the socket file behind")
 
         // Restart over the stale socket; every acknowledged input must be there.
-        let second = try ServerProcess(data: data, arguments: arguments)
+        let second = try ServerProcess(data: data)
         try await second.waitUntilAnswering()
         let reader = try AsyncLedgerClient(socketPath: second.socketPath, timeoutSeconds: 10)
         var missing: [String] = []

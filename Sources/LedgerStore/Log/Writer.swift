@@ -6,12 +6,6 @@ import Logging
 /// The single writer thread with group commit: inputs queue up while a commit is in flight, and the next write
 /// transaction takes all of them (up to `maxBatchInputs`), so many requests share one fsync. A request is answered
 /// only after its transaction committed.
-///
-/// Under load the next group may also wait, a bounded time (`groupWaitNanoseconds`), until it holds as many inputs as
-/// the last one: the requests the last commit answered are then mostly on their way back (clients that send one
-/// request at a time), and a commit writes the pages every commit touches (each database's root path, the catalog,
-/// the free list, the meta page) and syncs once however many inputs it holds, so one commit of all of them costs the
-/// disk less per input than two of half. At low load (the last commit held one input) it never waits.
 final class Writer: @unchecked Sendable {
     typealias Completion = @Sendable (Result<[AppendResult], LedgerError>) -> Void
 
@@ -25,7 +19,6 @@ final class Writer: @unchecked Sendable {
     private let logger: Logger
     private let maxQueuedInputs: Int
     private let maxBatchInputs: Int
-    private let groupWaitNanoseconds: UInt64
     private let onCommit: @Sendable (CommitInfo) -> Void
 
     // Guarded by `condition`.
@@ -35,8 +28,6 @@ final class Writer: @unchecked Sendable {
     private var stopping = false
     private var stopped = false
     private var thread: Thread?
-    /// Inputs the last commit held (writer thread only).
-    private var lastGroupInputs = 0
 
     /// What one commit did (for metrics and followers).
     struct CommitInfo: Sendable {
@@ -47,14 +38,13 @@ final class Writer: @unchecked Sendable {
 
     init(
         environment: Environment, batch: AppendBatch, logger: Logger, maxQueuedInputs: Int, maxBatchInputs: Int,
-        groupWaitNanoseconds: UInt64 = 0, onCommit: @escaping @Sendable (CommitInfo) -> Void
+        onCommit: @escaping @Sendable (CommitInfo) -> Void
     ) {
         self.environment = environment
         self.batch = batch
         self.logger = logger
         self.maxQueuedInputs = maxQueuedInputs
         self.maxBatchInputs = maxBatchInputs
-        self.groupWaitNanoseconds = groupWaitNanoseconds
         self.onCommit = onCommit
         // The thread keeps the writer alive until `stop()` returns.
         let thread = Thread { self.loop() }
@@ -110,7 +100,6 @@ final class Writer: @unchecked Sendable {
                 condition.unlock()
                 return
             }
-            awaitGroup()
             var taken: [Request] = []
             var count = 0
             while let first = queue.first, taken.isEmpty || count + first.inputs.count <= maxBatchInputs {
@@ -118,21 +107,8 @@ final class Writer: @unchecked Sendable {
                 count += first.inputs.count
             }
             queuedInputs -= count
-            lastGroupInputs = count
             condition.unlock()
             commit(taken, inputCount: count)
-        }
-    }
-
-    /// Waits (with `condition` locked, at most `groupWaitNanoseconds`) until the queue holds as many inputs as the
-    /// last commit did, or the writer is stopping.
-    private func awaitGroup() {
-        guard groupWaitNanoseconds > 0, lastGroupInputs > 1 else { return }
-        let target = min(lastGroupInputs, maxBatchInputs)
-        guard queuedInputs < target else { return }
-        let deadline = Date(timeIntervalSinceNow: Double(groupWaitNanoseconds) / 1e9)
-        while queuedInputs < target && !stopping {
-            if !condition.wait(until: deadline) { return }
         }
     }
 
