@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "storeledger", targets: ["storeledger"]),
         .executable(name: "loadgen", targets: ["loadgen"]),
         .library(name: "LedgerCore", targets: ["LedgerCore"]),
+        .library(name: "LedgerCodec", targets: ["LedgerCodec"]),
         .library(name: "LedgerAppStore", targets: ["LedgerAppStore"]),
         .library(name: "LedgerStore", targets: ["LedgerStore"]),
         .library(name: "LedgerWire", targets: ["LedgerWire"]),
@@ -51,6 +52,7 @@ let package = Package(
         .target(name: "LedgerCore", swiftSettings: swiftSettings),
         // The error codes and the Unix socket: below every layer that refuses, and below the client.
         .target(name: "LedgerWire", swiftSettings: swiftSettings),
+        .target(name: "LedgerCodec", dependencies: ["LedgerCore"], swiftSettings: swiftSettings),
         .target(
             name: "LedgerAppStore",
             dependencies: [
@@ -66,6 +68,7 @@ let package = Package(
             name: "LedgerStore",
             dependencies: [
                 "LedgerCore",
+                "LedgerCodec",
                 "LedgerWire",
                 "LMDB",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -144,6 +147,7 @@ let package = Package(
             name: "LedgerTestSupport",
             dependencies: [
                 "LedgerCore",
+                "LedgerCodec",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -152,15 +156,23 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB"], swiftSettings: swiftSettings),
-        .testTarget(name: "LedgerCoreTests", dependencies: ["LedgerCore", "LedgerTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "LedgerCoreTests", dependencies: ["LedgerCore", "LedgerCodec", "LedgerTestSupport"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "LedgerCodecTests", dependencies: ["LedgerCodec", "LedgerCore", "LedgerTestSupport"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "LedgerAppStoreTests",
-            dependencies: ["LedgerAppStore", "LedgerCore", "LedgerWire", "LedgerTestSupport"],
+            dependencies: ["LedgerAppStore", "LedgerCore", "LedgerCodec", "LedgerWire", "LedgerTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LedgerStoreTests",
-            dependencies: ["LedgerStore", "LedgerCore", "LedgerAppStore", "LedgerAPI", "LedgerWire", "LedgerTestSupport", "LMDB"],
+            dependencies: [
+                "LedgerStore", "LedgerCore", "LedgerCodec", "LedgerAppStore", "LedgerAPI", "LedgerWire",
+                "LedgerTestSupport", "LMDB",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "LedgerWireTests", dependencies: ["LedgerWire"], swiftSettings: swiftSettings),

@@ -18,7 +18,7 @@ let package = Package(
     targets: [
         benchmark("EventStore", uses: ["LedgerCore", "LedgerStore"]),
         benchmark("Import", uses: ["LedgerCore", "LedgerStore"]),
-        benchmark("Fold", uses: ["LedgerCore"], local: ["FoldWorkload"]),
+        benchmark("Fold", uses: ["LedgerCore", "LedgerCodec"], local: ["FoldWorkload"]),
         benchmark("Decode", uses: ["LedgerCore", "LedgerAppStore"], local: ["TestFixtures"]),
         // The root's test fixtures, which it does not ship as a product: `Support/TestFixtures` links to
         // `Tests/LedgerTestSupport`.
@@ -33,10 +33,15 @@ let package = Package(
             path: "Support/TestFixtures"
         ),
         // The Fold benchmark's workload, and the same operations run under callgrind by instructions.sh.
-        .target(name: "FoldWorkload", dependencies: [.product(name: "LedgerCore", package: root)]),
+        .target(
+            name: "FoldWorkload",
+            dependencies: [.product(name: "LedgerCore", package: root), .product(name: "LedgerCodec", package: root)]
+        ),
         .executableTarget(
             name: "fold-instructions",
-            dependencies: ["FoldWorkload", .product(name: "LedgerCore", package: root)]
+            dependencies: [
+                "FoldWorkload", .product(name: "LedgerCore", package: root), .product(name: "LedgerCodec", package: root),
+            ]
         ),
     ]
 )

@@ -40,6 +40,9 @@ build() {  # CHECKOUT -> path of the fold-instructions binary
     mkdir -p "$dir/Sources"
     rm -rf "$dir/Sources/FoldWorkload" "$dir/Sources/fold-instructions"
     cp -R "$here/Sources/FoldWorkload" "$here/Sources/fold-instructions" "$dir/Sources/"
+    # The codec has its own module since issue 11; older checkouts keep it in LedgerCore.
+    local products='.product(name: "LedgerCore", package: "'"$name"'")'
+    [[ -d "$checkout/Sources/LedgerCodec" ]] && products+=', .product(name: "LedgerCodec", package: "'"$name"'")'
     cat > "$dir/Package.swift" <<PKG
 // swift-tools-version: 6.1
 import PackageDescription
@@ -48,8 +51,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [.package(path: "$checkout")],
     targets: [
-        .target(name: "FoldWorkload", dependencies: [.product(name: "LedgerCore", package: "$name")]),
-        .executableTarget(name: "fold-instructions", dependencies: ["FoldWorkload", .product(name: "LedgerCore", package: "$name")]),
+        .target(name: "FoldWorkload", dependencies: [$products]),
+        .executableTarget(name: "fold-instructions", dependencies: ["FoldWorkload", $products]),
     ]
 )
 PKG

@@ -1,4 +1,5 @@
 import LedgerAppStore
+import LedgerCodec
 import LedgerCore
 import LedgerTestSupport
 import LedgerWire
@@ -28,7 +29,9 @@ private typealias F = AppleFixtures
         let events = input.facts.enumerated().map { i, fact in
             LedgerEvent(seq: UInt64(i + 1), fact: fact, metadata: input.metadata)
         }
-        let t = Timeline.fold(events, originalTransactionId: "1000000000000001", environment: .production, rules: FoldRules())
+        let t = Timeline.fold(
+            events, originalTransactionId: "1000000000000001", environment: .production, rules: FoldRules(),
+            ties: .canonical)
         #expect(t.status(at: refundedAt - 1).status == .active)
         #expect(t.status(at: F.epoch + 25 * F.day).status == .revoked)
     }
@@ -205,7 +208,8 @@ private typealias F = AppleFixtures
         #expect(t.extra["originalPlatform"] == #""iOS""#)
         #expect(input.bindings.map(\.appUserId) == ["u7"])
         let events = input.facts.enumerated().map { LedgerEvent(seq: UInt64($0 + 1), fact: $1, metadata: input.metadata) }
-        let timeline = Timeline.fold(events, originalTransactionId: "app:71134", environment: .sandbox, rules: FoldRules())
+        let timeline = Timeline.fold(
+            events, originalTransactionId: "app:71134", environment: .sandbox, rules: FoldRules(), ties: .canonical)
         #expect(timeline.view(at: 1_698_148_900_000, asOf: nil).periods.first?.originalApplicationVersion == "1.1.2")
         #expect(timeline.status(at: 1_798_148_900_000).status == .active, "the app is the customer's for good")
         #expect(refusal(Array(TestPKI.shared.sign(json: ["receiptType": "Production", "bundleId": F.bundleId]).utf8))?.code == "missing_field")

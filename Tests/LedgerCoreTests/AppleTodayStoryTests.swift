@@ -1,3 +1,4 @@
+import LedgerCodec
 import LedgerCore
 import LedgerTestSupport
 import Testing

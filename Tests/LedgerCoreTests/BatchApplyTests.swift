@@ -1,3 +1,4 @@
+import LedgerCodec
 import LedgerCore
 import Testing
 
@@ -39,7 +40,7 @@ import Testing
     @Test func anInputInDocumentOrderTakesTheIncrementalPath() {
         let (first, batch) = Self.history()
         let rules = FoldRules()
-        var timeline = Timeline.fold([first], rules: rules)
+        var timeline = Timeline.fold([first], rules: rules, ties: .canonical)
         // One by one, the notification's position (kind 3) precedes the transactions' (kind 1) at the same instant.
         var oneByOne = timeline
         var allApplied = true
@@ -47,7 +48,7 @@ import Testing
         #expect(!allApplied, "document order is not fold order")
         let applied = timeline.apply(contentsOf: batch, rules: rules)
         #expect(applied)
-        #expect(timeline == Timeline.fold([first] + batch, rules: rules))
+        #expect(timeline == Timeline.fold([first] + batch, rules: rules, ties: .canonical))
         #expect(timeline.periods.map(\.transactionId) == ["100", "101", "102"])
         #expect(timeline.owner(at: Self.t0 + 62 * Self.day) == ["u1"])
     }
@@ -55,7 +56,7 @@ import Testing
     @Test func aBatchReachingIntoThePastIsRefusedAndChangesNothing() {
         let (first, batch) = Self.history()
         let rules = FoldRules()
-        var timeline = Timeline.fold([first] + batch, rules: rules)
+        var timeline = Timeline.fold([first] + batch, rules: rules, ties: .canonical)
         let before = timeline
         let late = [Self.event(7, Self.transaction("99", purchase: Self.t0 - Self.day), observed: Self.t0 - Self.day)]
         let applied = timeline.apply(contentsOf: late, rules: rules)

@@ -1,3 +1,4 @@
+import LedgerCodec
 import LedgerCore
 import LedgerTestSupport
 import Testing
@@ -148,7 +149,7 @@ import Testing
     }
 
     static func fold(_ events: [LedgerEvent], _ rules: FoldRules) -> Timeline {
-        Timeline.fold(events, originalTransactionId: "9000", environment: .production, rules: rules)
+        Timeline.fold(events, originalTransactionId: "9000", environment: .production, rules: rules, ties: .canonical)
     }
 
     /// The store's path, on bytes: each delivered event goes through `Timeline.appending` (only the last period
@@ -294,6 +295,6 @@ import Testing
     }
 
     static func fold(_ events: [LedgerEvent], rules: FoldRules) -> Timeline {
-        Timeline.fold(events, originalTransactionId: "7000", environment: .production, rules: rules)
+        Timeline.fold(events, originalTransactionId: "7000", environment: .production, rules: rules, ties: .canonical)
     }
 }

@@ -1,10 +1,11 @@
+import LedgerCodec
 @testable import LedgerCore
 import LedgerTestSupport
 import Testing
 
 /// The fold builds a new period in one go (`Period(bought:)`), where a revision goes through `take` and
-/// `walkRevocation`: the two must agree on every field, whatever the transaction states, or a period would depend on
-/// whether it was first seen new or revised.
+/// `applyRevocation(of:at:seq:)`: the two must agree on every field, whatever the transaction states, or a period would
+/// depend on whether it was first seen new or revised.
 @Suite struct PeriodTests {
     static let rules = FoldRules(
         catalog: Catalog(products: [
@@ -46,7 +47,7 @@ import Testing
             let instant = t.purchaseDate + 1
             var walked = Period(transactionId: t.transactionId, productId: t.productId, start: t.purchaseDate, seq: seq)
             walked.take(t, rules: Self.rules)
-            walked.walkRevocation(t, at: instant, seq: seq)
+            walked.applyRevocation(of: t, at: instant, seq: seq)
             let bought = Period(bought: t, seq: seq, rules: Self.rules)
             #expect(bought == walked, "\(t)")
         }

@@ -1,3 +1,4 @@
+import LedgerCodec
 import LedgerCore
 import LedgerTestSupport
 import Testing
@@ -235,7 +236,9 @@ import Testing
         #expect(twice.changes().map(\.kind) == [.purchase, .autoRenewOff])
         #expect(twice.lastSeq == 3 && once.lastSeq == 2)
         var same = twice
-        same = Timeline.fold(s.events.reversed(), originalTransactionId: s.originalTransactionId, environment: .production, rules: s.rules)
+        same = Timeline.fold(
+            s.events.reversed(), originalTransactionId: s.originalTransactionId, environment: .production,
+            rules: s.rules, ties: .canonical)
         #expect(same == twice, "the first copy (smallest seq) is the one folded, whatever the order")
         #expect(s.incrementalTimeline().timeline == twice)
     }
@@ -244,7 +247,8 @@ import Testing
         var s = Scenario(otid: "42", environment: .sandbox)
         s.purchase("42", product: Self.basic, at: Self.t0, expires: Self.t0 + Self.month)
         s.claim("alice", at: Self.t0)
-        let production = Timeline.fold(s.events, originalTransactionId: "42", environment: .production, rules: s.rules)
+        let production = Timeline.fold(
+            s.events, originalTransactionId: "42", environment: .production, rules: s.rules, ties: .canonical)
         #expect(production.periods.isEmpty && production.owners.isEmpty)
         var applied = Timeline(originalTransactionId: "42", environment: .production)
         for e in s.events {

@@ -1,5 +1,6 @@
 import Foundation
 import LMDB
+import LedgerCodec
 import LedgerCore
 import LedgerStore
 import Logging

@@ -1,3 +1,4 @@
+import LedgerCodec
 import LedgerCore
 
 /// `bytes` (a version varint, then tagged fields, as `BinaryWriter` writes them) with every top-level field `tag`

@@ -1,3 +1,4 @@
+import LedgerCodec
 import LedgerCore
 
 /// A story about one subscription told as canonical facts, so tests read like what happened:
@@ -195,14 +196,16 @@ public struct Scenario: Sendable {
 
     /// The timeline folded from every event told.
     public func timeline() -> Timeline {
-        Timeline.fold(events, originalTransactionId: originalTransactionId, environment: environment, rules: rules)
+        Timeline.fold(
+            events, originalTransactionId: originalTransactionId, environment: environment, rules: rules,
+            ties: .canonical)
     }
 
     /// The timeline as known at `asOf` (the events with seq ≤ asOf).
     public func timeline(asOf: UInt64) -> Timeline {
         Timeline.fold(
             events.filter { $0.seq <= asOf }, originalTransactionId: originalTransactionId, environment: environment,
-            rules: rules)
+            rules: rules, ties: .canonical)
     }
 
     /// The timeline built one event at a time, refolding whenever `apply` declines, as the store does.
@@ -212,7 +215,8 @@ public struct Scenario: Sendable {
         for (i, e) in events.enumerated() where !t.apply(e, rules: rules) {
             refolds += 1
             t = Timeline.fold(
-                events[...i], originalTransactionId: originalTransactionId, environment: environment, rules: rules)
+                events[...i], originalTransactionId: originalTransactionId, environment: environment, rules: rules,
+                ties: .canonical)
         }
         return (t, refolds)
     }

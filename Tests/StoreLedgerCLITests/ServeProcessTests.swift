@@ -31,7 +31,7 @@ final class ServerProcess {
     /// Waits until `/v1/health` answers (or the process dies).
     func waitUntilAnswering() async throws {
         // Generous, and off the cooperative pool: the whole suite runs in parallel on two shared cores.
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline, process.isRunning {
             if let client = try? AsyncLedgerClient(socketPath: socketPath, timeoutSeconds: 2),
                 (try? await client.get("/v1/health"))?.status == 200

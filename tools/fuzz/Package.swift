@@ -48,6 +48,7 @@ let package = Package(
                 "CFuzzDriver",
                 "TestFixtures",
                 .product(name: "LedgerCore", package: root),
+                .product(name: "LedgerCodec", package: root),
                 .product(name: "LedgerAppStore", package: root),
             ],
             swiftSettings: swiftSettings

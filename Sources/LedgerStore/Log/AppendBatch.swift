@@ -1,4 +1,5 @@
 import LMDB
+import LedgerCodec
 import LedgerCore
 
 /// What one write transaction does with a batch of inputs: idempotency, raw bytes, events, log and hash chain,

@@ -1,3 +1,4 @@
+import LedgerCodec
 import LedgerCore
 
 /// An input refused with a reason, kept for the auditor.

@@ -1,4 +1,5 @@
 import LMDB
+import LedgerCodec
 import LedgerCore
 
 // MARK: - Queries on the projections (two clocks: `at` = valid time, `asOf` = knowledge, a log seq)
@@ -53,6 +54,6 @@ extension Ledger {
         }
         let events = try SubscriptionScan.events(layout, env, otid, upTo: asOf, metadata: .forFold, txn)
         guard !events.isEmpty else { return nil }
-        return (Timeline.fold(events, rules: rules), asOf!)
+        return (Timeline.fold(events, rules: rules, ties: .canonical), asOf!)
     }
 }

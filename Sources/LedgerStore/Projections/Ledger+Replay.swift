@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import LMDB
+import LedgerCodec
 import LedgerCore
 
 // MARK: - Replay: every projection rebuilt from the events alone
@@ -106,7 +107,8 @@ extension Ledger {
             chunk.events += scan.events.count
             chunk.keys += 1
             if !scan.events.isEmpty {
-                let timeline = Timeline.fold(scan.events, originalTransactionId: otid, environment: env, rules: rules)
+                let timeline = Timeline.fold(
+                    scan.events, originalTransactionId: otid, environment: env, rules: rules, ties: .canonical)
                 rebuilt.removeAll()
                 StoredTimeline.encode(timeline, into: &rebuilt)
                 let different = try rebuilt.withBytes { bytes in

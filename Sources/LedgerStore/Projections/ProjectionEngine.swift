@@ -1,4 +1,5 @@
 import LMDB
+import LedgerCodec
 import LedgerCore
 
 /// Keeps the timeline projections in step with the log, inside the append's write transaction.
@@ -59,7 +60,8 @@ struct ProjectionEngine {
                 // New in this environment, and claimed before without one: those claims apply here too.
                 timeline = try refold(environment, otid, txn)
             } else {
-                timeline = Timeline.fold(group, originalTransactionId: otid, environment: environment, rules: rules)
+                timeline = Timeline.fold(
+                    group, originalTransactionId: otid, environment: environment, rules: rules, ties: .canonical)
             }
             try txn.put(layout.timelines, key: key, value: StoredTimeline.encode(timeline))
         }
@@ -70,7 +72,7 @@ struct ProjectionEngine {
         -> Timeline
     {
         let all = try SubscriptionScan.events(layout, environment, otid, upTo: nil, metadata: .forFold, txn)
-        return Timeline.fold(all, originalTransactionId: otid, environment: environment, rules: rules)
+        return Timeline.fold(all, originalTransactionId: otid, environment: environment, rules: rules, ties: .canonical)
     }
 
     /// Indexes the claims that named no environment of a subscription under `environment` (where it has just

@@ -1,5 +1,6 @@
 import Benchmark
 import FoldWorkload
+import LedgerCodec
 import LedgerCore
 
 // The pure fold's hot paths, as the store drives them: `Timeline.fold` (replay, verify, refolds), one incremental
@@ -17,7 +18,7 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("Fold 100-event timelines (per event)", configuration: .init(scalingFactor: .kilo)) { benchmark in
         var k = 0
         for _ in 0..<(benchmark.scaledIterations.count / 100) {
-            blackHole(Timeline.fold(timelines[k % timelines.count], rules: rules))
+            blackHole(Timeline.fold(timelines[k % timelines.count], rules: rules, ties: .canonical))
             k += 1
         }
     }
@@ -28,7 +29,7 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("Fold 100-event timelines, shuffled (per event)", configuration: .init(scalingFactor: .kilo)) { benchmark in
         var k = 0
         for _ in 0..<(benchmark.scaledIterations.count / 100) {
-            blackHole(Timeline.fold(shuffled[k % shuffled.count], rules: rules))
+            blackHole(Timeline.fold(shuffled[k % shuffled.count], rules: rules, ties: .canonical))
             k += 1
         }
     }
@@ -36,7 +37,7 @@ let benchmarks: @Sendable () -> Void = {
     // One incremental update at the tail of a stored timeline of 5 and of 100 periods, as the store does it.
     for periods in [5, 100] {
         let events = history(otid: 7, periods: periods, events: periods)
-        let stored = Timeline.fold(events, rules: rules).encoded()
+        let stored = Timeline.fold(events, rules: rules, ties: .canonical).encoded()
         let next = nextRenewal(after: events)
         Benchmark(
             "Incremental update at the tail, \(periods) periods (\(stored.count) B)",
@@ -49,7 +50,7 @@ let benchmarks: @Sendable () -> Void = {
     // One update in the past of a 100-event timeline: apply refuses, the OTID refolds from its 101 events.
     do {
         let events = timelines[0]
-        let stored = Timeline.fold(events, rules: rules).encoded()
+        let stored = Timeline.fold(events, rules: rules, ties: .canonical).encoded()
         let refund = pastRefund(in: events)
         Benchmark("Incremental update in the past, 100 events (refold)") { benchmark in
             for _ in benchmark.scaledIterations { blackHole(update(stored: stored, with: refund, all: events)) }

@@ -1,4 +1,8 @@
 import LedgerCore
+// Older checkouts kept the codec in LedgerCore; instructions.sh builds this workload against them too.
+#if canImport(LedgerCodec)
+import LedgerCodec
+#endif
 
 // The fold's workload, shared by the Fold benchmark (wall clock) and `fold-instructions` (instructions counted under
 // callgrind): synthetic V2-like facts, monthly renewals with their renewal infos and DID_RENEW notifications, and the
@@ -99,7 +103,17 @@ public func update(stored: [UInt8], with event: LedgerEvent, all: [LedgerEvent])
         return bytes
     }
     var timeline = try! Timeline(decoding: stored)
-    if !timeline.apply(event, rules: rules) { timeline = Timeline.fold(all + [event], rules: rules) }
+    if !timeline.apply(event, rules: rules) { timeline = fold(all + [event]) }
     return timeline.encoded()
 }
 
+
+/// `Timeline.fold` as the store calls it: same-instant facts in the codec's canonical order.
+@inline(__always)
+public func fold(_ events: [LedgerEvent]) -> Timeline {
+    #if canImport(LedgerCodec)
+    Timeline.fold(events, rules: rules, ties: .canonical)
+    #else
+    Timeline.fold(events, rules: rules)
+    #endif
+}

@@ -1,6 +1,9 @@
 import Foundation
 import FoldWorkload
 import LedgerCore
+#if canImport(LedgerCodec)
+import LedgerCodec
+#endif
 
 // Runs one of the Fold benchmark's operations `count` times, for `benchmarks/instructions.sh` to count the
 // instructions under callgrind: the count does not depend on the machine's load or clock, so two builds compare on a
@@ -25,16 +28,16 @@ guard arguments.count == 3, let count = Int(arguments[2]), count >= 0 else {
 switch arguments[1] {
 case "fold":
     let timelines = (0..<100).map { history(otid: $0, periods: 40, events: 100) }
-    for k in 0..<count { consume(Timeline.fold(timelines[k % timelines.count], rules: rules)) }
+    for k in 0..<count { consume(fold(timelines[k % timelines.count])) }
 case "tail5", "tail100":
     let periods = arguments[1] == "tail5" ? 5 : 100
     let events = history(otid: 7, periods: periods, events: periods)
-    let stored = Timeline.fold(events, rules: rules).encoded()
+    let stored = fold(events).encoded()
     let next = nextRenewal(after: events)
     for _ in 0..<count { consume(update(stored: stored, with: next, all: events)) }
 case "past":
     let events = history(otid: 0, periods: 40, events: 100)
-    let stored = Timeline.fold(events, rules: rules).encoded()
+    let stored = fold(events).encoded()
     let refund = pastRefund(in: events)
     for _ in 0..<count { consume(update(stored: stored, with: refund, all: events)) }
 case "decode":

@@ -1,6 +1,7 @@
 import CFuzzDriver
 import Foundation
 import LedgerAppStore
+import LedgerCodec
 import LedgerCore
 
 // MARK: - What every decoder target does with an input
@@ -77,8 +78,8 @@ public enum Fuzz {
         var timelines: [Timeline] = []
         for (_, group) in byKey {
             // Arrival order must not matter: fold forwards and backwards.
-            let timeline = Timeline.fold(group, rules: rules)
-            let reversed = Timeline.fold(group.reversed(), rules: rules)
+            let timeline = Timeline.fold(group, rules: rules, ties: .canonical)
+            let reversed = Timeline.fold(group.reversed(), rules: rules, ties: .canonical)
             precondition(
                 timeline.withoutProvenance().encoded() == reversed.withoutProvenance().encoded(),
                 "the fold depends on arrival order")

@@ -1,3 +1,4 @@
+import LedgerCodec
 import LedgerCore
 import LedgerTestSupport
 import Testing
@@ -14,7 +15,7 @@ import Testing
         var bytes = Timeline(originalTransactionId: s.originalTransactionId, environment: s.environment).encoded()
         for (k, e) in s.events.enumerated() {
             var t = try Timeline(decoding: bytes)
-            if !t.apply(e, rules: s.rules) { t = Timeline.fold(s.events[...k], rules: s.rules) }
+            if !t.apply(e, rules: s.rules) { t = Timeline.fold(s.events[...k], rules: s.rules, ties: .canonical) }
             bytes = t.encoded()
         }
         return try Timeline(decoding: bytes)

@@ -22,15 +22,13 @@ public struct OwnerInterval: Hashable, Sendable {
 }
 
 /// Why a user owns (or stopped owning) an OTID.
-public enum OwnerCause: String, Hashable, Sendable, Codable, CaseIterable, ByteCoded {
+public enum OwnerCause: String, Hashable, Sendable, Codable, CaseIterable {
     /// The app's backend bound the user (the first claim, or an added owner under `share`).
     case claim
     /// A transaction carried the user's `appAccountToken`.
     case appAccountToken
     /// Moved from a previous owner by a later claim under `transfer`.
     case transfer
-
-    nonisolated(unsafe) static let byCode = makeCodeTable()
 }
 
 /// A claim that did not move ownership because the `keep` policy kept the first owner.

@@ -1,42 +1,44 @@
-// MARK: - Field tags
-// Tags are forever: never reuse or renumber one. Add new fields with new tags; old readers keep them as unknown.
+import LedgerCore
+
+// The stored forms of facts and events (`BinaryWriter`'s format). Tags are forever: never reuse or renumber one. Add
+// new fields with new tags; old readers keep them as unknown.
 
 extension TransactionFact {
     func encode(into w: inout BinaryWriter) {
-        w.write(1, transactionId.id)
-        w.write(2, originalTransactionId.id)
+        w.write(1, self.transactionId.id)
+        w.write(2, self.originalTransactionId.id)
         w.write(3, webOrderLineItem)
-        w.write(4, bundleId)
-        w.write(5, productId)
-        w.write(6, subscriptionGroupIdentifier)
-        w.write(7, purchaseDate)
-        w.write(8, originalPurchaseDate)
-        w.write(9, expiresDate)
-        w.write(10, quantity)
-        w.write(11, type?.rawValue)
-        w.write(12, appAccountToken)
-        w.write(13, inAppOwnershipType)
-        w.write(14, signedDate)
-        w.write(15, revocationDate)
-        w.write(16, revocationReason)
-        w.write(17, revocationType)
-        w.write(18, revocationPercentage)
-        w.write(19, isUpgraded)
-        w.write(20, offerType)
-        w.write(21, offerIdentifier)
-        w.write(22, offerDiscountType)
-        w.write(23, isTrialPeriod)
-        w.write(24, isInIntroOfferPeriod)
-        w.write(25, environment, nameTag: 36)
-        w.write(26, storefront)
-        w.write(27, transactionReason)
-        w.write(28, price)
-        w.write(29, currency)
-        w.write(30, extra)
-        w.write(31, appTransactionId)
-        w.write(32, offerPeriod)
-        w.write(33, billingPlanType)
-        if let commitment {
+        w.write(4, self.bundleId)
+        w.write(5, self.productId)
+        w.write(6, self.subscriptionGroupIdentifier)
+        w.write(7, self.purchaseDate)
+        w.write(8, self.originalPurchaseDate)
+        w.write(9, self.expiresDate)
+        w.write(10, self.quantity)
+        w.write(11, self.type?.rawValue)
+        w.write(12, self.appAccountToken)
+        w.write(13, self.inAppOwnershipType)
+        w.write(14, self.signedDate)
+        w.write(15, self.revocationDate)
+        w.write(16, self.revocationReason)
+        w.write(17, self.revocationType)
+        w.write(18, self.revocationPercentage)
+        w.write(19, self.isUpgraded)
+        w.write(20, self.offerType)
+        w.write(21, self.offerIdentifier)
+        w.write(22, self.offerDiscountType)
+        w.write(23, self.isTrialPeriod)
+        w.write(24, self.isInIntroOfferPeriod)
+        w.write(25, self.environment, nameTag: 36)
+        w.write(26, self.storefront)
+        w.write(27, self.transactionReason)
+        w.write(28, self.price)
+        w.write(29, self.currency)
+        w.write(30, self.extra)
+        w.write(31, self.appTransactionId)
+        w.write(32, self.offerPeriod)
+        w.write(33, self.billingPlanType)
+        if let commitment = self.commitment {
             w.writeNested(34) { c in
                 c.write(1, commitment.billingPeriodNumber)
                 c.write(2, commitment.totalBillingPeriods)
@@ -44,8 +46,8 @@ extension TransactionFact {
                 c.write(4, commitment.price)
             }
         }
-        w.write(35, originalApplicationVersion)
-        w.write(unknownFields)
+        w.write(35, self.originalApplicationVersion)
+        w.write(self.unknownFields)
     }
 
     static func decodeCommitment(_ bytes: UnsafeRawBufferPointer) throws(FactDecodingError) -> Commitment {
@@ -65,79 +67,67 @@ extension TransactionFact {
     }
 
     init(reading r: inout BinaryReader, strings: inout RepeatedStrings) throws(FactDecodingError) {
-        // Every field into a local, the box made once at the end from them: written into a box (or a struct) one by
-        // one, each string field was copied in and the empty value it replaced released.
-        var tid: CompactID?, otid: CompactID?, product: String?, purchase: Int64?
-        var lineItem: CompactID?, bundle: String?, group: String?, originalPurchase: Int64?, expires: Int64?
-        var quantity: Int64?, type: ProductType?, token: String?, ownership: String?, signed: Int64?
-        var revoked: Int64?, reason: Int64?, revocationType: String?, percentage: Int64?, upgraded: Bool?
-        var offerType: Int64?, offerIdentifier: String?, discountType: String?, trial: Bool?, intro: Bool?
-        var environment = AppStoreEnvironment.production, storefront: String?, transactionReason: String?
-        var price: Int64?, currency: String?, extra: [String: String] = [:], unknown = UnknownFields()
-        var appTransactionId: String?, offerPeriod: String?, billingPlanType: String?, commitment: Commitment?
-        var originalApplicationVersion: String?
-        while let (tag, wire) = try r.nextField() {
-            let s = wire == .bytes, n = wire == .varint
-            switch tag {
-            case 1 where s: tid = try r.readID()
-            case 2 where s: otid = try r.readID()
-            case 3 where s: lineItem = try r.readID()
-            case 4 where s: bundle = try r.readString(reusing: &strings.bundle)
-            case 5 where s: product = try r.readString(reusing: &strings.product)
-            case 6 where s: group = try r.readString(reusing: &strings.group)
-            case 7 where n: purchase = try r.readInt64()
-            case 8 where n: originalPurchase = try r.readInt64()
-            case 9 where n: expires = try r.readInt64()
-            case 10 where n: quantity = try r.readInt64()
-            case 11 where s: type = try ProductType(reading: &r)
-            case 12 where s: token = try r.readString()
-            case 13 where s: ownership = try r.readString()
-            case 14 where n: signed = try r.readInt64()
-            case 15 where n: revoked = try r.readInt64()
-            case 16 where n: reason = try r.readInt64()
-            case 17 where s: revocationType = try r.readString()
-            case 18 where n: percentage = try r.readInt64()
-            case 19 where n: upgraded = try r.readBool()
-            case 20 where n: offerType = try r.readInt64()
-            case 21 where s: offerIdentifier = try r.readString()
-            case 22 where s: discountType = try r.readString()
-            case 23 where n: trial = try r.readBool()
-            case 24 where n: intro = try r.readBool()
-            case 25 where n: environment = try readEnvironment(&r)
-            case 36 where s: environment = try readEnvironmentName(&r)
-            case 26 where s: storefront = try r.readString()
-            case 27 where s: transactionReason = try r.readString()
-            case 28 where n: price = try r.readInt64()
-            case 29 where s: currency = try r.readString()
-            case 30 where s: try r.readMapEntry(into: &extra)
-            case 31 where s: appTransactionId = try r.readString()
-            case 32 where s: offerPeriod = try r.readString()
-            case 33 where s: billingPlanType = try r.readString()
-            case 34 where s: commitment = try Self.decodeCommitment(try r.readBytes())
-            case 35 where s: originalApplicationVersion = try r.readString()
-            case 1...36: throw FactDecodingError("transaction field \(tag) has the wrong wire type")
-            default: try r.readUnknown(tag: tag, wire: wire, into: &unknown)
+        // The fields are read into the fact's box; the required ones start as placeholders.
+        var sawId = false, sawOriginal = false, sawProduct = false, sawPurchase = false
+        let placeholders = Fields(
+            transactionId: TransactionID(.empty), originalTransactionId: OriginalTransactionID(.empty), productId: "",
+            purchaseDate: 0)
+        try self.init(placeholders) { (f: inout Fields) throws(FactDecodingError) in
+            while let (tag, wire) = try r.nextField() {
+                let s = wire == .bytes, n = wire == .varint
+                switch tag {
+                case 1 where s:
+                    f.transactionId = TransactionID(try r.readID())
+                    sawId = true
+                case 2 where s:
+                    f.originalTransactionId = OriginalTransactionID(try r.readID())
+                    sawOriginal = true
+                case 3 where s: f.webOrderLineItemId = try r.readID()
+                case 4 where s: f.bundleId = try r.readString(reusing: &strings.bundle)
+                case 5 where s:
+                    f.productId = try r.readString(reusing: &strings.product)
+                    sawProduct = true
+                case 6 where s: f.subscriptionGroupIdentifier = try r.readString(reusing: &strings.group)
+                case 7 where n:
+                    f.purchaseDate = try r.readInt64()
+                    sawPurchase = true
+                case 8 where n: f.originalPurchaseDate = try r.readInt64()
+                case 9 where n: f.expiresDate = try r.readInt64()
+                case 10 where n: f.quantity = try r.readInt64()
+                case 11 where s: f.type = try ProductType(reading: &r)
+                case 12 where s: f.appAccountToken = try r.readString()
+                case 13 where s: f.inAppOwnershipType = try r.readString()
+                case 14 where n: f.signedDate = try r.readInt64()
+                case 15 where n: f.revocationDate = try r.readInt64()
+                case 16 where n: f.revocationReason = try r.readInt64()
+                case 17 where s: f.revocationType = try r.readString()
+                case 18 where n: f.revocationPercentage = try r.readInt64()
+                case 19 where n: f.isUpgraded = try r.readBool()
+                case 20 where n: f.offerType = try r.readInt64()
+                case 21 where s: f.offerIdentifier = try r.readString()
+                case 22 where s: f.offerDiscountType = try r.readString()
+                case 23 where n: f.isTrialPeriod = try r.readBool()
+                case 24 where n: f.isInIntroOfferPeriod = try r.readBool()
+                case 25 where n: f.environment = try readEnvironment(&r)
+                case 36 where s: f.environment = try readEnvironmentName(&r)
+                case 26 where s: f.storefront = try r.readString()
+                case 27 where s: f.transactionReason = try r.readString()
+                case 28 where n: f.price = try r.readInt64()
+                case 29 where s: f.currency = try r.readString()
+                case 30 where s: try r.readMapEntry(into: &f.extra)
+                case 31 where s: f.appTransactionId = try r.readString()
+                case 32 where s: f.offerPeriod = try r.readString()
+                case 33 where s: f.billingPlanType = try r.readString()
+                case 34 where s: f.commitment = try Self.decodeCommitment(try r.readBytes())
+                case 35 where s: f.originalApplicationVersion = try r.readString()
+                case 1...36: throw FactDecodingError("transaction field \(tag) has the wrong wire type")
+                default: try r.readUnknown(tag: tag, wire: wire, into: &f.unknownFields)
+                }
             }
         }
-        guard let tid, let otid, product != nil, let purchase else {
+        guard sawId, sawOriginal, sawProduct, sawPurchase else {
             throw FactDecodingError("transaction lacks transactionId, originalTransactionId, productId or purchaseDate")
         }
-        // Moved, not bound: `guard let` of a string is a copy (a retain, and a release of the original after).
-        self.init(
-            box: CopyOnWriteBox(
-                Fields(
-                    transactionId: TransactionID(tid), originalTransactionId: OriginalTransactionID(otid),
-                    webOrderLineItemId: lineItem, bundleId: bundle, productId: product.take()!,
-                    subscriptionGroupIdentifier: group, purchaseDate: purchase, originalPurchaseDate: originalPurchase,
-                    expiresDate: expires, quantity: quantity, type: type, appAccountToken: token,
-                    inAppOwnershipType: ownership, signedDate: signed, revocationDate: revoked,
-                    revocationReason: reason, revocationType: revocationType, revocationPercentage: percentage,
-                    isUpgraded: upgraded, offerType: offerType, offerIdentifier: offerIdentifier,
-                    offerDiscountType: discountType, isTrialPeriod: trial, isInIntroOfferPeriod: intro,
-                    environment: environment, storefront: storefront, transactionReason: transactionReason,
-                    price: price, currency: currency, appTransactionId: appTransactionId, offerPeriod: offerPeriod,
-                    billingPlanType: billingPlanType, commitment: commitment,
-                    originalApplicationVersion: originalApplicationVersion, extra: extra, unknownFields: unknown)))
     }
 }
 
@@ -171,7 +161,7 @@ extension RenewalInfoFact {
 
     init(reading r: inout BinaryReader, strings: inout RepeatedStrings) throws(FactDecodingError) {
         var otid: CompactID?
-        self = RenewalInfoFact(originalTransactionId: "")
+        self = RenewalInfoFact(originalTransactionId: OriginalTransactionID(.empty))
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
@@ -275,7 +265,8 @@ extension BindingClaim {
 
     init(reading r: inout BinaryReader) throws(FactDecodingError) {
         var user: String?, otid: CompactID?, at: Int64?
-        self = BindingClaim(appUserId: "", originalTransactionId: "", claimedAt: 0)
+        self = BindingClaim(
+            appUserId: AppUserID(rawValue: ""), originalTransactionId: OriginalTransactionID(.empty), claimedAt: 0)
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
@@ -312,8 +303,8 @@ extension FactMetadata {
         w.write(unknownFields)
     }
 
-    /// Reads the stored fields into this value, made by the caller (`LedgerEvent`'s decoder): a decoder that built
-    /// and returned a new value copied it on the way out, retaining each of its references.
+    /// Reads the stored fields into this value, made by the caller (`LedgerEvent`'s decoder): a decoder that builds
+    /// and returns a new value copies it on the way out, retaining each of its references.
     mutating func read(_ r: inout BinaryReader, parts: LedgerEvent.MetadataParts) throws(FactDecodingError) {
         var sawSource = false, sawObserved = false
         while let (tag, wire) = try r.nextField() {
@@ -358,7 +349,7 @@ extension FactMetadata {
 
 /// An environment's code. An environment this build does not know is written as `otherCode` with its name in a
 /// field of its own (`readEnvironmentName`), which comes later in the record: until then it reads as Production.
-private func readEnvironment(_ r: inout BinaryReader) throws(FactDecodingError) -> AppStoreEnvironment {
+func readEnvironment(_ r: inout BinaryReader) throws(FactDecodingError) -> AppStoreEnvironment {
     let code = try r.readVarint()
     if code == UInt64(AppStoreEnvironment.otherCode) { return .production }
     guard code <= 255, let e = AppStoreEnvironment(code: UInt8(code)) else {
@@ -519,18 +510,6 @@ extension LedgerEvent {
     }
 }
 
-/// Strings that repeat from one decoded fact to the next: a subscription's product and bundle are the same on each
-/// of its events. A decoder handed the same `RepeatedStrings` for a run of facts returns the string it made before
-/// when the bytes are the same, instead of allocating another (product names outgrow a String's inline storage).
-public struct RepeatedStrings: Sendable {
-    var product = ""
-    var autoRenewProduct = ""
-    var bundle = ""
-    var group = ""
-
-    public init() {}
-}
-
 extension ProductType {
     /// Reads a type stored by its Apple name, matching the bytes without making a string of them.
     init(reading r: inout BinaryReader) throws(FactDecodingError) {
@@ -563,4 +542,10 @@ extension StaticString {
     func matches(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         bytesEqual(UnsafeBufferPointer(start: utf8Start, count: utf8CodeUnitCount), bytes)
     }
+}
+
+extension FactOrder {
+    /// The ledger's order of different facts at one fold position: the order of their canonical bytes
+    /// (`Fact.encoded()`), which every fold of a ledger, incremental or replayed, has always used.
+    public static let canonical = FactOrder { a, b in a.encoded().lexicographicallyPrecedes(b.encoded()) }
 }

@@ -1,3 +1,4 @@
+import LedgerCodec
 @testable import LedgerCore
 import LedgerTestSupport
 import Testing

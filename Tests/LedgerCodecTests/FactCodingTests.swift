@@ -1,3 +1,4 @@
+import LedgerCodec
 import LedgerCore
 import Testing
 

@@ -157,7 +157,7 @@ extension Timeline {
     /// - Complexity: O(size of the timeline).
     public func view(at: UnixMillis, asOf: UInt64?, rules: FoldRules = FoldRules()) -> TimelineView {
         let s = status(at: at)
-        let renewalKnown = renewal.flatMap { $0.at <= at ? $0 : nil }
+        let renewalKnown = renewal.flatMap { $0.at <= at ? $0.info : nil }
         let current = s.period?.productId ?? periods.last?.productId
         var autoRenew = renewalKnown?.autoRenewStatus
         if renewalKnown == nil {

@@ -1,3 +1,5 @@
+import LedgerCore
+
 // The stored form of a timeline: a version, then tagged fields (BinaryWriter's format), nested messages
 // length-prefixed. Deterministic: every list is written in the timeline's own order and absent optionals are
 // omitted, so equal timelines encode to identical bytes (replay compares bytes). Tags are forever.
@@ -9,7 +11,7 @@ extension Timeline {
     /// The timeline's compact binary form. Equal timelines give identical bytes.
     /// - Complexity: O(size of the timeline).
     public func encoded() -> [UInt8] {
-        var w = BinaryWriter(capacity: estimatedSize)
+        var w = BinaryWriter(capacity: estimatedSize())
         encode(into: &w)
         return w.finish()
     }
@@ -17,29 +19,31 @@ extension Timeline {
     /// `encoded()` after a header of `stamp` as eight big-endian bytes (how a store keeps a projection with the seq
     /// it reflects), in one buffer.
     public func encoded(after stamp: UInt64) -> [UInt8] {
-        var w = BinaryWriter(capacity: 8 + estimatedSize)
+        var w = BinaryWriter(capacity: 8 + estimatedSize())
         encode(after: stamp, into: &w)
         return w.finish()
     }
 
     /// `encoded(after:)`, appended to `w` (a writer reused from one timeline to the next costs no allocation).
-    public func encode(after stamp: UInt64, into w: inout BinaryWriter) {
+    package func encode(after stamp: UInt64, into w: inout BinaryWriter) {
         w.writeBigEndian(stamp)
         encode(into: &w)
     }
 
-    /// Bytes to reserve for the encoding, so the buffer is allocated once: the periods kept as bytes (the tail
-    /// path's) and a typical size per item.
-    private var estimatedSize: Int {
-        64 + (storedPeriods?.bytes.count ?? 0) + periods.count * 112 + statedChanges.count * 24 + owners.count * 32
+    /// Bytes to reserve for the encoding, so the buffer is allocated once: the periods' records left as they were
+    /// stored (the tail path's) and a typical size per item.
+    func estimatedSize(earlierPeriods: Int = 0) -> Int {
+        64 + earlierPeriods + periods.count * 112 + statedChanges.count * 24 + owners.count * 32
     }
 
-    private func encode(into w: inout BinaryWriter) {
+    /// Writes the timeline; `earlierPeriods` are the stored records of periods before `periods` (the tail path's,
+    /// `Timeline.appending`), written first as they are: the encoding is deterministic, so they are the bytes those
+    /// periods would be written as.
+    func encode(into w: inout BinaryWriter, earlierPeriods: UnsafeRawBufferPointer? = nil) {
         w.writeVarint(UInt64(Timeline.formatVersion))
         w.write(1, originalTransactionId.id)
         w.write(2, environment, nameTag: 13)
-        // The tail path's earlier periods, as they were stored (the encoding is deterministic: the same bytes).
-        if let storedPeriods { w.append(raw: storedPeriods.bytes) }
+        if let earlierPeriods { w.append(raw: earlierPeriods) }
         // Nested messages go into the same buffer (see `writeNested`): no writer, no allocation, per item.
         // Through a pointer, so each period is borrowed, not copied (Array's subscript returns a copy here, which
         // retains and releases each of the period's references).
@@ -61,13 +65,13 @@ extension Timeline {
         if let frontier {
             w.writeNested(9) { f in
                 f.write(1, frontier.instant)
-                f.write(2, UInt64(frontier.kind))
+                f.write(2, UInt64(frontier.kind.code))
                 f.write(3, frontier.id)
             }
         }
         // The bounds that let a renewal skip the scans of every period, stored so that the tail path need not
-        // decode the periods to rebuild them.
-        let bounds = index.built ? index : PeriodIndex(periods: periods)
+        // decode the periods to derive them.
+        let bounds = idBounds.built ? idBounds : IDBounds(periods: periods)
         w.writeNested(10) { bounds.encode(into: &$0) }
         if let accountToken {
             w.writeNested(11) { a in
@@ -101,12 +105,21 @@ extension Timeline {
 
     /// Decodes what `encoded()` wrote.
     public init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
-        try self.init(decoding: bytes, keepingEarlierPeriodsEncoded: false)
+        var earlierPeriods: Range<Int>?
+        var boundsStored = false
+        try self.init(
+            decoding: bytes, leavingOutEarlierPeriods: false, earlierPeriods: &earlierPeriods,
+            boundsStored: &boundsStored)
     }
 
-    /// Decodes what `encoded()` wrote; with `keepingEarlierPeriodsEncoded`, only the last period is decoded and the
-    /// others are kept as their bytes (`storedPeriods`), for the tail path (`appending(_:toEncoded:rules:)`).
-    init(decoding bytes: UnsafeRawBufferPointer, keepingEarlierPeriodsEncoded tail: Bool) throws(FactDecodingError) {
+    /// Decodes what `encoded()` wrote; with `leavingOutEarlierPeriods`, only the latest period is decoded and the
+    /// others' records are left where they are, for the tail path (`appending(_:toEncoded:rules:)`): `earlierPeriods`
+    /// is then where they are in `bytes`. `boundsStored` is false for an encoding written before the id bounds were
+    /// (no field 10).
+    init(
+        decoding bytes: UnsafeRawBufferPointer, leavingOutEarlierPeriods tail: Bool, earlierPeriods: inout Range<Int>?,
+        boundsStored: inout Bool
+    ) throws(FactDecodingError) {
         var r = BinaryReader(bytes)
         let version = try r.readVarint()
         guard version == UInt64(Timeline.formatVersion) else {
@@ -133,18 +146,14 @@ extension Timeline {
                 at = skim.offset
             }
         }
-        var stored: StoredPeriods?
-        if tail && periodCount > 1 {
-            stored = StoredPeriods(
-                bytes: Array(UnsafeRawBufferPointer(rebasing: bytes[firstPeriodAt..<lastPeriodAt])), count: periodCount - 1)
-        }
+        earlierPeriods = tail && periodCount > 1 ? firstPeriodAt..<lastPeriodAt : nil
         var periods: [Period] = []
-        periods.reserveCapacity(stored == nil ? periodCount : 1)
+        periods.reserveCapacity(earlierPeriods == nil ? periodCount : 1)
         var changes: [TimelineChange] = []
         changes.reserveCapacity(changeCount)
         var product = ""
         var terms: PeriodTerms?
-        var index: PeriodIndex?
+        var bounds: IDBounds?
         var renewal: RenewalState?
         var owners: [OwnerInterval] = []
         var refused: [RefusedClaim] = []
@@ -158,29 +167,20 @@ extension Timeline {
             let s = wire == .bytes, n = wire == .varint
             switch tag {
             case 1 where s: otid = try r.readID()
-            case 2 where n: env = try decodeEnvironment(try r.readVarint())
+            case 2 where n: env = try readEnvironment(&r)
             case 13 where s: env = try readEnvironmentName(&r)
             case 3 where s:
                 let record = try r.readBytes()
-                if stored == nil || at == lastPeriodAt { periods.append(try Period(decoding: record, product: &product, terms: &terms)) }
+                if earlierPeriods == nil || at == lastPeriodAt {
+                    periods.append(try Period(decoding: record, product: &product, terms: &terms))
+                }
             case 4 where s: changes.append(try TimelineChange(decoding: try r.readBytes()))
             case 5 where s: renewal = try RenewalState(decoding: try r.readBytes())
             case 6 where s: owners.append(try OwnerInterval(decoding: try r.readBytes()))
             case 7 where s: refused.append(try RefusedClaim(decoding: try r.readBytes()))
             case 8 where n: lastSeq = try r.readVarint()
-            case 9 where s:
-                var f = BinaryReader(try r.readBytes())
-                var position = FoldPosition(instant: 0, kind: 0, id: CompactID(""))
-                while let (t, _) = try f.nextField() {
-                    switch t {
-                    case 1: position.instant = try f.readInt64()
-                    case 2: position.kind = UInt8(truncatingIfNeeded: try f.readVarint())
-                    case 3: position.id = try f.readID()
-                    default: throw FactDecodingError("bad timeline frontier")
-                    }
-                }
-                frontier = position
-            case 10 where s: index = try PeriodIndex(decoding: try r.readBytes())
+            case 9 where s: frontier = try FoldPosition(decoding: try r.readBytes())
+            case 10 where s: bounds = try IDBounds(decoding: try r.readBytes())
             case 11 where s:
                 let (token, user) = try Self.decodeTokenUser(try r.readBytes())
                 accountToken = AccountTokenClaim(token: token, appUserId: user)
@@ -195,6 +195,9 @@ extension Timeline {
         self.init(originalTransactionId: OriginalTransactionID(otid), environment: env)
         self.periods = periods
         self.statedChanges = changes
+        // The renewal state keeps the info's subscription and environment: the timeline's.
+        renewal?.info.originalTransactionId = originalTransactionId
+        renewal?.info.environment = env
         self.renewal = renewal
         self.owners = owners
         self.refusedClaims = refused
@@ -202,11 +205,9 @@ extension Timeline {
         self.tokenUsers = tokenUsers
         self.lastSeq = lastSeq
         self.frontier = frontier
-        // Without stored bounds (an older encoding) the index is rebuilt from the periods on first use.
-        self.index = index ?? PeriodIndex()
-        self.storedPeriods = stored
-        // Written before the bounds were stored: the tail path cannot tell a new transaction without them.
-        if stored != nil && index == nil { needsEveryPeriod = true }
+        // Without stored bounds (an older encoding) the fold derives them from the periods on first use.
+        self.idBounds = bounds ?? IDBounds()
+        boundsStored = bounds != nil
     }
 
     /// Decodes what `encoded()` wrote.
@@ -216,60 +217,9 @@ extension Timeline {
     }
 }
 
-/// A string field that repeats from one record to the next (a timeline's periods name the same product): when the
-/// string is the one written last (the same string, which the fold shares between periods), its bytes are copied from
-/// where they were written, without reading the string, which retained and released it (atomically) each time.
-struct RepeatedStringField {
-    private var last: String?
-    private var at = 0
-    private var count = 0
-
-    @inline(__always)
-    mutating func write(_ tag: UInt32, _ value: String, into w: inout BinaryWriter) {
-        // `==` on the same string compares its representation and returns, without a call.
-        if let last, last == value {
-            w.write(tag, bytesAt: at, count: count)
-            return
-        }
-        w.write(tag, value)
-        count = value.utf8.count
-        at = w.count - count
-        last = value
-    }
-}
-
-/// The fields of a period that usually repeat those of the period before it (the product, the terms), and where
-/// they were last written, so a repeat is a copy of those bytes.
-struct RepeatedPeriodFields {
-    var product = RepeatedStringField()
-    private var terms: PeriodTerms?
-    private var termsAt = 0
-    private var termsCount = 0
-
-    /// Writes `value`'s fields (tags 16–21), or copies them when they are the instance written last.
-    @inline(__always)
-    mutating func write(_ value: PeriodTerms?, into w: inout BinaryWriter) {
-        guard let value else { return }
-        if let terms, terms === value {
-            w.write(bytesAt: termsAt, count: termsCount)
-            return
-        }
-        let at = w.count
-        w.write(16, value.price)
-        w.write(17, value.currency)
-        w.write(18, value.transactionReason)
-        w.write(19, value.billingPlanType)
-        w.write(20, value.commitmentExpiresDate)
-        w.write(21, value.originalApplicationVersion)
-        terms = value
-        termsAt = at
-        termsCount = w.count - at
-    }
-}
-
 extension Period {
     /// Writes the period `p` points to, reading it field by field in place: a period passed as a value (even
-    /// borrowed, even inlined) was copied first, for fear `w` aliased it, retaining and releasing each of its
+    /// borrowed, even inlined) is copied first, for fear `w` aliases it, retaining and releasing each of its
     /// references.
     static func encode(_ p: UnsafePointer<Period>, into w: inout BinaryWriter, repeated: inout RepeatedPeriodFields) {
         w.write(1, p.pointee.transactionId.id)
@@ -329,7 +279,7 @@ extension Period {
         var r = BinaryReader(bytes)
         var tid: CompactID?, product: String?, start: Int64?
         // Fields in locals, the period built once at the end: a Period holds several references, and building it
-        // in a local `var` then assigning `self` copied it (retaining and releasing each of them).
+        // in a local `var`, then assigning `self`, copies it (retaining and releasing each of them).
         var lineItem: CompactID?, expiresDate: Int64?, end: Int64?, originalPurchaseDate: Int64?
         var type = ProductType.autoRenewable, quantity: Int64 = 1, offer: Offer?, upgraded = false
         var observedAs: [TransactionID] = [], revocations: [Revocation] = [], seq: UInt64 = 0
@@ -442,43 +392,44 @@ extension TimelineChange {
 extension RenewalState {
     func encode(into w: inout BinaryWriter) {
         w.write(1, at)
-        w.write(2, productId)
-        w.write(3, autoRenewProductId)
-        w.write(4, autoRenewStatus)
-        w.write(5, expirationIntent)
-        w.write(6, isInBillingRetryPeriod)
-        w.write(7, gracePeriodExpiresDate)
-        w.write(8, priceIncreaseStatus)
-        w.write(9, renewalDate)
+        w.write(2, info.productId)
+        w.write(3, info.autoRenewProductId)
+        w.write(4, info.autoRenewStatus)
+        w.write(5, info.expirationIntent)
+        w.write(6, info.isInBillingRetryPeriod)
+        w.write(7, info.gracePeriodExpiresDate)
+        w.write(8, info.priceIncreaseStatus)
+        w.write(9, info.renewalDate)
         w.write(10, seq)
-        w.write(11, renewalPrice)
-        w.write(12, currency)
-        w.write(countTag: 13, itemTag: 14, eligibleWinBackOfferIds)
-        w.write(15, renewalBillingPlanType)
+        w.write(11, info.renewalPrice)
+        w.write(12, info.currency)
+        w.write(countTag: 13, itemTag: 14, info.eligibleWinBackOfferIds)
+        w.write(15, info.renewalBillingPlanType)
     }
 
+    /// The stored state; its info's subscription and environment are the timeline's, set by the caller.
     init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
         var r = BinaryReader(bytes)
-        var s = RenewalState(at: 0, seq: 0)
+        var s = RenewalState(info: RenewalInfoFact(originalTransactionId: OriginalTransactionID(.empty)), at: 0, seq: 0)
         while let (tag, _) = try r.nextField() {
             switch tag {
             case 1: s.at = try r.readInt64()
-            case 2: s.productId = try r.readString()
-            case 3: s.autoRenewProductId = try r.readString()
-            case 4: s.autoRenewStatus = try r.readBool()
-            case 5: s.expirationIntent = try r.readInt64()
-            case 6: s.isInBillingRetryPeriod = try r.readBool()
-            case 7: s.gracePeriodExpiresDate = try r.readInt64()
-            case 8: s.priceIncreaseStatus = try r.readInt64()
-            case 9: s.renewalDate = try r.readInt64()
+            case 2: s.info.productId = try r.readString()
+            case 3: s.info.autoRenewProductId = try r.readString()
+            case 4: s.info.autoRenewStatus = try r.readBool()
+            case 5: s.info.expirationIntent = try r.readInt64()
+            case 6: s.info.isInBillingRetryPeriod = try r.readBool()
+            case 7: s.info.gracePeriodExpiresDate = try r.readInt64()
+            case 8: s.info.priceIncreaseStatus = try r.readInt64()
+            case 9: s.info.renewalDate = try r.readInt64()
             case 10: s.seq = try r.readVarint()
-            case 11: s.renewalPrice = try r.readInt64()
-            case 12: s.currency = try r.readString()
+            case 11: s.info.renewalPrice = try r.readInt64()
+            case 12: s.info.currency = try r.readString()
             case 13:
                 _ = try r.readVarint()
-                if s.eligibleWinBackOfferIds == nil { s.eligibleWinBackOfferIds = [] }
-            case 14: s.eligibleWinBackOfferIds = (s.eligibleWinBackOfferIds ?? []) + [try r.readString()]
-            case 15: s.renewalBillingPlanType = try r.readString()
+                if s.info.eligibleWinBackOfferIds == nil { s.info.eligibleWinBackOfferIds = [] }
+            case 14: s.info.eligibleWinBackOfferIds = (s.info.eligibleWinBackOfferIds ?? []) + [try r.readString()]
+            case 15: s.info.renewalBillingPlanType = try r.readString()
             default: throw FactDecodingError("bad renewal state field \(tag)")
             }
         }
@@ -543,32 +494,7 @@ extension RefusedClaim {
     }
 }
 
-/// Stable small numbers for the projection encoding: the position among `allCases`.
-extension ProductType: ByteCoded {
-    nonisolated(unsafe) static let byCode = makeCodeTable()
-}
-
-/// A timeline's environment code (an environment this build does not know reads as Production until its name,
-/// field 13, is read).
-private func decodeEnvironment(_ code: UInt64) throws(FactDecodingError) -> AppStoreEnvironment {
-    if code == UInt64(AppStoreEnvironment.otherCode) { return .production }
-    guard code <= 255, let e = AppStoreEnvironment(code: UInt8(code)) else {
-        throw FactDecodingError("unknown environment \(code)")
-    }
-    return e
-}
-
-extension BinaryReader {
-    /// Skips a field this version does not know (projections are rebuilt from the log, never upgraded in place).
-    mutating func skip(_ wire: WireType) throws(FactDecodingError) {
-        switch wire {
-        case .varint: _ = try readVarint()
-        case .bytes: _ = try readBytes()
-        }
-    }
-}
-
-extension PeriodIndex {
+extension IDBounds {
     func encode(into w: inout BinaryWriter) {
         // A bound is written when the ids are decimal and there is one; "not decimal" is written as a flag.
         w.write(1, maxId?.id)
@@ -590,5 +516,23 @@ extension PeriodIndex {
             default: throw FactDecodingError("bad period bounds field \(tag)")
             }
         }
+    }
+}
+
+extension FoldPosition {
+    init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
+        var f = BinaryReader(bytes)
+        var kind: Fact.Kind?
+        self.init(instant: 0, kind: .transaction, id: .empty)
+        while let (t, _) = try f.nextField() {
+            switch t {
+            case 1: instant = try f.readInt64()
+            case 2: kind = Fact.Kind(code: UInt8(truncatingIfNeeded: try f.readVarint()))
+            case 3: id = try f.readID()
+            default: throw FactDecodingError("bad timeline frontier")
+            }
+        }
+        guard let kind else { throw FactDecodingError("bad timeline frontier kind") }
+        self.kind = kind
     }
 }

@@ -10,6 +10,8 @@ public struct TimelineChange: Hashable, Sendable {
     /// The end of a state that has one (a grace period's `gracePeriodExpiresDate`).
     public var until: UnixMillis?
 
+    /// Inlinable: LedgerCodec's decoder makes one per stored change.
+    @inlinable
     public init(at: UnixMillis, kind: ChangeKind, seq: UInt64, detail: String? = nil, until: UnixMillis? = nil) {
         self.at = at
         self.kind = kind
@@ -18,17 +20,17 @@ public struct TimelineChange: Hashable, Sendable {
         self.until = until
     }
 
-    /// The order changes are listed in: time, then kind, then detail (a total order on content).
+    /// The order changes are listed in: time, then kind (in declaration order), then detail (a total order on content).
     static func precedes(_ a: TimelineChange, _ b: TimelineChange) -> Bool {
         if a.at != b.at { return a.at < b.at }
-        if a.kind != b.kind { return a.kind.code < b.kind.code }
+        if a.kind != b.kind { return a.kind.position < b.kind.position }
         if a.detail != b.detail { return (a.detail ?? "") < (b.detail ?? "") }
         return a.seq < b.seq
     }
 }
 
 /// The kinds of change on a timeline (API.md names them in snake case).
-public enum ChangeKind: String, Hashable, Sendable, Codable, CaseIterable, ByteCoded {
+public enum ChangeKind: String, Hashable, Sendable, Codable, CaseIterable {
     // Derived from the periods.
     case purchase, renewal, resubscribe, upgrade, downgrade, crossgrade
     case refund, revoked, refundReversed = "refund_reversed"
@@ -41,14 +43,17 @@ public enum ChangeKind: String, Hashable, Sendable, Codable, CaseIterable, ByteC
     case priceIncrease = "price_increase", offerRedeemed = "offer_redeemed", renewalExtended = "renewal_extended"
     // Derived from the owners.
     case ownerChanged = "owner_changed", claimRefused = "claim_refused"
-    // Stated by notifications (new kinds go last: the byte code is the position).
+    // Stated by notifications. New kinds go last: changes of one instant are listed in this order, and a kind's
+    // position is its code in stored timelines (LedgerCodec).
     /// A customer asked Apple for a refund; Apple asks the app for consumption data (CONSUMPTION_REQUEST).
     case refundRequested = "refund_requested"
     /// Any other notification about the subscription, by `TYPE` or `TYPE/SUBTYPE` in `detail` (METADATA_UPDATE,
     /// MIGRATION, PRICE_CHANGE, RENEWAL_EXTENSION/FAILURE, and types Apple adds later): kept on the timeline, never
     /// dropped.
     case notification
+}
 
-    /// Stable small number: binary encoding and ordering.
-    nonisolated(unsafe) static let byCode = makeCodeTable()
+extension ChangeKind {
+    /// The kind's position among the kinds as declared: the order the changes of one instant are listed in.
+    var position: Int { ChangeKind.allCases.firstIndex(of: self)! }
 }

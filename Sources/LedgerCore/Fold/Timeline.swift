@@ -15,34 +15,31 @@ public struct Timeline: Hashable, Sendable {
     public let originalTransactionId: OriginalTransactionID
     public let environment: AppStoreEnvironment
     /// Billing periods (and one-time purchases), ordered by `start`, then transaction id.
-    public internal(set) var periods: [Period]
+    public package(set) var periods: [Period]
     /// Changes stated by notifications and renewal infos, in the order of their instants. Changes that follow from
     /// the periods and owners (purchase, renewal, plan changes, refunds, owner changes) are derived by `changes`.
-    public internal(set) var statedChanges: [TimelineChange]
+    public package(set) var statedChanges: [TimelineChange]
     /// The latest renewal info.
-    public internal(set) var renewal: RenewalState?
+    public package(set) var renewal: RenewalState?
     /// Ownership intervals in claim order (the first owner's `from` as claimed; see `ownerIntervals`).
-    public internal(set) var owners: [OwnerInterval]
+    public package(set) var owners: [OwnerInterval]
     /// Claims refused under the `keep` policy.
-    public internal(set) var refusedClaims: [RefusedClaim]
+    public package(set) var refusedClaims: [RefusedClaim]
     /// The `appAccountToken` that last claimed the subscription, and the user it claimed for: a later transaction
     /// repeating it claims nothing (docs/domain.md, "Owners").
-    public internal(set) var accountToken: AccountTokenClaim?
+    public package(set) var accountToken: AccountTokenClaim?
     /// App users that claims named for a token on this subscription (token → user), so that a token Apple repeats
     /// alone claims for the app's user, not for the UUID.
-    public internal(set) var tokenUsers: [String: AppUserID]
+    public package(set) var tokenUsers: [String: AppUserID]
     /// The largest seq folded (0 for an empty timeline).
-    public internal(set) var lastSeq: UInt64
-    /// Fold state: the position of the last event stepped; `apply` steps only events after it.
-    var frontier: FoldPosition?
-    /// Derived lookup state (never compared; stored with the timeline): lets a new transaction skip the scans of
-    /// every period.
-    var index = PeriodIndex()
-    /// Tail-path state (see `appending(_:toEncoded:rules:)`): the periods before the last, kept as their stored
-    /// bytes; `periods` then holds only the last. Nil on every timeline that leaves LedgerCore.
-    var storedPeriods: StoredPeriods?
-    /// Set by a step that needed one of the `storedPeriods`: the tail path gives up and the caller decodes it all.
-    var needsEveryPeriod = false
+    public package(set) var lastSeq: UInt64
+    /// Where the fold stands: the position of the last event it stepped. A timeline is the fold of its events in fold
+    /// order, so `apply` can step an event only when it comes after this one; an event before it is folded by a
+    /// refold. Part of the value (a timeline that folded more events is another timeline), though never shown.
+    package var frontier: FoldPosition?
+    /// What the fold knows of the ids the periods have had (`IDBounds`), so that a renewal is told from a revision
+    /// or a restored copy without looking through every period. Derived from the periods: never compared.
+    package var idBounds = IDBounds()
 
     /// An empty timeline, to `apply` events to.
     public init(originalTransactionId: OriginalTransactionID, environment: AppStoreEnvironment) {
@@ -57,7 +54,7 @@ public struct Timeline: Hashable, Sendable {
         tokenUsers = [:]
         lastSeq = 0
         frontier = nil
-        index.built = true  // No periods: nothing to index.
+        idBounds.built = true  // No periods: no ids.
     }
 
     /// The product type of the latest period.
@@ -146,7 +143,7 @@ public struct Timeline: Hashable, Sendable {
             return StatusAt(status: .inBillingRetry, period: last, expiresAt: last.end)
         }
         if reason == nil, let r = renewal, r.at <= instant {
-            reason = RenewalState.expirationReason(intent: r.expirationIntent)
+            reason = RenewalState.expirationReason(intent: r.info.expirationIntent)
         }
         return StatusAt(status: .expired, period: last, expiresAt: last.end, expirationReason: reason)
     }
@@ -225,86 +222,6 @@ public struct Grant: Hashable, Sendable {
     public var period: Period
     /// Until when (nil: no end).
     public var expiresAt: UnixMillis?
-}
-
-/// Periods kept as their encoded records, in order (the tail path of the incremental core copies them unread).
-struct StoredPeriods: Hashable, Sendable {
-    var bytes: [UInt8]
-    var count: Int
-}
-
-/// What lets `stepTransaction` tell in O(1) that a transaction is new (neither a known id nor a restored copy of a
-/// known period), the common case of a renewal: Apple's ids and web order line item ids are decimal and grow, so a
-/// transaction whose id and line item are above every known one (and that starts after every period) is new.
-///
-/// It only ever answers "surely new" or "maybe known" (then the exact scans run), so a stale bound costs a scan,
-/// never a wrong result: bounds only grow, over every id and line item a period has ever had. Derived state: it is
-/// excluded from `==` and hashing. It is stored with the timeline (so the tail path knows it without reading the
-/// periods); a timeline decoded from an encoding without it rebuilds it on first use, in O(periods).
-struct PeriodIndex: Hashable, Sendable {
-    /// False until built from the periods (a decoded timeline); an empty timeline's index is built.
-    var built = false
-    /// The largest transaction id (decimal order) among periods' ids and restored copies; nil when there is none or
-    /// when some id is not decimal (`idsDecimal` false).
-    var maxId: TransactionID?
-    var idsDecimal = true
-    /// The largest web order line item id (decimal order) periods have had; as `maxId`.
-    var maxLineItem: CompactID?
-    var lineItemsDecimal = true
-
-    static func == (a: PeriodIndex, b: PeriodIndex) -> Bool { true }
-    func hash(into hasher: inout Hasher) {}
-
-    /// Built for the given periods. O(periods).
-    init(periods: [Period]) {
-        built = true
-        for p in periods {
-            noteId(p.transactionId)
-            for id in p.observedAs { noteId(id) }
-            if let w = p.lineItem { noteLineItem(w) }
-        }
-    }
-
-    init() {}
-
-    mutating func noteId(_ id: TransactionID) {
-        guard idsDecimal else { return }
-        guard id.id.isDecimal else {
-            idsDecimal = false
-            maxId = nil
-            return
-        }
-        // On decimal texts `<` is the decimal order (shorter first, then by bytes).
-        if maxId.map({ $0 < id }) ?? true { maxId = id }
-    }
-
-    mutating func noteLineItem(_ w: CompactID) {
-        guard lineItemsDecimal else { return }
-        guard w.isDecimal else {
-            lineItemsDecimal = false
-            maxLineItem = nil
-            return
-        }
-        if maxLineItem.map({ CompactID.numericLess($0, w) }) ?? true { maxLineItem = w }
-    }
-
-    /// True when no period has (or had) `id` as its id or a restored copy's.
-    func surelyUnknownId(_ id: TransactionID) -> Bool {
-        built && idsDecimal && id.id.isDecimal && (maxId.map { $0 < id } ?? true)
-    }
-
-    /// True when no period has (or had) `w` as its line item.
-    func surelyUnknownLineItem(_ w: CompactID) -> Bool {
-        built && lineItemsDecimal && w.isDecimal && (maxLineItem.map { CompactID.numericLess($0, w) } ?? true)
-    }
-}
-
-/// True for a non-empty string of ASCII digits.
-@inline(__always)
-func isDecimal(_ s: String) -> Bool {
-    // Native strings expose their UTF-8 in place (no copy, unlike `withUTF8` on a copy); others take the slow path.
-    s.utf8.withContiguousStorageIfAvailable { u in !u.isEmpty && u.allSatisfy { $0 &- 48 < 10 } }
-        ?? (!s.isEmpty && s.utf8.allSatisfy { $0 &- 48 < 10 })
 }
 
 /// The token that last claimed a subscription, and the user it claimed for.

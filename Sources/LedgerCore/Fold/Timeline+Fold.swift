@@ -1,144 +1,94 @@
-/// Where an event falls in the fold order: the instant it speaks from (a claim's `claimedAt`; otherwise Apple's
-/// `signedDate`, or when a V1 fact was observed), then its kind, then its id (transaction id, notification UUID,
-/// claimant). Events equal in all three are ordered by their canonical bytes, and identical facts at the same instant
-/// are one revision. The fold is the step function run over the events in this order, so any delivery order of the
-/// same events gives the same timeline.
-struct FoldPosition: Hashable, Sendable, Comparable {
-    var instant: UnixMillis
-    var kind: UInt8
-    /// A transaction id, notification UUID or claimant, compared by UTF-8 bytes.
-    var id: CompactID
-
-    init(instant: UnixMillis, kind: UInt8, id: CompactID) {
-        self.instant = instant
-        self.kind = kind
-        self.id = id
-    }
-
-    /// The position of the event `e` points to, read in place.
-    init(_ e: UnsafePointer<LedgerEvent>) {
-        switch e.pointee.fact {
-        case .transaction(let t): self.init(instant: e.pointee.effectiveDate, kind: 1, id: t.transactionId.id)
-        case .renewal: self.init(instant: e.pointee.effectiveDate, kind: 2, id: CompactID(""))
-        case .notification(let n):
-            self.init(instant: e.pointee.effectiveDate, kind: 3, id: CompactID(n.notificationUUID))
-        case .binding(let b): self.init(instant: b.claimedAt, kind: 4, id: CompactID(b.appUserId.rawValue))
-        }
-    }
-
-    init(_ event: LedgerEvent) {
-        self = withUnsafePointer(to: event) { FoldPosition($0) }
-    }
-
-    static func < (a: FoldPosition, b: FoldPosition) -> Bool {
-        if a.instant != b.instant { return a.instant < b.instant }
-        if a.kind != b.kind { return a.kind < b.kind }
-        return CompactID.utf8Less(a.id, b.id)
-    }
-}
-
 /// Stated changes of one kind closer than this are one change told twice (a V2 notification and the renewal info it
 /// carries are signed milliseconds apart).
 let sameChangeWindow: UnixMillis = 60_000
 
 extension Timeline {
     /// Folds one subscription's events, in any order and with duplicates, into its timeline. Events of another OTID
-    /// or environment are ignored.
+    /// or environment are ignored. `ties` orders different facts at one fold position (the ledger's is
+    /// `FactOrder.canonical`).
     /// - Complexity: O(n log n) for n events (one sort of small keys; O(n) when they come in fold order, as from the
     ///   log), each step O(1) for a new period or a later renewal info, notification or claim, O(periods) at worst.
     public static func fold(
         _ events: some Sequence<LedgerEvent>, originalTransactionId: OriginalTransactionID,
-        environment: AppStoreEnvironment, rules: FoldRules
+        environment: AppStoreEnvironment, rules: FoldRules, ties: FactOrder
     ) -> Timeline {
-        // Events are large (a fact is hundreds of bytes with a dozen references): they are read in place, never
-        // copied into a work array.
-        if let folded = events.withContiguousStorageIfAvailable({ buffer in
-            fold(buffer, originalTransactionId: originalTransactionId, environment: environment, rules: rules)
-        }) {
-            return folded
-        }
-        return Array(events).withUnsafeBufferPointer { buffer in
-            fold(buffer, originalTransactionId: originalTransactionId, environment: environment, rules: rules)
-        }
-    }
-
-    /// `fold(_:originalTransactionId:environment:rules:)` of an array (what the store passes): read in place, without
-    /// going through the generic `Sequence` entry point (not specialized across modules).
-    public static func fold(
-        _ events: [LedgerEvent], originalTransactionId: OriginalTransactionID, environment: AppStoreEnvironment,
-        rules: FoldRules
-    ) -> Timeline {
-        events.withUnsafeBufferPointer { buffer in
-            fold(buffer, originalTransactionId: originalTransactionId, environment: environment, rules: rules)
-        }
+        fold(
+            Array(events), originalTransactionId: originalTransactionId, environment: environment, rules: rules,
+            ties: ties)
     }
 
     /// What the sort moves: the first two parts of the event's `FoldPosition` and where the event is.
     private struct FoldKey {
         var instant: UnixMillis
-        var kind: UInt8
+        var kind: Fact.Kind
         var index: Int
     }
 
-    private static func fold(
-        _ events: UnsafeBufferPointer<LedgerEvent>, originalTransactionId: OriginalTransactionID,
-        environment: AppStoreEnvironment, rules: FoldRules
+    /// `fold(_:originalTransactionId:environment:rules:ties:)` of an array (what the store passes), without going
+    /// through the generic `Sequence` entry point, which is not specialized in another module.
+    public static func fold(
+        _ events: [LedgerEvent], originalTransactionId: OriginalTransactionID, environment: AppStoreEnvironment,
+        rules: FoldRules, ties: FactOrder
     ) -> Timeline {
         var timeline = Timeline(originalTransactionId: originalTransactionId, environment: environment)
+        // The events are sorted by key, not moved: an event is large (its fact and metadata hold several references).
         var keys: [FoldKey] = []
         keys.reserveCapacity(events.count)
         var transactions = 0
-        guard let base = events.baseAddress else { return timeline }
         for i in events.indices {
-            guard let (instant, kind) = timeline.instantAndKind(ifMine: base + i) else { continue }
+            guard let (instant, kind) = timeline.instantAndKind(ifMine: events[i]) else { continue }
             keys.append(FoldKey(instant: instant, kind: kind, index: i))
-            if kind == 1 { transactions += 1 }
+            if kind == .transaction { transactions += 1 }
         }
         // At most one period per transaction: the array is allocated once, not grown period by period.
         timeline.periods.reserveCapacity(transactions)
-        // The fold order: position (instant, kind, id), then identical facts by seq, other facts by their bytes.
-        // Instants and kinds decide almost always; ids and bytes are looked at only on a tie.
+        // The fold order: position (instant, kind, id), then identical facts by seq, other facts by `ties`.
+        // Instants and kinds decide almost always; ids and facts are looked at only on a tie.
         keys.sort { a, b in
             if a.instant != b.instant { return a.instant < b.instant }
             if a.kind != b.kind { return a.kind < b.kind }
-            let x = events[a.index], y = events[b.index]
-            let px = FoldPosition(x), py = FoldPosition(y)
-            if px != py { return px < py }
-            if x.fact == y.fact { return x.seq < y.seq }
-            // Two revisions of one transaction stated at one instant (one receipt's `in_app` and
-            // `latest_receipt_info`): the one stating a revocation folds last, so a copy without it never undoes it.
-            if case .transaction(let a) = x.fact, case .transaction(let b) = y.fact,
-                (a.revocationDate == nil) != (b.revocationDate == nil)
-            {
-                return a.revocationDate == nil
-            }
-            return x.fact.encoded().lexicographicallyPrecedes(y.fact.encoded())
+            return foldsBefore(events[a.index], events[b.index], ties: ties)
         }
         var previous: FoldKey?
         for key in keys {
-            // Events are read in place, through pointers (`pointee` is an address; the buffer's subscript returns a
-            // copy of the whole event, which retains and releases every reference it holds).
-            let event = base + key.index
-            timeline.lastSeq = max(timeline.lastSeq, event.pointee.seq)
+            timeline.lastSeq = max(timeline.lastSeq, events[key.index].seq)
             // An identical fact at the same instant is the same revision delivered again: its first (smallest seq)
             // copy was folded.
             if let p = previous, p.instant == key.instant, p.kind == key.kind,
-                FoldPosition(base + p.index) == FoldPosition(event),
-                (base + p.index).pointee.fact == event.pointee.fact
+                FoldPosition(events[p.index]) == FoldPosition(events[key.index]),
+                events[p.index].fact == events[key.index].fact
             {
                 continue
             }
-            timeline.step(event.pointee.fact, seq: event.pointee.seq, at: key.instant, rules: rules)
+            timeline.step(events[key.index].fact, seq: events[key.index].seq, at: key.instant, rules: rules)
             previous = key
         }
-        timeline.frontier = keys.last.map { FoldPosition(base + $0.index) }
+        timeline.frontier = keys.last.map { FoldPosition(events[$0.index]) }
         return timeline
+    }
+
+    /// The fold order of two events at one instant, of one kind: by id, then identical facts by seq, other facts by
+    /// `ties`. Out of line, so that the sort's comparison of instants and kinds, which almost always decides, stays
+    /// small enough to be inlined into the sort.
+    @inline(never)
+    private static func foldsBefore(_ x: LedgerEvent, _ y: LedgerEvent, ties: FactOrder) -> Bool {
+        let px = FoldPosition(x), py = FoldPosition(y)
+        if px != py { return px < py }
+        if x.fact == y.fact { return x.seq < y.seq }
+        // Two revisions of one transaction stated at one instant (one receipt's `in_app` and `latest_receipt_info`):
+        // the one stating a revocation folds last, so a copy without it never undoes it.
+        if case .transaction(let a) = x.fact, case .transaction(let b) = y.fact,
+            (a.revocationDate == nil) != (b.revocationDate == nil)
+        {
+            return a.revocationDate == nil
+        }
+        return ties.precedes(x.fact, y.fact)
     }
 
     /// Folds events whose OTID and environment are taken from the events themselves (the smallest environment code
     /// present, then the smallest OTID in it); for callers that partition by OTID and environment already.
-    /// - Complexity: as `fold(_:originalTransactionId:environment:rules:)`.
-    public static func fold(_ events: some Sequence<LedgerEvent>, rules: FoldRules) -> Timeline {
+    /// - Complexity: as `fold(_:originalTransactionId:environment:rules:ties:)`.
+    public static func fold(_ events: some Sequence<LedgerEvent>, rules: FoldRules, ties: FactOrder) -> Timeline {
         let all = Array(events)
         var key: (AppStoreEnvironment, OriginalTransactionID)?
         for e in all {
@@ -150,7 +100,7 @@ extension Timeline {
             key = (env, otid)
         }
         guard let key else { return Timeline(originalTransactionId: "", environment: .production) }
-        return fold(all, originalTransactionId: key.1, environment: key.0, rules: rules)
+        return fold(all, originalTransactionId: key.1, environment: key.0, rules: rules, ties: ties)
     }
 
     /// The incremental path. When the event falls after every event already folded (the common case: a renewal,
@@ -162,9 +112,7 @@ extension Timeline {
         guard concerns(event) else { return true }
         let position = FoldPosition(event)
         if let frontier, !(frontier < position) { return false }
-        step(event.fact, seq: event.seq, at: position.instant, rules: rules)
-        frontier = position
-        lastSeq = max(lastSeq, event.seq)
+        step(event, at: position, rules: rules)
         return true
     }
 
@@ -174,55 +122,73 @@ extension Timeline {
     /// true; otherwise returns false and leaves the timeline unchanged, and the caller refolds.
     /// - Complexity: O(k log k) for k events, plus their steps.
     public mutating func apply(contentsOf events: [LedgerEvent], rules: FoldRules) -> Bool {
+        applyInFoldOrder(events, rules: rules, earlierPeriodsLeftOut: false)
+    }
+
+    /// `apply(contentsOf:rules:)` on a timeline whose `periods` are only its latest: the earlier ones are left where
+    /// they are stored (how LedgerCodec brings a long timeline up to date without reading them all). Declines (false)
+    /// also when a step would need a period left out: a transaction that is not surely new (it may revise or restore
+    /// any period), a refund reversal (of any period), a new period that does not go last. The timeline is then
+    /// half-applied and only fit to be dropped.
+    package mutating func applyToLatestPeriod(contentsOf events: [LedgerEvent], rules: FoldRules) -> Bool {
+        applyInFoldOrder(events, rules: rules, earlierPeriodsLeftOut: true)
+    }
+
+    private mutating func applyInFoldOrder(_ events: [LedgerEvent], rules: FoldRules, earlierPeriodsLeftOut: Bool)
+        -> Bool
+    {
         var mine = events.filter { concerns($0) }.map { (position: FoldPosition($0), event: $0) }
         guard !mine.isEmpty else { return true }
         mine.sort { $0.position < $1.position }
         if let frontier, !(frontier < mine[0].position) { return false }
-        // Equal positions are ordered by the facts' bytes in the fold; leave those rare cases to a refold.
+        // Equal positions are ordered by the facts in the fold (`FactOrder`); leave those rare cases to a refold.
         for i in mine.indices.dropFirst() where !(mine[i - 1].position < mine[i].position) { return false }
-        for (_, event) in mine {
-            let applied = apply(event, rules: rules)
-            assert(applied, "checked above: every event is after the frontier")
+        let latest = periods.first?.transactionId
+        for (position, event) in mine {
+            if earlierPeriodsLeftOut && needsEarlierPeriods(event.fact, rules: rules) { return false }
+            step(event, at: position, rules: rules)
         }
-        return true
+        // A new period placed before the latest may belong among the periods left out.
+        return !earlierPeriodsLeftOut || periods.first?.transactionId == latest
     }
 
-    /// The incremental core's fast path, on a stored timeline: applies `events` (after everything it knows, as
-    /// `apply(contentsOf:)`) decoding only its last period; the earlier periods are copied as they were stored.
-    /// Returns the new encoding, preceded by the new `lastSeq` as eight big-endian bytes when `stamped` (see
-    /// `encoded(after:)`): the same bytes as decoding the timeline whole, applying and encoding. Returns nil when
-    /// this path does not apply (an event falls in the past, or a step needs an earlier period: a revision, a
-    /// restored copy, a refund reversal); the caller then decodes the whole timeline.
-    /// - Complexity: O(size of the encoding) to copy it, plus the steps of the events on the last period.
-    public static func appending(
-        _ events: [LedgerEvent], toEncoded bytes: UnsafeRawBufferPointer, rules: FoldRules, stamped: Bool = false
-    ) throws(FactDecodingError) -> [UInt8]? {
-        var timeline = try Timeline(decoding: bytes, keepingEarlierPeriodsEncoded: true)
-        guard !timeline.needsEveryPeriod, timeline.apply(contentsOf: events, rules: rules), !timeline.needsEveryPeriod
-        else { return nil }
-        return stamped ? timeline.encoded(after: timeline.lastSeq) : timeline.encoded()
+    /// Steps `event`, at `position`: after every event folded.
+    private mutating func step(_ event: LedgerEvent, at position: FoldPosition, rules: FoldRules) {
+        step(event.fact, seq: event.seq, at: position.instant, rules: rules)
+        frontier = position
+        lastSeq = max(lastSeq, event.seq)
+    }
+
+    /// True when stepping `fact` may read or change a period before the latest.
+    private func needsEarlierPeriods(_ fact: Fact, rules: FoldRules) -> Bool {
+        switch fact {
+        case .transaction(let t): !isSurelyNew(t, oneTime: isOneTimePurchase(t, rules: rules))
+        case .notification(let n): n.notificationType == "REFUND_REVERSED"
+        case .renewal, .binding: false
+        }
     }
 
     /// True when the event belongs to this timeline.
     func concerns(_ event: LedgerEvent) -> Bool { concerns(event.fact) }
 
     /// The instant and kind of the event's fold position (`FoldPosition` without its id), or nil when the event is
-    /// not this timeline's (`concerns`): one switch on the fact, read where it lies.
+    /// not this timeline's (`concerns`): one switch on the fact. Inlined, so that an event read out of an array is
+    /// read in place (only these fields), not copied whole.
     @inline(__always)
-    private func instantAndKind(ifMine e: UnsafePointer<LedgerEvent>) -> (UnixMillis, UInt8)? {
-        switch e.pointee.fact {
+    private func instantAndKind(ifMine event: LedgerEvent) -> (UnixMillis, Fact.Kind)? {
+        switch event.fact {
         case .transaction(let t):
             guard t.environment == environment, t.originalTransactionId == originalTransactionId else { return nil }
-            return (t.signedDate ?? e.pointee.metadata.observedAt, 1)
+            return (t.signedDate ?? event.metadata.observedAt, .transaction)
         case .renewal(let r):
             guard r.environment == environment, r.originalTransactionId == originalTransactionId else { return nil }
-            return (r.signedDate ?? e.pointee.metadata.observedAt, 2)
+            return (r.signedDate ?? event.metadata.observedAt, .renewal)
         case .notification(let n):
             guard n.environment == environment, n.originalTransactionId == originalTransactionId else { return nil }
-            return (n.signedDate ?? e.pointee.metadata.observedAt, 3)
+            return (n.signedDate ?? event.metadata.observedAt, .notification)
         case .binding(let b):
             guard b.applies(to: environment), b.originalTransactionId == originalTransactionId else { return nil }
-            return (b.claimedAt, 4)
+            return (b.claimedAt, .binding)
         }
     }
 
@@ -271,90 +237,81 @@ extension Timeline {
     ///   periods'), O(periods) otherwise (a revision, a restored copy, a refund).
     mutating func stepTransaction(_ t: borrowing TransactionFact, at instant: UnixMillis, seq: UInt64, rules: FoldRules) {
         let id = t.transactionId
-        if !index.built { index = PeriodIndex(periods: periods) }
+        if !idBounds.built { idBounds = IDBounds(periods: periods) }
         defer {
             // Every id and line item a period takes is noted, so the bounds stay above all of them.
-            index.noteId(id)
-            if let w = t.webOrderLineItem { index.noteLineItem(w) }
+            idBounds.noteId(id)
+            if let w = t.webOrderLineItem { idBounds.noteLineItem(w) }
         }
-        // A one-time purchase (no expiry) may be a restored copy of one already known, whatever its dates.
-        let oneTime = t.expiresDate == nil ? Period.typeAndEnd(of: t, rules: rules).type == .nonConsumable : false
-        let surelyNew =
-            index.surelyUnknownId(id)
-            && (periods.isEmpty || (!oneTime && start(ofPeriod: periods.count - 1) < t.purchaseDate))
-            && (t.webOrderLineItem.map { index.surelyUnknownLineItem($0) } ?? true)
-        if !surelyNew && storedPeriods != nil {
-            needsEveryPeriod = true  // The scans below would miss the periods kept as bytes.
-            return
-        }
-        if !surelyNew, let i = periods.lastIndex(where: { $0.contains(id) }) {
-            var p = periods[i]
-            if p.transactionId == id { p.take(t, rules: rules) }
-            p.walkRevocation(t, at: instant, seq: seq)
-            place(consume p, from: i)
-            return
-        }
-        if !surelyNew, let i = periods.lastIndex(where: { $0.isCopied(by: t, oneTime: oneTime) }) {
-            var p = periods[i]
-            if id < p.transactionId {
-                // The smaller id is the original: it becomes the period's transaction and states its fields.
-                p.observedAs.insertSorted(p.transactionId)
-                p.transactionId = id
-                p.take(t, rules: rules)
-            } else {
-                p.observedAs.insertSorted(id)
+        let oneTime = isOneTimePurchase(t, rules: rules)
+        if !isSurelyNew(t, oneTime: oneTime) {
+            if let i = periods.lastIndex(where: { $0.contains(id) }) {
+                var p = periods[i]
+                if p.transactionId == id { p.take(t, rules: rules) }
+                p.applyRevocation(of: t, at: instant, seq: seq)
+                place(consume p, from: i)
+                return
             }
-            p.walkRevocation(t, at: instant, seq: seq)
-            place(p, from: i)
+            if let i = periods.lastIndex(where: { $0.isCopied(by: t, oneTime: oneTime) }) {
+                var p = periods[i]
+                if id < p.transactionId {
+                    // The smaller id is the original: it becomes the period's transaction and states its fields.
+                    p.observedAs.insertSorted(p.transactionId)
+                    p.transactionId = id
+                    p.take(t, rules: rules)
+                } else {
+                    p.observedAs.insertSorted(id)
+                }
+                p.applyRevocation(of: t, at: instant, seq: seq)
+                place(p, from: i)
+                return
+            }
+        }
+        // A new period: neither one of the periods' transactions nor a copy of one.
+        // The previous terms read in place (`periods.last` would copy the whole period).
+        let previousTerms = periods.isEmpty ? nil : periods[periods.count - 1].terms
+        let p = Period(bought: t, seq: seq, rules: rules, previousTerms: previousTerms)
+        if periods.isEmpty || !sortsBefore(p, periodAt: periods.count - 1) {
+            periods.append(consume p)  // The common case; `place` would take its period as an argument, a copy.
+            endUpgradedPeriod(at: periods.count - 2)
         } else {
-            // When `surelyNew`, neither one of the periods' transactions nor a copy of one (no period has its id or
-            // line item, none starts when it does): the scans above would find nothing.
-            let previousTerms = periods.isEmpty ? nil : periods[periods.count - 1].terms
-            let p = Period(bought: t, seq: seq, rules: rules, previousTerms: previousTerms)
-            if periods.isEmpty || !goes(p, before: periods.count - 1) {
-                // The common case, appended here: `place` takes its period as an argument, a copy.
-                periods.append(consume p)
-                endUpgradedPeriod(at: periods.count - 2)
-            } else {
-                place(consume p, from: nil)
-            }
+            place(consume p, from: nil)
         }
     }
 
-    /// The latest period's product, read in place (`periods.last` is a copy of the whole period, which retains and
-    /// releases each of its references).
-    private var lastProductId: String? {
-        periods.withUnsafeBufferPointer { ps in ps.isEmpty ? nil : (ps.baseAddress! + ps.count - 1).pointee.productId }
+    /// True for a one-time purchase (a non-consumable without an expiry): a restore of it may carry any dates.
+    private func isOneTimePurchase(_ t: borrowing TransactionFact, rules: FoldRules) -> Bool {
+        t.expiresDate == nil && Period.typeAndEnd(of: t, rules: rules).type == .nonConsumable
     }
 
-    /// True when `p` goes before the period at `i` (periods are ordered by start, then transaction id). Reads only
-    /// the fields compared: a whole period read out of the array is a copy that retains and releases each of its
-    /// references.
-    private func goes(_ p: Period, before i: Int) -> Bool {
-        periods.withUnsafeBufferPointer { ps in
-            let other = ps.baseAddress! + i
-            return p.start != other.pointee.start
-                ? p.start < other.pointee.start : p.transactionId < other.pointee.transactionId
-        }
+    /// True when `t` is surely a transaction no period has seen (neither one of the periods' transactions nor a
+    /// restored copy of one): its id and line item are above every one the periods have had (`idBounds`), and it
+    /// starts after the latest period. False means "maybe known": the periods are looked through.
+    private func isSurelyNew(_ t: borrowing TransactionFact, oneTime: Bool) -> Bool {
+        idBounds.surelyUnknownId(t.transactionId)
+            && (periods.isEmpty || (!oneTime && periods[periods.count - 1].start < t.purchaseDate))
+            && (t.webOrderLineItem.map { idBounds.surelyUnknownLineItem($0) } ?? true)
     }
 
-    /// The start of the period at `i`, read in place (`periods[i].start` copied the whole period first).
-    private func start(ofPeriod i: Int) -> UnixMillis {
-        periods.withUnsafeBufferPointer { $0[i].start }
+    /// True when `p` sorts before the period at `i`: periods are ordered by start, then transaction id.
+    private func sortsBefore(_ p: borrowing Period, periodAt i: Int) -> Bool {
+        p.start != periods[i].start ? p.start < periods[i].start : p.transactionId < periods[i].transactionId
     }
 
     /// Puts a period at its place in start order (usually the end), replacing the one at `old`. Takes the period
-    /// (`consuming`): borrowed, it was copied into the array (2.4% more instructions in a replay).
+    /// (`consuming`), so that it moves into the array rather than being copied there.
     /// - Complexity: O(1) when it stays last or in place, O(periods) otherwise.
     mutating func place(_ p: consuming Period, from old: Int?) {
         var i: Int
-        if let old, old == 0 || !goes(p, before: old - 1), old == periods.count - 1 || goes(p, before: old + 1) {
+        if let old, old == 0 || !sortsBefore(p, periodAt: old - 1),
+            old == periods.count - 1 || sortsBefore(p, periodAt: old + 1)
+        {
             periods[old] = p
             i = old
         } else {
             if let old { periods.remove(at: old) }
             i = periods.count
-            while i > 0 && goes(p, before: i - 1) { i -= 1 }
+            while i > 0 && sortsBefore(p, periodAt: i - 1) { i -= 1 }
             if i == periods.count {
                 periods.append(p)  // The common case; `insert` goes through a generic replaceSubrange.
             } else {
@@ -372,18 +329,12 @@ extension Timeline {
     /// The old side's own revocation at that instant, when Apple stated one without `isUpgraded`, is the upgrade's,
     /// not a refund.
     mutating func endUpgradedPeriod(at i: Int) {
-        guard i >= 0, i + 1 < periods.count else { return }
-        // Read in place: a period read out of the array is a copy of all its references (this runs on every new
-        // period, and almost never changes anything).
-        let upgradedAt: UnixMillis? = periods.withUnsafeBufferPointer { ps in
-            let old = ps.baseAddress! + i, next = old + 1
-            guard old.pointee.type == .autoRenewable, next.pointee.type == .autoRenewable,
-                old.pointee.start < next.pointee.start, let end = old.pointee.end, next.pointee.start < end,
-                old.pointee.productId != next.pointee.productId
-            else { return nil }
-            return next.pointee.start
-        }
-        guard let upgradedAt else { return }
+        guard i >= 0, i + 1 < periods.count,
+            periods[i].type == .autoRenewable, periods[i + 1].type == .autoRenewable,
+            periods[i].start < periods[i + 1].start, let end = periods[i].end, periods[i + 1].start < end,
+            periods[i].productId != periods[i + 1].productId
+        else { return }
+        let upgradedAt = periods[i + 1].start
         periods[i].end = upgradedAt
         periods[i].upgraded = true
         if let r = periods[i].revocations.last, r.date == upgradedAt, r.reversedAt == nil, !r.isFamilyRevoke {
@@ -394,29 +345,33 @@ extension Timeline {
 
     /// The renewal info replaces the renewal state; what changed becomes stated changes.
     mutating func stepRenewal(_ r: RenewalInfoFact, at instant: UnixMillis, seq: UInt64) {
-        // The previous state is read field by field where it is stored, and replaced at the end.
-        if let was = renewal?.autoRenewStatus, let now = r.autoRenewStatus, was != now {
+        // What the renewal state said before, read where it lies (the state is a whole renewal info).
+        let wasAutoRenewing = renewal?.info.autoRenewStatus
+        let wasRetrying = renewal?.info.isInBillingRetryPeriod == true
+        if let was = wasAutoRenewing, let now = r.autoRenewStatus, was != now {
             record(TimelineChange(at: instant, kind: now ? .autoRenewOn : .autoRenewOff, seq: seq))
         }
         // Apple keeps retrying during a grace period too; while the grace period lasts, that is the state to tell.
         let graceUntil = r.gracePeriodExpiresDate.flatMap { $0 > instant ? $0 : nil }
-        if let g = graceUntil, g != renewal?.gracePeriodExpiresDate {
+        if let g = graceUntil, g != renewal?.info.gracePeriodExpiresDate {
             record(TimelineChange(at: instant, kind: .gracePeriod, seq: seq, until: g))
-        } else if graceUntil == nil, r.isInBillingRetryPeriod == true, renewal?.isInBillingRetryPeriod != true {
+        } else if graceUntil == nil, r.isInBillingRetryPeriod == true, !wasRetrying {
             record(TimelineChange(at: instant, kind: .billingRetry, seq: seq))
         }
         // Apple stops retrying: the subscription expired (an expiration intent says why) or the billing recovered.
         // V1 receipts have no notification for either; the renewal info is all they state.
-        if renewal?.isInBillingRetryPeriod == true, r.isInBillingRetryPeriod == false {
+        if wasRetrying, r.isInBillingRetryPeriod == false {
             if let reason = RenewalState.expirationReason(intent: r.expirationIntent) {
                 record(TimelineChange(at: instant, kind: .expired, seq: seq, detail: reason))
             } else {
                 record(TimelineChange(at: instant, kind: .recovered, seq: seq))
             }
         }
-        let current = r.productId ?? lastProductId
+        let current = r.productId ?? (periods.isEmpty ? nil : periods[periods.count - 1].productId)
         var oldPending: String?
-        if let target = renewal?.autoRenewProductId, target != (renewal?.productId ?? current) { oldPending = target }
+        if let target = renewal?.info.autoRenewProductId, target != (renewal?.info.productId ?? current) {
+            oldPending = target
+        }
         if let target = r.autoRenewProductId, target != current {
             if target != oldPending { record(TimelineChange(at: instant, kind: .pendingChange, seq: seq, detail: target)) }
         } else if let oldPending, oldPending != current {
@@ -435,10 +390,6 @@ extension Timeline {
         }
         switch n.notificationType {
         case "REFUND_REVERSED":
-            if storedPeriods != nil {
-                needsEveryPeriod = true  // The refund may be of a period kept as bytes.
-                return
-            }
             let target =
                 n.transactionId.flatMap { id in periods.lastIndex { $0.contains(id) } }
                 ?? periods.lastIndex { $0.openRevocation != nil }
@@ -455,7 +406,7 @@ extension Timeline {
             case "UPGRADE": break  // The new period states it.
             case "DOWNGRADE": note(.pendingChange, n.autoRenewProductId)
             default:
-                if let target = n.autoRenewProductId, target != lastProductId {
+                if let target = n.autoRenewProductId, target != periods.last?.productId {
                     note(.pendingChange, target)  // V1: no subtype, the target product says it.
                 } else {
                     note(.pendingChangeCancelled)
@@ -555,9 +506,9 @@ extension Period {
         return (type, end)
     }
 
-    /// Opens a revocation (refund, Family Sharing revoke) this revision states, or reverses the open one when a
+    /// Opens a revocation (refund, Family Sharing revoke) the revision `t` states, or reverses the open one when a
     /// transaction that stated it now states none (DOMAIN §4.3).
-    mutating func walkRevocation(_ t: TransactionFact, at instant: UnixMillis, seq: UInt64) {
+    mutating func applyRevocation(of t: borrowing TransactionFact, at instant: UnixMillis, seq: UInt64) {
         if t.isRefundLike, let date = t.revocationDate {
             if openRevocation != nil {
                 if !revokingTransactions.contains(t.transactionId) { revokingTransactions.append(t.transactionId) }

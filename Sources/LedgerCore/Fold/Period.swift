@@ -8,8 +8,8 @@ public struct Period: Hashable, Sendable {
         get { lineItem?.text }
         set { lineItem = newValue.map(CompactID.init) }
     }
-    /// `webOrderLineItemId` as the fold and the encoding keep it (a number, for Apple's decimal ids).
-    var lineItem: CompactID?
+    /// `webOrderLineItemId` as the fold and the stored form keep it (a number, for Apple's decimal ids).
+    @usableFromInline package var lineItem: CompactID?
     public var productId: String
     /// `purchaseDate`: access starts here.
     public var start: UnixMillis
@@ -34,9 +34,9 @@ public struct Period: Hashable, Sendable {
     /// What the period was sold at and under (price, currency, why it was bought, billing plan), when Apple states any
     /// of it. Shared with the previous period when the same.
     public var terms: PeriodTerms?
-    /// Fold state: the transaction ids whose latest revision states the open revocation. A later revision of one of
-    /// them without a revocation date reverses it; a restored copy that never mentioned it does not.
-    var revokingTransactions: [TransactionID]
+    /// The transaction ids whose latest revision states the open revocation: a later revision of one of them
+    /// without a revocation date reverses it; a restored copy that never mentioned it does not.
+    @usableFromInline package var revokingTransactions: [TransactionID]
 
     public init(
         transactionId: TransactionID, webOrderLineItemId: String? = nil, productId: String, start: UnixMillis,
@@ -52,8 +52,9 @@ public struct Period: Hashable, Sendable {
             seq: seq, revokingTransactions: [])
     }
 
-    /// Every field, fold state included, for the decoder: one initialisation, no copy of a half-built period.
-    init(
+    /// Every field, for the codec's decoder. Inlinable: it makes one per stored period, in place.
+    @inlinable
+    package init(
         transactionId: TransactionID, lineItem: CompactID?, productId: String, start: UnixMillis,
         expiresDate: UnixMillis?, end: UnixMillis?, originalPurchaseDate: UnixMillis?, type: ProductType,
         quantity: Int64, offer: Offer?, upgraded: Bool, observedAs: [TransactionID], revocations: [Revocation],
@@ -78,9 +79,9 @@ public struct Period: Hashable, Sendable {
     }
 
     /// The period the transaction `t` buys, stated by the event `seq`: its fields taken from `t` (as `take` does), a
-    /// revocation open if `t` states one (as `walkRevocation` does on a period without one), its terms shared with
-    /// `previous` when `t` states the same. Each field is computed and stored once, rather than building a blank
-    /// period and then taking and walking it, which would copy (and retain) its references again.
+    /// revocation open if `t` states one (as `applyRevocation(of:at:seq:)` does on a period without one), its terms
+    /// shared with `previous` when `t` states the same. Each field is computed and stored once, rather than building
+    /// a blank period and then taking `t` and its revocation, which would copy (and retain) its references again.
     @inline(__always)
     init(bought t: borrowing TransactionFact, seq: UInt64, rules: FoldRules, previousTerms previous: PeriodTerms? = nil) {
         let stated = Period.typeAndEnd(of: t, rules: rules)
@@ -156,7 +157,9 @@ public final class PeriodTerms: Hashable, Sendable {
     /// For the app's own purchase (an AppTransaction): the app version the customer first got.
     public let originalApplicationVersion: String?
 
-    /// Nil when no term is stated, so periods from receipts (which state none) carry nothing.
+    /// Nil when no term is stated, so periods from receipts (which state none) carry nothing. Inlinable, as
+    /// `sharing`: the codec's decoder makes the terms of every stored period.
+    @inlinable
     public init?(
         price: Int64? = nil, currency: String? = nil, transactionReason: String? = nil, billingPlanType: String? = nil,
         commitmentExpiresDate: UnixMillis? = nil, originalApplicationVersion: String? = nil
@@ -177,7 +180,7 @@ public final class PeriodTerms: Hashable, Sendable {
     /// inlined, it made `Period.init(bought:)` too large to inline into the fold's step, whose copies of the new period
     /// it spares.
     @inline(never)
-    static func sharing(
+    package static func sharing(
         _ previous: PeriodTerms?, price: Int64?, currency: String?, transactionReason: String?,
         billingPlanType: String?, commitmentExpiresDate: UnixMillis?, originalApplicationVersion: String?
     ) -> PeriodTerms? {

@@ -1,0 +1,67 @@
+import LedgerCore
+
+// What repeats from one record to the next (a subscription's product on each of its events and periods), read or
+// written once and reused.
+
+/// Strings that repeat from one decoded fact to the next: a subscription's product and bundle are the same on each
+/// of its events. A decoder handed the same `RepeatedStrings` for a run of facts returns the string it made before
+/// when the bytes are the same, instead of allocating another (product names outgrow a String's inline storage).
+public struct RepeatedStrings: Sendable {
+    var product = ""
+    var autoRenewProduct = ""
+    var bundle = ""
+    var group = ""
+
+    public init() {}
+}
+
+/// A string field that repeats from one record to the next (a timeline's periods name the same product): when the
+/// string is the one written last (the same string, which the fold shares between periods), its bytes are copied from
+/// where they were written, without reading the string again (a read retains and releases it).
+struct RepeatedStringField {
+    private var last: String?
+    private var at = 0
+    private var count = 0
+
+    @inline(__always)
+    mutating func write(_ tag: UInt32, _ value: String, into w: inout BinaryWriter) {
+        // `==` on the same string compares its representation and returns, without a call.
+        if let last, last == value {
+            w.write(tag, bytesAt: at, count: count)
+            return
+        }
+        w.write(tag, value)
+        count = value.utf8.count
+        at = w.count - count
+        last = value
+    }
+}
+
+/// The fields of a period that usually repeat those of the period before it (the product, the terms), and where
+/// they were last written, so a repeat is a copy of those bytes.
+struct RepeatedPeriodFields {
+    var product = RepeatedStringField()
+    private var terms: PeriodTerms?
+    private var termsAt = 0
+    private var termsCount = 0
+
+    /// Writes `value`'s fields (tags 16–21), or copies them when they are the instance written last.
+    @inline(__always)
+    mutating func write(_ value: PeriodTerms?, into w: inout BinaryWriter) {
+        guard let value else { return }
+        if let terms, terms === value {
+            w.write(bytesAt: termsAt, count: termsCount)
+            return
+        }
+        let at = w.count
+        w.write(16, value.price)
+        w.write(17, value.currency)
+        w.write(18, value.transactionReason)
+        w.write(19, value.billingPlanType)
+        w.write(20, value.commitmentExpiresDate)
+        w.write(21, value.originalApplicationVersion)
+        terms = value
+        termsAt = at
+        termsCount = w.count - at
+    }
+}

@@ -1,0 +1,30 @@
+import LedgerCore
+
+extension Timeline {
+    /// The incremental core's fast path, on a stored timeline: applies `events` (after everything it knows, as
+    /// `apply(contentsOf:rules:)`) decoding only its latest period; the earlier periods' records are copied as they
+    /// were stored. Returns the new encoding, preceded by the new `lastSeq` as eight big-endian bytes when `stamped`
+    /// (see `encoded(after:)`): the same bytes as decoding the timeline whole, applying and encoding. Returns nil when
+    /// this path does not apply (an event falls in the past, or a step needs an earlier period: a revision, a
+    /// restored copy, a refund reversal); the caller then decodes the whole timeline.
+    /// - Complexity: O(size of the encoding) to copy it, plus the steps of the events on the latest period.
+    public static func appending(
+        _ events: [LedgerEvent], toEncoded bytes: UnsafeRawBufferPointer, rules: FoldRules, stamped: Bool = false
+    ) throws(FactDecodingError) -> [UInt8]? {
+        var leftOut: Range<Int>?
+        var boundsStored = false
+        var timeline = try Timeline(
+            decoding: bytes, leavingOutEarlierPeriods: true, earlierPeriods: &leftOut, boundsStored: &boundsStored)
+        let earlierPeriods = leftOut.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) }
+        if earlierPeriods == nil {
+            guard timeline.apply(contentsOf: events, rules: rules) else { return nil }
+        } else {
+            // Without its stored id bounds the fold cannot tell a renewal without reading every period.
+            guard boundsStored, timeline.applyToLatestPeriod(contentsOf: events, rules: rules) else { return nil }
+        }
+        var w = BinaryWriter(capacity: 8 + timeline.estimatedSize(earlierPeriods: earlierPeriods?.count ?? 0))
+        if stamped { w.writeBigEndian(timeline.lastSeq) }
+        timeline.encode(into: &w, earlierPeriods: earlierPeriods)
+        return w.finish()
+    }
+}
