@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import LedgerAppStore
 import LedgerWire
 
@@ -10,8 +5,8 @@ import LedgerWire
 /// fact, its raw input in base64, its place in the chain); appended as an input, parts of it would be refused and
 /// parts taken for a new document, leaving half a copy. Rebuilding a ledger from an export is `storeledger import`.
 public enum ExportLines {
-    /// What the input is when it is a line of an export ("event 12", "refused input 3", "the end line"); nil when it
-    /// is not one.
+    /// What the input is when it is a line of an export ("event 12", "refused input 3", "the first line", "the end
+    /// line"); nil when it is not one.
     ///
     /// A byte search first (no Apple document or envelope holds these member names), so that inputs pay nothing
     /// more; only a candidate is parsed, and it must have an export line's shape.
@@ -26,6 +21,9 @@ public enum ExportLines {
         if object.count == 1, case .object(let refusal)? = object["rejected"], case .string? = refusal["record"] {
             if case .int(let number)? = refusal["number"] { return "refused input \(number)" }
             return "a refused input"
+        }
+        if object.count == 1, case .object(let begin)? = object["begin"], case .int? = begin["format"] {
+            return "the first line"
         }
         if object.count == 1, case .object(let end)? = object["end"], case .string? = end["chainHead"],
             case .string? = end["rejectedHead"]
@@ -43,11 +41,20 @@ public enum ExportLines {
                 + "`storeledger import FILE --data DIR` (into an empty DIR)")
     }
 
-    private static let markers = [#""chainHash""#, #""record""#, #""rejectedHead""#].map { Array($0.utf8) }
+    private static let markers = [#""chainHash""#, #""record""#, #""rejectedHead""#, #""begin""#].map { Array($0.utf8) }
 
     private static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
-        haystack.withUnsafeBytes { h in
-            needle.withUnsafeBytes { n in memmem(h.baseAddress, h.count, n.baseAddress, n.count) != nil }
+        guard let first = needle.first, haystack.count >= needle.count else { return false }
+        return haystack.withUnsafeBufferPointer { h in
+            needle.withUnsafeBufferPointer { n in
+                var i = 0
+                let last = h.count - n.count
+                while i <= last {
+                    if h[i] == first, UnsafeBufferPointer(rebasing: h[i..<(i + n.count)]).elementsEqual(n) { return true }
+                    i += 1
+                }
+                return false
+            }
         }
     }
 }

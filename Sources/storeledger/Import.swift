@@ -47,6 +47,8 @@ struct Import: ParsableCommand {
     /// What the first pass found: the export's totals.
     private struct Checked {
         var check = ImportCheck()
+        /// Whether the export began with the line `export --complete` writes first (an end line must follow).
+        var begun = false
         var complete = false
         var lines = 0
     }
@@ -97,13 +99,18 @@ struct Import: ParsableCommand {
         var checked = Checked()
         var sawRefusal = false
         while let (number, line) = try reader.next() {
-            progress?.update(reader.bytesRead, reader.size)
+            progress?.update(reader.consumed, reader.size)
             checked.lines += 1
             do {
                 if checked.complete {
                     throw LedgerError(code: .invalidExport, message: "a line follows the end line")
                 }
                 switch try lines.read(line) {
+                case .begin:
+                    guard checked.lines == 1 else {
+                        throw LedgerError(code: .invalidExport, message: "the first line of an export appears again")
+                    }
+                    checked.begun = true
                 case .event(let event, let fields):
                     if sawRefusal {
                         throw LedgerError(code: .invalidExport, message: "an event follows the refused inputs")
@@ -129,7 +136,7 @@ struct Import: ParsableCommand {
                     code: error.code, message: "\(file) line \(number): \(error.message); nothing was written", json: json)
             }
         }
-        if sawRefusal && !checked.complete {
+        if (checked.begun || sawRefusal) && !checked.complete {
             throw CommandFailure(
                 code: .invalidExport,
                 message: "\(file) ends without the end line `export --complete` writes last: the file was cut short; "
@@ -205,7 +212,7 @@ struct Import: ParsableCommand {
                     case .refusal(let refusal, _):
                         bytes += refusal.record.count
                         refusals.append(refusal)
-                    case .end:
+                    case .begin, .end:
                         break
                     }
                     if events.count + refusals.count >= Self.batchEvents || bytes >= Self.batchBytes { try flush() }
@@ -279,9 +286,9 @@ final class LineReader {
     private var scanned = 0
     private var atEnd = false
     private var number = 0
-    /// The file's size when opened, and the bytes read so far (for progress).
+    /// The file's size when opened, and the bytes of the lines returned so far (for progress).
     let size: UInt64
-    private(set) var bytesRead: UInt64 = 0
+    private(set) var consumed: UInt64 = 0
 
     init?(path: String) {
         guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
@@ -296,6 +303,7 @@ final class LineReader {
         while true {
             if let newline = buffer[scanned...].firstIndex(of: UInt8(ascii: "\n")) {
                 let line = trimmed(buffer[start..<newline])
+                consumed += UInt64(newline + 1 - start)
                 start = newline + 1
                 scanned = start
                 number += 1
@@ -306,6 +314,7 @@ final class LineReader {
             if atEnd {
                 guard start < buffer.count else { return nil }
                 let line = trimmed(buffer[start...])
+                consumed += UInt64(buffer.count - start)
                 start = buffer.count
                 number += 1
                 return line.isEmpty ? nil : (number, line)
@@ -317,10 +326,7 @@ final class LineReader {
                 start = 0
             }
             let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
-            if chunk.isEmpty { atEnd = true } else {
-                buffer.append(contentsOf: chunk)
-                bytesRead += UInt64(chunk.count)
-            }
+            if chunk.isEmpty { atEnd = true } else { buffer.append(contentsOf: chunk) }
         }
     }
 

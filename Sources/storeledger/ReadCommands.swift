@@ -60,16 +60,17 @@ struct Export: ParsableCommand {
         abstract: "Write every event (with its raw input, base64) as NDJSON.",
         discussion: """
             One line per event, in log order: its fields, its raw input and its stored bytes (base64), its raw key \
-            and its chain hash. With --complete, every refused input follows (one line each), then one end line \
-            stating the last seq, the chain head and the refused inputs' count and chain head: what \
-            `storeledger import` needs to rebuild the same ledger and to tell a file cut short.
+            and its chain hash. With --complete, a first line names the format, every refused input follows the \
+            events (one line each), then one end line states the last seq, the chain head and the refused inputs' \
+            count and chain head: what `storeledger import` needs to rebuild the same ledger and to tell a file cut \
+            short.
             """)
 
     @OptionGroup var ledger: LedgerOptions
     @Option(name: .long, help: "Only events after this sequence number.") var after: UInt64 = 0
     @Flag(
         name: .long,
-        help: "Also every refused input, then an end line (what `storeledger import` needs); not with --after.")
+        help: "Also a first line, every refused input and an end line (what `storeledger import` needs); not with --after.")
     var complete = false
 
     func validate() throws {
@@ -80,6 +81,10 @@ struct Export: ParsableCommand {
 
     func run() throws {
         let store = try ledger.openLedger(try ledger.loadConfiguration(json: false), readOnly: true, json: false)
+        if complete {
+            FileHandle.standardOutput.write(
+                Data(try JSONWriter.bytes(encoding: ExportBeginLine(), sortedKeys: true) + [UInt8(ascii: "\n")]))
+        }
         var next = after
         var chainHead = [UInt8](repeating: 0, count: 32)
         while true {

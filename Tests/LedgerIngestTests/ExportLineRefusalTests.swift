@@ -14,10 +14,13 @@ import Testing
         #"{"chainHash":"4c5f0d7a1f0e2b9b6f61c8e4f3d8a1c2b7e6d5c4b3a2918f7e6d5c4b3a291807","environment":"Production","fact":{"originalTransactionId":"1000000000000001","productId":"com.example.premium.monthly","purchaseDate":1605243570000,"transactionId":"1000000000000001"},"key":"1000000000000001","kind":"transaction","observedAt":1605243570000,"originalTransactionId":"1000000000000001","raw":"e30=","rawDigest":"44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","rawKey":1,"receivedAt":1605243570000,"seq":12,"signature":"unsigned","source":"decodedJSON","stored":"AQ==","transactionId":"1000000000000001"}"#
     static let refusalLine =
         #"{"rejected":{"code":"invalid_json","message":"not JSON","number":3,"raw":"e25vdA==","receivedAt":1605243570000,"record":"CAE=","size":4}}"#
+    static let beginLine = #"{"begin":{"format":1}}"#
     static let endLine =
         #"{"end":{"chainHead":"4c5f0d7a1f0e2b9b6f61c8e4f3d8a1c2b7e6d5c4b3a2918f7e6d5c4b3a291807","lastSeq":12,"rejected":3,"rejectedHead":"0000000000000000000000000000000000000000000000000000000000000000"}}"#
 
-    @Test(arguments: [(eventLine, "event 12"), (refusalLine, "refused input 3"), (endLine, "the end line")])
+    @Test(arguments: [
+        (eventLine, "event 12"), (refusalLine, "refused input 3"), (beginLine, "the first line"), (endLine, "the end line"),
+    ])
     func anExportLineIsRecognised(_ line: String, _ what: String) {
         #expect(ExportLines.recognise(Array(line.utf8)) == what)
     }
@@ -28,6 +31,7 @@ import Testing
             #"{"appUserId":"\"chainHash\"","originalTransactionId":"1"}"#,
             #"{"type":"binding","payload":{"appUserId":"record","originalTransactionId":"\"record\""}}"#,
             #"{"chainHash":"00","seq":1}"#,
+            #"{"begin":"2020-01-01","originalTransactionId":"1"}"#,
             String(decoding: AppleFixtures.json(AppleFixtures.v2Transaction(extra: ["record": "x", "rejectedHead": "y"])), as: UTF8.self),
         ] {
             #expect(ExportLines.recognise(Array(input.utf8)) == nil, "\(input)")

@@ -98,7 +98,7 @@ import Testing
     }
 
     /// Each alteration, the code and where `ImportCheck` stops.
-    static let alterations: [(String, String, String, (inout [ImportedEvent]) -> Void)] = [
+    static let alterations: [(String, String, String, @Sendable (inout [ImportedEvent]) -> Void)] = [
         ("a byte of a stored event", "verification_failed", "hash chain breaks at seq 4", { $0[3].bytes[$0[3].bytes.count / 2] ^= 1 }),
         ("a byte of a raw input", "verification_failed", "raw input of seq 5", { $0[4].raw![0] ^= 1 }),
         ("a chain hash", "verification_failed", "hash chain breaks at seq 6", { $0[5].chainHash[31] ^= 1 }),

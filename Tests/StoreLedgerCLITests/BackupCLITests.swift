@@ -142,6 +142,7 @@ struct BackupCLITests {
         #expect(events.contains { $0["signature"] as? String == "verified" })
         #expect(events.contains { ($0["rawKey"] as? Int) != ($0["seq"] as? Int) }, "an input with several events")
         #expect(lines.filter { $0["rejected"] != nil }.count == 3)
+        #expect((lines.first?["begin"] as? [String: Any])?["format"] as? Int == 1)
         let end = try #require(lines.last?["end"] as? [String: Any])
         let stats = try await ledgerStats(source.data)
         #expect(end["lastSeq"] as? Int == stats["lastSeq"] as? Int)
@@ -200,7 +201,8 @@ struct BackupCLITests {
         Alteration(description: "one byte of a raw input", code: "verification_failed", mentions: "raw input") { lines in
             let index = try #require(lines.firstIndex { $0.contains(#""kind":"transaction""#) && $0.contains(#""raw":""#) })
             var object = try #require(try JSONSerialization.jsonObject(with: Data(lines[index].utf8)) as? [String: Any])
-            var raw = try #require(Data(base64Encoded: try #require(object["raw"] as? String)))
+            let text = try #require(object["raw"] as? String)
+            var raw = try #require(Data(base64Encoded: text))
             raw[raw.count / 2] ^= 0x01
             object["raw"] = raw.base64EncodedString()
             lines[index] = String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
@@ -216,12 +218,12 @@ struct BackupCLITests {
             return index + 1
         },
         Alteration(description: "a receivedAt edited", code: "verification_failed", mentions: "receivedAt") { lines in
-            let index = 1
+            let index = 2
             lines[index] = lines[index].replacingOccurrences(of: #""receivedAt":"#, with: #""receivedAt":1"#)
             return index + 1
         },
-        Alteration(description: "an event line removed", code: "invalid_export", mentions: "follows seq 2") { lines in
-            lines.remove(at: 2)
+        Alteration(description: "an event line removed", code: "invalid_export", mentions: "seq 3 follows seq 1") { lines in
+            lines.remove(at: 2)  // seq 2 (the first line is the export's header)
             return 3
         },
         Alteration(description: "a refused input's record altered", code: "verification_failed", mentions: "rejected head") { lines in
@@ -229,8 +231,10 @@ struct BackupCLITests {
             var object = try #require(try JSONSerialization.jsonObject(with: Data(lines[index].utf8)) as? [String: Any])
             var refusal = try #require(object["rejected"] as? [String: Any])
             // A letter of the message, which the line does not repeat: only the chain over the records can tell.
-            var record = [UInt8](try #require(Data(base64Encoded: try #require(refusal["record"] as? String))))
-            let message = Array(try #require(refusal["message"] as? String).utf8)
+            let text = try #require(refusal["record"] as? String)
+            var record = [UInt8](try #require(Data(base64Encoded: text)))
+            let messageText = try #require(refusal["message"] as? String)
+            let message = Array(messageText.utf8)
             let at = try #require((0...(record.count - message.count)).first { record[$0..<($0 + message.count)].elementsEqual(message) })
             record[at] = record[at] == UInt8(ascii: "X") ? UInt8(ascii: "Y") : UInt8(ascii: "X")
             refusal["record"] = Data(record).base64EncodedString()

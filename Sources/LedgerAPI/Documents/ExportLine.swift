@@ -3,7 +3,23 @@ import LedgerCore
 import LedgerStore
 import LedgerWire
 
-// MARK: - The lines `export --complete` writes after the events (docs/backup.md)
+// MARK: - The lines `export --complete` writes around the events (docs/backup.md)
+
+/// `{"begin": {"format": 1}}`: the first line of a complete export, so that `import` knows an end line must follow
+/// (a plain export has neither, and a file cut short before its end line would otherwise pass for one).
+public struct ExportBeginLine: Codable, Sendable, Hashable {
+    public struct Header: Codable, Sendable, Hashable {
+        /// The export format's version; `import` refuses one it does not know.
+        public var format: Int
+    }
+
+    /// The format this build writes and reads.
+    public static let format = 1
+
+    public var begin: Header
+
+    public init() { begin = Header(format: Self.format) }
+}
 
 /// `{"rejected": {…}}`: one refused input, its stored record included.
 public struct ExportRefusalLine: Encodable, Sendable {
@@ -45,6 +61,8 @@ public struct ExportEndLine: Codable, Sendable, Hashable {
 /// One line of `storeledger export` read back for `storeledger import`: an event (what the store writes back, and
 /// the fields the line states beside it), a refused input, or the closing summary.
 public enum ExportLine: Sendable {
+    /// The first line of a complete export.
+    case begin
     case event(ImportedEvent, EventFields)
     case refusal(ImportedRefusal, RefusalFields)
     case end(ExportEndLine.Summary)
@@ -134,13 +152,21 @@ public struct ExportLineReader {
                 ImportedRefusal(number: refusal.number, record: [UInt8](bytes)),
                 ExportLine.RefusalFields(code: refusal.code, receivedAt: refusal.receivedAt, raw: [UInt8](raw)))
         }
+        if let begin = shape.begin {
+            guard begin.format == ExportBeginLine.format else {
+                throw Self.invalid(
+                    "export format \(begin.format); this storeledger reads format \(ExportBeginLine.format)")
+            }
+            return .begin
+        }
         if let end = shape.end {
             guard Self.hexBytes(end.chainHead)?.count == 32, Self.hexBytes(end.rejectedHead)?.count == 32 else {
                 throw Self.invalid("the end line's chainHead or rejectedHead is not 64 hex digits")
             }
             return .end(end)
         }
-        throw Self.invalid("neither an event (`seq`), a refused input (`rejected`) nor the end line (`end`)")
+        throw Self.invalid(
+            "neither an event (`seq`), a refused input (`rejected`), the first line (`begin`) nor the end line (`end`)")
     }
 
     /// The members `import` reads; the others (`fact`, `transactionId`, …) are there for people and other systems.
@@ -155,6 +181,7 @@ public struct ExportLineReader {
         var raw: String?
         var rawKey: UInt64?
         var rejected: Refusal?
+        var begin: ExportBeginLine.Header?
         var end: ExportEndLine.Summary?
     }
 

@@ -1,4 +1,5 @@
 import LMDB
+import LedgerCodec
 import LedgerCore
 
 /// The `events` database: the revisions stored under each event key, and the canonical event each one holds.

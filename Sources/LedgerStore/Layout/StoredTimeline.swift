@@ -1,4 +1,5 @@
 import LMDB
+import LedgerCodec
 import LedgerCore
 
 /// The value of `timelines`, the projection of one subscription: the seq its timeline reflects (its stamp, BE, 8)

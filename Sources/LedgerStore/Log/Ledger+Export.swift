@@ -1,4 +1,5 @@
 import LMDB
+import LedgerCodec
 import LedgerCore
 
 // MARK: - Reading the log for an export
@@ -59,7 +60,7 @@ extension Ledger {
                 do {
                     input = try e.value.withUnsafeBytes { try RejectedInput(number: number, decoding: $0) }
                 } catch {
-                    throw LedgerError.corrupted("rejected record \(number) does not decode: \(error.reason)")
+                    throw LedgerError.corrupted("rejected record \(number) does not decode: \(error)")
                 }
                 out.append(ExportedRefusal(input: input, record: Array(e.value)))
                 entry = try cursor.next()

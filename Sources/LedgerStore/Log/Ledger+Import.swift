@@ -1,4 +1,5 @@
 import LMDB
+import LedgerCodec
 import LedgerCore
 import LedgerWire
 
@@ -86,7 +87,7 @@ public struct ImportCheck: Sendable {
         do {
             event = try LedgerEvent(seq: e.seq, decoding: e.bytes)
         } catch {
-            throw Self.invalid("the stored event of seq \(e.seq) does not decode: \(error.reason)")
+            throw Self.invalid("the stored event of seq \(e.seq) does not decode: \(error)")
         }
         guard event.fact.eventKey == e.key else {
             throw Self.invalid("the event of seq \(e.seq) is exported under key '\(e.key)' but its fact's key is '\(event.fact.eventKey)'")
@@ -132,7 +133,7 @@ public struct ImportCheck: Sendable {
         do {
             input = try r.record.withUnsafeBytes { try RejectedInput(number: r.number, decoding: $0) }
         } catch {
-            throw Self.invalid("the record of refused input \(r.number) does not decode: \(error.reason)")
+            throw Self.invalid("the record of refused input \(r.number) does not decode: \(error)")
         }
         guard !input.code.isEmpty, input.size >= input.raw.count, input.raw.count <= RejectedInput.keptBytesLimit else {
             throw Self.invalid("the record of refused input \(r.number) is incoherent (no code, or more bytes than its size)")

@@ -1,4 +1,5 @@
 import LMDB
+import LedgerCodec
 import LedgerCore
 
 /// Reads the events of subscriptions for a fold: each `by_otid` entry of a subscription names one event
