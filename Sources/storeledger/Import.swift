@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import ArgumentParser
 import Foundation
 import LedgerAPI
@@ -301,7 +306,7 @@ final class LineReader {
     /// The next line that is not blank, with its 1-based number, without its line end.
     func next() throws -> (Int, ArraySlice<UInt8>)? {
         while true {
-            if let newline = buffer[scanned...].firstIndex(of: UInt8(ascii: "\n")) {
+            if let newline = nextNewline() {
                 let line = trimmed(buffer[start..<newline])
                 consumed += UInt64(newline + 1 - start)
                 start = newline + 1
@@ -327,6 +332,16 @@ final class LineReader {
             }
             let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
             if chunk.isEmpty { atEnd = true } else { buffer.append(contentsOf: chunk) }
+        }
+    }
+
+    /// The index of the next line end in the buffer, from `scanned` on.
+    private func nextNewline() -> Int? {
+        buffer.withUnsafeBytes { bytes in
+            guard scanned < bytes.count, let base = bytes.baseAddress,
+                let found = memchr(base + scanned, Int32(UInt8(ascii: "\n")), bytes.count - scanned)
+            else { return nil }
+            return base.distance(to: UnsafeRawPointer(found))
         }
     }
 

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import LedgerAPI
 import LedgerStore
 import LedgerWire
 
@@ -148,6 +149,3 @@ func formatBytes(_ bytes: Int) -> String {
     }
     return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
 }
-
-/// Lowercase hex of bytes (chain links).
-func hexString(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }

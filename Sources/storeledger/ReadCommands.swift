@@ -113,7 +113,7 @@ struct Export: ParsableCommand {
             FileHandle.standardOutput.write(out)
         }
         let end = ExportEndLine(
-            .init(lastSeq: next, chainHead: hexString(chainHead), rejected: refusals.last, rejectedHead: refusals.hexLink))
+            .init(lastSeq: next, chainHead: lowercaseHex(chainHead), rejected: refusals.last, rejectedHead: refusals.hexLink))
         FileHandle.standardOutput.write(Data(try JSONWriter.bytes(encoding: end, sortedKeys: true) + [UInt8(ascii: "\n")]))
     }
 }

@@ -62,8 +62,8 @@ public struct EventDocument: Encodable, Sendable {
         receivedAt = e.metadata.receivedAt
         observedAt = e.metadata.observedAt
         appUserId = e.metadata.appUserId?.rawValue
-        rawDigest = e.metadata.rawDigest.map { String(format: "%02x", $0) }.joined()
-        chainHash = stored.chainHash.map { String(format: "%02x", $0) }.joined()
+        rawDigest = lowercaseHex(e.metadata.rawDigest)
+        chainHash = lowercaseHex(stored.chainHash)
         switch e.fact {
         case .transaction(let f): fact = .transaction(f)
         case .renewal(let f): fact = .renewal(f)

@@ -81,8 +81,9 @@ public enum ExportLine: Sendable {
             if receivedAt != event.metadata.receivedAt {
                 return "receivedAt \(receivedAt) is not its stored event's \(event.metadata.receivedAt)"
             }
-            let digest = event.metadata.rawDigest.map { String(format: "%02x", $0) }.joined()
-            if rawDigest != digest { return "rawDigest \(rawDigest) is not its stored event's \(digest)" }
+            if ExportLineReader.hexBytes(rawDigest) != event.metadata.rawDigest {
+                return "rawDigest \(rawDigest) is not its stored event's \(lowercaseHex(event.metadata.rawDigest))"
+            }
             return nil
         }
     }

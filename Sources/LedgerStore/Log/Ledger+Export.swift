@@ -40,7 +40,8 @@ extension Ledger {
                 let event = try StoreLayout.decodeEvent(seq: seq, stored)
                 out.append(
                     ExportedEvent(
-                        stored: StoredEvent(event: event, chainHash: log.link, rawKey: log.rawKey), bytes: Array(stored),
+                        stored: StoredEvent(event: event, chainHash: log.link, rawKey: log.rawKey),
+                        bytes: stored.withUnsafeBytes { Array($0) },
                         raw: raw))
                 entry = try cursor.next()
             }
@@ -62,7 +63,7 @@ extension Ledger {
                 } catch {
                     throw LedgerError.corrupted("rejected record \(number) does not decode: \(error)")
                 }
-                out.append(ExportedRefusal(input: input, record: Array(e.value)))
+                out.append(ExportedRefusal(input: input, record: e.value.withUnsafeBytes { Array($0) }))
                 entry = try cursor.next()
             }
             return out
