@@ -78,7 +78,7 @@ extension ErrorCode {
 // MARK: - Requests refused as a whole (the server)
 
 extension ErrorCode {
-    /// A query parameter that does not parse.
+    /// A query parameter that does not parse, or one the route does not take.
     public static let invalidQuery = ErrorCode("invalid_query")
     /// A body whose framing does not parse (chunks, trailers).
     public static let invalidBody = ErrorCode("invalid_body")
@@ -130,10 +130,14 @@ extension ErrorCode {
 // MARK: - The command line and the socket
 
 extension ErrorCode {
+    /// Arguments that do not parse or validate (exit status 2).
+    public static let usage = ErrorCode("usage")
     /// `--data` names no ledger.
     public static let noLedger = ErrorCode("no_ledger")
     /// An input file that cannot be read.
     public static let unreadableFile = ErrorCode("unreadable_file")
+    /// A directory a command would write into holds something it did not make (`demo --data DIR`).
+    public static let directoryNotEmpty = ErrorCode("directory_not_empty")
     /// `verify` found a fault.
     public static let verificationFailed = ErrorCode("verification_failed")
     /// `replay --check` found a projection that differs.

@@ -65,7 +65,7 @@ private func printCopyReport(_ report: CopyReport, headline: String, json: Bool,
     guard !quiet else { return }
     print(
         "\(headline): \(counted(report.events, "event")) (last seq \(report.lastSeq)), "
-            + "\(counted(report.rejected, "refused input")), \(formatBytes(report.bytes))"
+            + "\(counted(report.rejected, "refused input")), \(humanSize(report.bytes))"
             + (report.config ? ", with its config.json" : ""))
     print("chain head \(report.chainHead)")
     print(

@@ -82,7 +82,7 @@ struct Import: ParsableCommand {
         print(
             "imported \(file) into \(target): \(counted(report.events, "event"))"
                 + (report.events > 0 ? " (seq 1–\(report.lastSeq))" : "")
-                + ", \(counted(report.rejected, "refused input")), \(formatBytes(report.bytes))")
+                + ", \(counted(report.rejected, "refused input")), \(humanSize(report.bytes))")
         print("chain head \(report.chainHead), as the export states")
         print(
             "ok: hash chain, indexes and raw inputs, \(counted(report.rejected, "refused input")), "

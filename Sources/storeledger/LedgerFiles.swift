@@ -137,15 +137,3 @@ func syncFile(_ path: String) {
 func fileSize(_ path: String) -> Int {
     ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
 }
-
-/// A size as people read it: `512 B`, `3.1 KiB`, `1.4 MiB`, `2.0 GiB`.
-func formatBytes(_ bytes: Int) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"]
-    var value = Double(bytes)
-    var unit = 0
-    while value >= 1024, unit < units.count - 1 {
-        value /= 1024
-        unit += 1
-    }
-    return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
-}

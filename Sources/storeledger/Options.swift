@@ -112,28 +112,63 @@ private func printLine(_ bytes: [UInt8]) {
     FileHandle.standardOutput.write(Data(bytes + [UInt8(ascii: "\n")]))
 }
 
-/// Shows progress on a terminal (stderr), at most a few times per second; silent when stderr is not a TTY.
+/// Shows progress on stderr, and only where someone watches: when stderr is a terminal (never in a pipe, a file or a
+/// test), once the work has lasted half a second (a short command prints nothing), then at most five times a second.
 final class ProgressLine: @unchecked Sendable {
     private let label: String
-    private let enabled = isatty(STDERR_FILENO) != 0
+    private let enabled: Bool
+    private let started = DispatchTime.now().uptimeNanoseconds
     private var last: UInt64 = 0
+    private var shown = false
     private let lock = NSLock()
 
-    init(_ label: String) { self.label = label }
+    static let delay: UInt64 = 500_000_000
+    static let interval: UInt64 = 200_000_000
+
+    init(_ label: String) {
+        self.label = label
+        self.enabled = isatty(STDERR_FILENO) != 0
+    }
+
+    /// Whether anything is shown at all: the caller may skip work done only for the display (counting inputs).
+    var isEnabled: Bool { enabled }
 
     func update(_ done: UInt64, _ total: UInt64) {
         guard enabled else { return }
         lock.lock()
         defer { lock.unlock() }
         let now = DispatchTime.now().uptimeNanoseconds
-        guard now - last > 200_000_000 || done == total else { return }
+        guard now - started >= Self.delay, !shown || now - last >= Self.interval || done == total else { return }
         last = now
+        shown = true
         let pct = total > 0 ? Double(done) * 100 / Double(total) : 100
         FileHandle.standardError.write(Data(String(format: "\r%@ %llu/%llu (%.0f%%)", label, done, total, pct).utf8))
     }
 
+    /// Ends the line, if one was shown.
     func finish() {
-        guard enabled else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        guard shown else { return }
+        shown = false
         FileHandle.standardError.write(Data("\n".utf8))
     }
+}
+
+/// A byte count as people read it: `512 B`, `1.2 MiB` (binary units, one decimal).
+func humanSize(_ bytes: some BinaryInteger) -> String {
+    let units = ["KiB", "MiB", "GiB", "TiB", "PiB"]
+    guard bytes >= 1024 else { return "\(bytes) B" }
+    var value = Double(bytes) / 1024
+    var unit = 0
+    while value >= 1024 && unit < units.count - 1 {
+        value /= 1024
+        unit += 1
+    }
+    // 1023.96 KiB rounds to "1024.0 KiB"; say the next unit instead.
+    if (value * 10).rounded() >= 10240 && unit < units.count - 1 {
+        value /= 1024
+        unit += 1
+    }
+    return String(format: "%.1f %@", value, units[unit])
 }

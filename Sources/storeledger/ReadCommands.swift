@@ -15,8 +15,10 @@ struct Events: ParsableCommand {
     @Option(name: .long, help: "Events after this sequence number.") var after: UInt64 = 0
     @Option(name: .long, help: "Production (default), Sandbox, Xcode or LocalTesting (with --original).")
     var environment: String = "Production"
-    @Option(name: .long, help: "At most this many events.") var limit: Int = 100
-    @Flag(name: .long, help: "One JSON document on stdout.") var json = false
+    @Option(name: .long, help: "At most this many events; when more follow, a note says how to go on (--after).")
+    var limit: Int = 100
+    @Flag(name: .long, help: "One JSON document on stdout (\"more\": true and \"nextAfter\" when more events follow).")
+    var json = false
 
     func validate() throws {
         if transaction != nil && original != nil { throw ValidationError("give --transaction or --original, not both") }
@@ -33,13 +35,21 @@ struct Events: ParsableCommand {
             let seqs = try store.events(original: OriginalTransactionID(original), environment: env).map(\.seq)
             events = try seqs.compactMap { try store.event(seq: $0) }
         } else {
-            events = try store.events(after: after, limit: limit)
+            // One more than shown, to know whether more follow.
+            events = try store.events(after: after, limit: limit + 1)
         }
         events = events.filter { $0.event.seq > after }
-        if events.count > limit { events = Array(events.prefix(limit)) }
+        let more = events.count > limit
+        if more { events = Array(events.prefix(limit)) }
+        // Where to go on from: the same command with `--after` the last seq shown (as `GET /v1/events?after=` pages).
+        let nextAfter = more ? events.last?.event.seq : nil
         if json {
-            struct Doc: Encodable { var events: [EventDocument] }
-            try printJSON(encoding: Doc(events: events.map { EventDocument($0) }))
+            struct Doc: Encodable {
+                var events: [EventDocument]
+                var more: Bool
+                var nextAfter: UInt64?
+            }
+            try printJSON(encoding: Doc(events: events.map { EventDocument($0) }, more: more, nextAfter: nextAfter))
             return
         }
         print(pad("SEQ", 8) + pad("KIND", 13) + pad("KEY", 30) + pad("OTID", 20) + pad("ENV", 11) + pad("SOURCE", 18) + "RECEIVED")
@@ -51,6 +61,10 @@ struct Events: ParsableCommand {
                     + pad(e.metadata.source.rawValue, 18) + formatInstant(e.metadata.receivedAt))
         }
         if events.isEmpty { print("(no events)") }
+        if let nextAfter {
+            FileHandle.standardError.write(
+                Data("note: more events follow; showing the first \(limit): go on with --after \(nextAfter)\n".utf8))
+        }
     }
 }
 
@@ -81,6 +95,9 @@ struct Export: ParsableCommand {
 
     func run() throws {
         let store = try ledger.openLedger(try ledger.loadConfiguration(json: false), readOnly: true, json: false)
+        let lastSeq = try store.lastSeq()
+        let progress = ProgressLine("exporting")
+        defer { progress.finish() }
         if complete {
             FileHandle.standardOutput.write(
                 Data(try JSONWriter.bytes(encoding: ExportBeginLine(), sortedKeys: true) + [UInt8(ascii: "\n")]))
@@ -98,6 +115,8 @@ struct Export: ParsableCommand {
             FileHandle.standardOutput.write(out)
             next = last.stored.event.seq
             chainHead = last.stored.chainHash
+            // A server appending meanwhile may take the log past the seq read at the start.
+            progress.update(next - after, max(lastSeq, next) - after)
         }
         guard complete else { return }
         var refusals = RefusalChainHead()
@@ -140,7 +159,7 @@ struct Stats: ParsableCommand {
         print("users         \(s.users)")
         print("raw inputs    \(s.rawInputs)")
         print("chain head    \(s.chainHead)")
-        print("bytes         \(s.bytes) (map \(s.mapSize))")
+        print("bytes         \(humanSize(s.bytes)) in use (\(s.bytes) bytes), map \(humanSize(s.mapSize))")
     }
 }
 
