@@ -4,7 +4,6 @@ import Glibc
 import Darwin
 #endif
 import Foundation
-import LedgerAPI
 import LedgerStore
 import LedgerWire
 
