@@ -176,7 +176,8 @@ struct Restore: ParsableCommand {
         abstract: "Install a backup (storeledger backup, or mdb_copy) as the ledger of an empty --data DIR, checked first.",
         discussion: """
             BACKUP is a directory holding data.mdb (what `storeledger backup` or `mdb_copy` writes), or such a data \
-            file itself; it is only read. DIR must hold no ledger (other files, such as a config.json, may be there). \
+            file itself; it is only read (a directory with a lock.mdb, a ledger that may be in use, is copied through \
+            LMDB in one read transaction, as `backup` copies). DIR must hold no ledger (other files, such as a config.json, may be there). \
             The data file is copied into a hidden directory inside DIR, opened (a ledger of an older schema is \
             upgraded, its projections rebuilt) and verified whole; only then is it moved into DIR. A config.json in \
             BACKUP is installed too when DIR has none and --config is not given, and is the configuration the check \
@@ -221,13 +222,7 @@ struct Restore: ParsableCommand {
         let stats: LedgerStatistics
         let projections: Int
         do {
-            let stagedData = (staged.path as NSString).appendingPathComponent("data.mdb")
-            do {
-                try FileManager.default.copyItem(atPath: dataFile, toPath: stagedData)
-            } catch {
-                throw CommandFailure(
-                    code: .unreadableFile, message: "cannot copy \(dataFile): \(error.localizedDescription)", json: json)
-            }
+            try copyBackup(dataFile, into: staged.path, configuration: configuration)
             (stats, projections) = try verifiedCopy(
                 staged.path, configuration: configuration, readOnly: false, quiet: quiet || json, json: json,
                 what: "the backup \(backup)")
@@ -245,6 +240,32 @@ struct Restore: ParsableCommand {
             chainHead: stats.chainHead, bytes: fileSize((target as NSString).appendingPathComponent("data.mdb")),
             projections: projections, config: backupConfig != nil)
         try printCopyReport(report, headline: "restored \(backup) into \(target)", json: json, quiet: quiet)
+    }
+
+    /// Copies the backup's data file into `staging`. A directory with a lock file has been opened as a ledger and may
+    /// be in use (a ledger directory given as the backup): it is copied through LMDB, in one read transaction, as
+    /// `backup` does, since a plain copy of a file being written could be torn.
+    private func copyBackup(_ dataFile: String, into staging: String, configuration: LedgerConfiguration) throws {
+        let lockFile = ((dataFile as NSString).deletingLastPathComponent as NSString).appendingPathComponent("lock.mdb")
+        if directoryState(backup) != .notADirectory, FileManager.default.fileExists(atPath: lockFile) {
+            var options = Ledger.Options()
+            options.readOnly = true
+            do {
+                let source = try Ledger(directory: backup, rules: configuration.rules, options: options, logger: cliLogger)
+                try source.copy(to: staging, compact: true)
+            } catch {
+                let failure = LedgerError.from(error)
+                throw CommandFailure(code: failure.code, message: "the backup \(backup): \(failure.message)", json: json)
+            }
+            return
+        }
+        do {
+            try FileManager.default.copyItem(
+                atPath: dataFile, toPath: (staging as NSString).appendingPathComponent("data.mdb"))
+        } catch {
+            throw CommandFailure(
+                code: .unreadableFile, message: "cannot copy \(dataFile): \(error.localizedDescription)", json: json)
+        }
     }
 
     /// The backup's data file; `not_a_ledger` for anything else (an export names the command that reads it).
