@@ -57,6 +57,11 @@ public struct IngestPipeline: Sendable {
     public func prepare(_ raw: some Collection<UInt8>, options: Options, now: UnixMillis) -> LedgerInput {
         let bytes = Array(raw)
         let receivedAt = options.receivedAt ?? now
+        if let what = ExportLines.recognise(bytes) {
+            let refusal = ExportLines.refusal(what)
+            return .rejected(
+                RejectedInput(raw: bytes, code: refusal.code.rawValue, message: refusal.message, receivedAt: receivedAt))
+        }
         do {
             let decoded = try decoder.decode(
                 bytes, forcedType: options.forcedType, appUserId: options.appUserId, receivedAt: receivedAt)

@@ -152,6 +152,15 @@ extension ErrorCode {
     public static let socketPathTaken = ErrorCode("socket_path_taken")
     /// Another server is listening on the socket path.
     public static let socketInUse = ErrorCode("socket_in_use")
+    /// `import` or `restore` into a directory that already holds a ledger (they never append to one).
+    public static let ledgerNotEmpty = ErrorCode("ledger_not_empty")
+    /// `backup` into a directory that is not empty.
+    public static let destinationNotEmpty = ErrorCode("destination_not_empty")
+    /// A file given to `import` that is not what `export` writes (not JSON, fields missing, seqs out of order, cut
+    /// short); a record whose chain or digest does not hold is `verification_failed`.
+    public static let invalidExport = ErrorCode("invalid_export")
+    /// A line of `storeledger export` sent as an input (to `ingest` or the socket): `import` rebuilds a ledger from one.
+    public static let exportLine = ErrorCode("export_line")
 }
 
 // MARK: - The client's transport

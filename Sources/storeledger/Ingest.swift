@@ -71,6 +71,8 @@ struct Ingest: AsyncParsableCommand {
             }
         }
 
+        try refuseExportLines(bodies)
+
         let progress = IngestProgress(bodies)
         var results: [AppendResult] = []
         if let socket {
@@ -92,6 +94,23 @@ struct Ingest: AsyncParsableCommand {
         }
         progress.finish()
         try report(results)
+    }
+
+    /// An export fed to `ingest` would be taken apart (some lines refused, others appended as new documents): it is
+    /// refused before the ledger is opened or the server called, so nothing is written.
+    private func refuseExportLines(_ bodies: [[UInt8]]) throws {
+        let names = files.isEmpty ? ["-"] : files
+        for (body, name) in zip(bodies, names) {
+            for piece in InputFraming.split(body) {
+                guard let what = ExportLines.recognise(Array(piece)) else { continue }
+                let line = body[..<piece.startIndex].reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
+                let refusal = ExportLines.refusal(what)
+                throw CommandFailure(
+                    code: refusal.code,
+                    message: "\(name == "-" ? "stdin" : name) line \(line): \(refusal.message); nothing was written",
+                    json: json)
+            }
+        }
     }
 
     private func sendToServer(

@@ -68,32 +68,72 @@ struct Events: ParsableCommand {
     }
 }
 
-/// `storeledger export`: NDJSON of events with their raw inputs.
+/// `storeledger export`: NDJSON of events with their raw inputs (docs/backup.md, "The export format").
 struct Export: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Write every event (with its raw input, base64) as NDJSON.")
+    static let configuration = CommandConfiguration(
+        abstract: "Write every event (with its raw input, base64) as NDJSON.",
+        discussion: """
+            One line per event, in log order: its fields, its raw input and its stored bytes (base64), its raw key \
+            and its chain hash. With --complete, a first line names the format, every refused input follows the \
+            events (one line each), then one end line states the last seq, the chain head and the refused inputs' \
+            count and chain head: what `storeledger import` needs to rebuild the same ledger and to tell a file cut \
+            short.
+            """)
 
     @OptionGroup var ledger: LedgerOptions
     @Option(name: .long, help: "Only events after this sequence number.") var after: UInt64 = 0
+    @Flag(
+        name: .long,
+        help: "Also a first line, every refused input and an end line (what `storeledger import` needs); not with --after.")
+    var complete = false
+
+    func validate() throws {
+        if complete && after > 0 {
+            throw ValidationError("--complete exports the whole ledger; it cannot be combined with --after")
+        }
+    }
 
     func run() throws {
         let store = try ledger.openLedger(try ledger.loadConfiguration(json: false), readOnly: true, json: false)
         let lastSeq = try store.lastSeq()
         let progress = ProgressLine("exporting")
         defer { progress.finish() }
+        if complete {
+            FileHandle.standardOutput.write(
+                Data(try JSONWriter.bytes(encoding: ExportBeginLine(), sortedKeys: true) + [UInt8(ascii: "\n")]))
+        }
         var next = after
+        var chainHead = [UInt8](repeating: 0, count: 32)
         while true {
-            let page = try store.events(after: next, limit: 1_000)
+            let page = try store.exportedEvents(after: next, limit: 1_000)
             guard let last = page.last else { break }
             var out = Data()
-            for stored in page {
-                out += try JSONWriter.bytes(encoding: EventDocument(stored, raw: try store.raw(of: stored)), sortedKeys: true)
+            for exported in page {
+                out += try JSONWriter.bytes(encoding: EventDocument(exported), sortedKeys: true)
                 out += Data("\n".utf8)
             }
             FileHandle.standardOutput.write(out)
-            next = last.event.seq
+            next = last.stored.event.seq
+            chainHead = last.stored.chainHash
             // A server appending meanwhile may take the log past the seq read at the start.
             progress.update(next - after, max(lastSeq, next) - after)
         }
+        guard complete else { return }
+        var refusals = RefusalChainHead()
+        while true {
+            let page = try store.exportedRefusals(after: refusals.last, limit: 1_000)
+            guard !page.isEmpty else { break }
+            var out = Data()
+            for exported in page {
+                out += try JSONWriter.bytes(encoding: ExportRefusalLine(exported), sortedKeys: true)
+                out += Data("\n".utf8)
+                refusals.add(exported.record)
+            }
+            FileHandle.standardOutput.write(out)
+        }
+        let end = ExportEndLine(
+            .init(lastSeq: next, chainHead: lowercaseHex(chainHead), rejected: refusals.last, rejectedHead: refusals.hexLink))
+        FileHandle.standardOutput.write(Data(try JSONWriter.bytes(encoding: end, sortedKeys: true) + [UInt8(ascii: "\n")]))
     }
 }
 

@@ -26,6 +26,11 @@ public struct EventDocument: Encodable, Sendable {
     public var fact: FactBody
     /// The raw input, base64 (export only).
     public var raw: String?
+    /// The stored event, base64: the exact bytes the hash chain covers, which `import` writes back (export only).
+    public var stored: String?
+    /// The seq of the first event of the input this event came from, under which its raw input is stored once
+    /// (export only).
+    public var rawKey: UInt64?
 
     /// The fact's own fields, under its kind's shape.
     public enum FactBody: Encodable, Sendable {
@@ -57,8 +62,8 @@ public struct EventDocument: Encodable, Sendable {
         receivedAt = e.metadata.receivedAt
         observedAt = e.metadata.observedAt
         appUserId = e.metadata.appUserId?.rawValue
-        rawDigest = e.metadata.rawDigest.map { String(format: "%02x", $0) }.joined()
-        chainHash = stored.chainHash.map { String(format: "%02x", $0) }.joined()
+        rawDigest = lowercaseHex(e.metadata.rawDigest)
+        chainHash = lowercaseHex(stored.chainHash)
         switch e.fact {
         case .transaction(let f): fact = .transaction(f)
         case .renewal(let f): fact = .renewal(f)
@@ -66,6 +71,13 @@ public struct EventDocument: Encodable, Sendable {
         case .binding(let f): fact = .binding(f)
         }
         self.raw = raw.map { Data($0).base64EncodedString() }
+    }
+
+    /// A line of `storeledger export`: the event with its raw input, its stored bytes and its raw key.
+    public init(_ exported: ExportedEvent) {
+        self.init(exported.stored, raw: exported.raw)
+        stored = Data(exported.bytes).base64EncodedString()
+        rawKey = exported.stored.rawKey
     }
 }
 
@@ -94,6 +106,8 @@ public struct RejectedDocument: Encodable, Sendable {
     /// A request refused as a whole: its method and target, and the size of its header fields.
     public var request: String?
     public var headerBytes: Int?
+    /// The record as the `rejected` store keeps it, base64: what `import` writes back (export only).
+    public var record: String?
 
     public init(_ r: RejectedInput) {
         number = r.number
