@@ -26,6 +26,7 @@ let package = Package(
             name: "TestFixtures",
             dependencies: [
                 .product(name: "LedgerCore", package: root),
+                .product(name: "LedgerCodec", package: root),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
