@@ -33,7 +33,7 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             path: "Support/TestFixtures",
-            // Uses the codec's package-scoped reader and writer, which another package cannot see.
+            // Its byte surgery on stored records uses LedgerCodec's package-only reader and writer.
             exclude: ["EncodingSurgery.swift"]
         ),
         // The Fold benchmark's workload, and the same operations run under callgrind by instructions.sh.

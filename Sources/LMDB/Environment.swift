@@ -242,7 +242,23 @@ public final class Environment: @unchecked Sendable {
     }
 
     /// Writes a consistent copy of the environment into the directory `path` (which must exist and be empty).
+    ///
+    /// The copy runs in a read transaction of its own: a writer, in this process or another, keeps writing meanwhile.
     public func copy(to path: String, compact: Bool = false) throws {
-        try check(mdb_env_copy2(handle, path, compact ? UInt32(MDB_CP_COMPACT) : 0), "mdb_env_copy2(\(path))")
+        // A read transaction, like `read`'s: held under the shared resize lock, and started again at the map size
+        // another process grew it to.
+        resizeLock.lockShared()
+        defer { resizeLock.unlock() }
+        while true {
+            let status = mdb_env_copy2(handle, path, compact ? UInt32(MDB_CP_COMPACT) : 0)
+            guard status == MDB_MAP_RESIZED else {
+                return try check(status, "mdb_env_copy2(\(path))")
+            }
+            // The copy made its file (O_EXCL) before its transaction failed to start: remove it to start over.
+            unlink(options.noSubdirectory ? path : path + "/data.mdb")
+            resizeLock.unlock()
+            adoptMapSize()
+            resizeLock.lockShared()
+        }
     }
 }

@@ -133,67 +133,70 @@ extension TransactionFact {
 
 extension RenewalInfoFact {
     func encode(into w: inout BinaryWriter) {
-        w.write(1, originalTransactionId.id)
-        w.write(2, productId)
-        w.write(3, autoRenewProductId)
-        w.write(4, autoRenewStatus)
-        w.write(5, expirationIntent)
-        w.write(6, isInBillingRetryPeriod)
-        w.write(7, gracePeriodExpiresDate)
-        w.write(8, priceIncreaseStatus)
-        w.write(9, renewalDate)
-        w.write(10, offerType)
-        w.write(11, offerIdentifier)
-        w.write(12, signedDate)
-        w.write(13, recentSubscriptionStartDate)
-        w.write(14, environment, nameTag: 25)
-        w.write(15, extra)
-        w.write(16, renewalPrice)
-        w.write(17, currency)
-        w.write(18, offerDiscountType)
-        w.write(19, offerPeriod)
-        w.write(countTag: 20, itemTag: 21, eligibleWinBackOfferIds)
-        w.write(22, appAccountToken)
-        w.write(23, appTransactionId)
-        w.write(24, renewalBillingPlanType)
-        w.write(unknownFields)
+        w.write(1, self.originalTransactionId.id)
+        w.write(2, self.productId)
+        w.write(3, self.autoRenewProductId)
+        w.write(4, self.autoRenewStatus)
+        w.write(5, self.expirationIntent)
+        w.write(6, self.isInBillingRetryPeriod)
+        w.write(7, self.gracePeriodExpiresDate)
+        w.write(8, self.priceIncreaseStatus)
+        w.write(9, self.renewalDate)
+        w.write(10, self.offerType)
+        w.write(11, self.offerIdentifier)
+        w.write(12, self.signedDate)
+        w.write(13, self.recentSubscriptionStartDate)
+        w.write(14, self.environment, nameTag: 25)
+        w.write(15, self.extra)
+        w.write(16, self.renewalPrice)
+        w.write(17, self.currency)
+        w.write(18, self.offerDiscountType)
+        w.write(19, self.offerPeriod)
+        w.write(countTag: 20, itemTag: 21, self.eligibleWinBackOfferIds)
+        w.write(22, self.appAccountToken)
+        w.write(23, self.appTransactionId)
+        w.write(24, self.renewalBillingPlanType)
+        w.write(self.unknownFields)
     }
 
     init(reading r: inout BinaryReader, strings: inout RepeatedStrings) throws(FactDecodingError) {
+        // The fields are read into the fact's box; the subscription starts as a placeholder.
         var otid: CompactID?
-        self = RenewalInfoFact(originalTransactionId: OriginalTransactionID(.empty))
-        while let (tag, wire) = try r.nextField() {
-            let s = wire == .bytes, n = wire == .varint
-            switch tag {
-            case 1 where s: otid = try r.readID()
-            case 2 where s: self.productId = try r.readString(reusing: &strings.product)
-            case 3 where s: self.autoRenewProductId = try r.readString(reusing: &strings.autoRenewProduct)
-            case 4 where n: self.autoRenewStatus = try r.readBool()
-            case 5 where n: self.expirationIntent = try r.readInt64()
-            case 6 where n: self.isInBillingRetryPeriod = try r.readBool()
-            case 7 where n: self.gracePeriodExpiresDate = try r.readInt64()
-            case 8 where n: self.priceIncreaseStatus = try r.readInt64()
-            case 9 where n: self.renewalDate = try r.readInt64()
-            case 10 where n: self.offerType = try r.readInt64()
-            case 11 where s: self.offerIdentifier = try r.readString()
-            case 12 where n: self.signedDate = try r.readInt64()
-            case 13 where n: self.recentSubscriptionStartDate = try r.readInt64()
-            case 14 where n: self.environment = try readEnvironment(&r)
-            case 25 where s: self.environment = try readEnvironmentName(&r)
-            case 15 where s: try r.readMapEntry(into: &self.extra)
-            case 16 where n: self.renewalPrice = try r.readInt64()
-            case 17 where s: self.currency = try r.readString()
-            case 18 where s: self.offerDiscountType = try r.readString()
-            case 19 where s: self.offerPeriod = try r.readString()
-            case 20 where n:
-                _ = try r.readVarint()
-                if self.eligibleWinBackOfferIds == nil { self.eligibleWinBackOfferIds = [] }
-            case 21 where s: self.eligibleWinBackOfferIds = (self.eligibleWinBackOfferIds ?? []) + [try r.readString()]
-            case 22 where s: self.appAccountToken = try r.readString()
-            case 23 where s: self.appTransactionId = try r.readString()
-            case 24 where s: self.renewalBillingPlanType = try r.readString()
-            case 1...25: throw FactDecodingError("renewal field \(tag) has the wrong wire type")
-            default: try r.readUnknown(tag: tag, wire: wire, into: &self.unknownFields)
+        try self.init(Fields(originalTransactionId: OriginalTransactionID(.empty))) {
+            (f: inout Fields) throws(FactDecodingError) in
+            while let (tag, wire) = try r.nextField() {
+                let s = wire == .bytes, n = wire == .varint
+                switch tag {
+                case 1 where s: otid = try r.readID()
+                case 2 where s: f.productId = try r.readString(reusing: &strings.product)
+                case 3 where s: f.autoRenewProductId = try r.readString(reusing: &strings.autoRenewProduct)
+                case 4 where n: f.autoRenewStatus = try r.readBool()
+                case 5 where n: f.expirationIntent = try r.readInt64()
+                case 6 where n: f.isInBillingRetryPeriod = try r.readBool()
+                case 7 where n: f.gracePeriodExpiresDate = try r.readInt64()
+                case 8 where n: f.priceIncreaseStatus = try r.readInt64()
+                case 9 where n: f.renewalDate = try r.readInt64()
+                case 10 where n: f.offerType = try r.readInt64()
+                case 11 where s: f.offerIdentifier = try r.readString()
+                case 12 where n: f.signedDate = try r.readInt64()
+                case 13 where n: f.recentSubscriptionStartDate = try r.readInt64()
+                case 14 where n: f.environment = try readEnvironment(&r)
+                case 25 where s: f.environment = try readEnvironmentName(&r)
+                case 15 where s: try r.readMapEntry(into: &f.extra)
+                case 16 where n: f.renewalPrice = try r.readInt64()
+                case 17 where s: f.currency = try r.readString()
+                case 18 where s: f.offerDiscountType = try r.readString()
+                case 19 where s: f.offerPeriod = try r.readString()
+                case 20 where n:
+                    _ = try r.readVarint()
+                    if f.eligibleWinBackOfferIds == nil { f.eligibleWinBackOfferIds = [] }
+                case 21 where s: f.eligibleWinBackOfferIds = (f.eligibleWinBackOfferIds ?? []) + [try r.readString()]
+                case 22 where s: f.appAccountToken = try r.readString()
+                case 23 where s: f.appTransactionId = try r.readString()
+                case 24 where s: f.renewalBillingPlanType = try r.readString()
+                case 1...25: throw FactDecodingError("renewal field \(tag) has the wrong wire type")
+                default: try r.readUnknown(tag: tag, wire: wire, into: &f.unknownFields)
+                }
             }
         }
         guard let otid else { throw FactDecodingError("renewal info lacks originalTransactionId") }

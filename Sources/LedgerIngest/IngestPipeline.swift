@@ -57,6 +57,11 @@ public struct IngestPipeline: Sendable {
     public func prepare(_ raw: some Collection<UInt8>, options: Options, now: UnixMillis) -> LedgerInput {
         let bytes = Array(raw)
         let receivedAt = options.receivedAt ?? now
+        if let what = ExportLines.recognise(bytes) {
+            let refusal = ExportLines.refusal(what)
+            return .rejected(
+                RejectedInput(raw: bytes, code: refusal.code.rawValue, message: refusal.message, receivedAt: receivedAt))
+        }
         do {
             let decoded = try decoder.decode(
                 bytes, forcedType: options.forcedType, appUserId: options.appUserId, receivedAt: receivedAt)
@@ -76,10 +81,11 @@ public struct IngestPipeline: Sendable {
 
     /// Appends the inputs of `body`, `chunk` at a time so that a large file needs bounded memory and each chunk is
     /// durable before the next is decoded; one result per input once durable. Inputs without a `receivedAt` are
-    /// stamped `now`, or the clock's time when they are decoded.
-    public func ingest(body: [UInt8], options: Options, now: UnixMillis? = nil, chunk: Int = 2_000) async throws(LedgerError)
-        -> [AppendResult]
-    {
+    /// stamped `now`, or the clock's time when they are decoded. `durable` is told, after each chunk's commit, how
+    /// many of the body's inputs are durable so far (a progress display).
+    public func ingest(
+        body: [UInt8], options: Options, now: UnixMillis? = nil, chunk: Int = 2_000, durable: ((Int) -> Void)? = nil
+    ) async throws(LedgerError) -> [AppendResult] {
         let pieces = InputFraming.split(body)
         var results: [AppendResult] = []
         var start = 0
@@ -92,6 +98,7 @@ public struct IngestPipeline: Sendable {
                 throw LedgerError.from(error)
             }
             start = end
+            durable?(end)
         }
         return results
     }

@@ -169,6 +169,11 @@ final class ConnectionTimeouts {
     /// copy), for the `rejected` record when it does not parse.
     private var headBuffers: [ByteBuffer] = []
     private var headBuffered = 0
+    /// `headBuffers` begin with the head being read: they start with a read that arrived between requests. False
+    /// once a head was decoded within that read, since the decoder does not say where in the read it ended: a next
+    /// head that begins in the same read is not known (one that begins there and ends in a later read is kept from
+    /// that later read on).
+    private(set) var headBytesKnown = false
     /// A request's head was decoded and its end not yet.
     var readingBody = false
     /// Requests whose head arrived and whose answer is not yet written.
@@ -205,6 +210,7 @@ final class ConnectionTimeouts {
                 headStartedAt = lastByte
                 headBuffers.removeAll(keepingCapacity: true)
                 headBuffered = 0
+                headBytesKnown = true
             }
             if headBuffered < Self.keptHeadBytes {
                 headBuffers.append(buffer)
@@ -217,6 +223,7 @@ final class ConnectionTimeouts {
         headStartedAt = nil
         headBuffers.removeAll(keepingCapacity: true)
         headBuffered = 0
+        headBytesKnown = false
         readingBody = true
         unanswered += 1
     }
@@ -243,6 +250,7 @@ final class ConnectionTimeouts {
             headStartedAt = quietSince
             headBuffers.append(pending)
             headBuffered = pending.readableBytes
+            headBytesKnown = true
         } else {
             headStartedAt = nil
         }
@@ -352,7 +360,10 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private let onMalformedHead: @Sendable (any Channel, [UInt8], String) -> Void
     /// The answer being written said `Connection: close`.
     private var closeAfterAnswer = false
+    /// A head that did not parse was refused, or its refusal waits in `pendingRefusal`.
     private var refusedHead = false
+    /// The message of a refusal that waits for the answers owed before it.
+    private var pendingRefusal: String?
 
     init(_ timeouts: ConnectionTimeouts, onMalformedHead: @escaping @Sendable (any Channel, [UInt8], String) -> Void) {
         self.timeouts = timeouts
@@ -384,6 +395,11 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 let written = promise ?? context.eventLoop.makePromise()
                 context.writeAndFlush(data, promise: written)
                 written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+            } else if let message = pendingRefusal, timeouts.unanswered == 0 {
+                // The last answer owed before the head that did not parse: now its refusal.
+                pendingRefusal = nil
+                context.write(data, promise: promise)
+                refuseHead(context, message)
             } else {
                 context.write(data, promise: promise)
             }
@@ -391,11 +407,14 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A head that does not parse, with no request of this connection in flight: answer it here, with an error
-        // document, and keep it. Within a body the error goes on to the route reading the body (400
-        // `invalid_body`); behind a pipelined request, to Hummingbird (400, then close).
-        guard let parserError = error as? HTTPParserError, !timeouts.readingBody, timeouts.unanswered == 0, !refusedHead
-        else {
+        if refusedHead, error is HTTPParserError || error is ByteToMessageDecoderError {
+            // The decoder stopped at the refused head; what it says about the bytes after it changes nothing.
+            return
+        }
+        // A head that does not parse: answered with an error document and kept, then the connection closes. Behind
+        // pipelined requests still being answered, the refusal waits for their answers (answers keep their order).
+        // Within a body the error goes on to the route reading the body (400 `invalid_body`).
+        guard let parserError = error as? HTTPParserError, !timeouts.readingBody else {
             context.fireErrorCaught(error)
             return
         }
@@ -403,7 +422,18 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
         timeouts.closing = true
         timeouts.metrics.connectionClosed(.badRequest)
         let message = "the request head does not parse (\(parserError))"
-        onMalformedHead(context.channel, timeouts.headBytes, message)
+        // Kept when its bytes are known; a head that came in one read with the requests before it is answered all
+        // the same, but what arrived of it cannot be told from them.
+        if timeouts.headBytesKnown { onMalformedHead(context.channel, timeouts.headBytes, message) }
+        if timeouts.unanswered == 0 {
+            refuseHead(context, message)
+        } else {
+            pendingRefusal = message
+        }
+    }
+
+    /// Writes the 400 `bad_request` answer with its error document, then closes the connection.
+    private func refuseHead(_ context: ChannelHandlerContext, _ message: String) {
         timeouts.cancel()
         var body = context.channel.allocator.buffer(capacity: 128)
         body.writeBytes(JSONWriter.bytes(of: ErrorDocument(CodedError(.badRequest, message))))

@@ -217,9 +217,13 @@ public final class LedgerRoutes: Sendable {
         }
     }
 
-    /// `type`, `appUserId` and `receivedAt` from the query string.
-    func ingestOptions(_ request: Request, forcedType: InputType? = nil) throws -> IngestPipeline.Options {
+    /// `type` (`POST /v1/events` only), `appUserId` and `receivedAt` from the query string; `route` is the route as
+    /// `queryParameters` names it.
+    func ingestOptions(_ request: Request, route: String, forcedType: InputType? = nil) throws
+        -> IngestPipeline.Options
+    {
         let query = request.uri.queryParameters
+        try Self.checkQuery(query.map(\.key), route: route)
         var options = IngestPipeline.Options(forcedType: forcedType)
         if let type = query["type"] {
             guard let t = InputType(rawValue: String(type)) else {
@@ -239,6 +243,35 @@ public final class LedgerRoutes: Sendable {
             options.receivedAt = ms
         }
         return options
+    }
+}
+
+// MARK: - Query parameters
+
+extension LedgerRoutes {
+    /// The query parameters each route reads, by method and route as the router and openapi.yaml name them (a test
+    /// holds the three in step). Any other is refused with 400 `invalid_query`: a misspelt `asof` or `apUserId`
+    /// ignored would answer another question than the one asked, or claim for nobody, and look like success.
+    static let queryParameters: [String: [String]] = [
+        "POST /v1/events": ["type", "appUserId", "receivedAt"],
+        "POST /v1/apple/notifications": ["appUserId", "receivedAt"],
+        "POST /v1/apple/receipts": ["appUserId", "receivedAt"],
+        "POST /v1/apple/transactions": ["appUserId", "receivedAt"],
+        "POST /v1/bindings": ["receivedAt"],
+        "GET /v1/events": ["after", "limit", "follow", "timeout"],
+        "GET " + subscriptionRoute: ["at", "asOf", "environment"],
+        "GET " + customerRoute: ["at", "asOf", "environment"],
+        "GET /v1/transactions/{transactionId}": [],
+        "GET " + healthRoute: [],
+        "GET /metrics": [],
+    ]
+
+    /// Refuses the first of `names` that `route` ("GET /v1/events") does not read.
+    static func checkQuery(_ names: some Sequence<Substring>, route: String) throws {
+        let known = queryParameters[route] ?? []
+        guard let unknown = names.first(where: { !known.contains(String($0)) }) else { return }
+        let takes = known.isEmpty ? "takes no query parameters" : "takes " + known.joined(separator: ", ")
+        throw CodedError(.invalidQuery, "unknown query parameter '\(unknown)': \(route) \(takes)")
     }
 }
 

@@ -29,7 +29,7 @@ extension LedgerRoutes {
         do {
             let body = try await collectBody(request, into: &received)
             try checkContentType(request)
-            options = try ingestOptions(request)
+            options = try ingestOptions(request, route: "POST /v1/events")
             pieces = try IngestPipeline.batch(body, limit: configuration.limits.maxBatchInputs)
         } catch let error as CodedError {
             await recordRefusal(error, request, received)
@@ -52,23 +52,24 @@ extension LedgerRoutes {
 
 extension LedgerRoutes {
     func addAppleRoutes(to router: Router<LedgerRequestContext>) {
-        router.post("/v1/apple/notifications") { request, context in
-            try await self.appendOne(request, context, type: .notification)
-        }
-        router.post("/v1/apple/receipts") { request, context in
-            try await self.appendOne(request, context, type: .receipt)
-        }
-        router.post("/v1/apple/transactions") { request, context in
-            try await self.appendOne(request, context, type: .transaction)
-        }
-        router.post("/v1/bindings") { request, context in
-            try await self.appendOne(request, context, type: .binding)
+        for (path, type) in Self.oneInputRoutes {
+            router.post(RouterPath(stringLiteral: path)) { request, context in
+                try await self.appendOne(request, context, path: path, type: type)
+            }
         }
     }
 
+    /// The routes that take one input of a known type.
+    static let oneInputRoutes: [(path: String, type: InputType)] = [
+        ("/v1/apple/notifications", .notification), ("/v1/apple/receipts", .receipt),
+        ("/v1/apple/transactions", .transaction), ("/v1/bindings", .binding),
+    ]
+
     /// One input of a known type, exactly as received: 200 with its result once durable (appended or duplicate);
     /// 400 (not JSON) or 422 (refused) with the result, whose `error` says why.
-    func appendOne(_ request: Request, _ context: LedgerRequestContext, type: InputType) async throws -> Response {
+    func appendOne(_ request: Request, _ context: LedgerRequestContext, path: String, type: InputType) async throws
+        -> Response
+    {
         try await authorizeWriter(context)
         var received = ReceivedBody()
         let options: IngestPipeline.Options
@@ -76,7 +77,7 @@ extension LedgerRoutes {
         do {
             body = try await collectBody(request, into: &received)
             try checkContentType(request)
-            options = try ingestOptions(request, forcedType: type)
+            options = try ingestOptions(request, route: "POST " + path, forcedType: type)
             try IngestPipeline.checkNotBlank(body)
         } catch let error as CodedError {
             await recordRefusal(error, request, received)

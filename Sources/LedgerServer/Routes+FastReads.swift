@@ -349,7 +349,9 @@ struct FastRequest {
     }
 
     private func clocks() throws -> LedgerRoutes.ReadClocks {
-        try LedgerRoutes.ReadClocks { name in query.first { $0.name == name }?.value }
+        try LedgerRoutes.ReadClocks(route: "GET " + route.path, names: query.lazy.map(\.name)) { name in
+            query.first { $0.name == name }?.value
+        }
     }
 }
 

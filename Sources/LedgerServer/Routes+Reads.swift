@@ -18,9 +18,13 @@ extension LedgerRoutes {
         var asOf: UInt64?
         var environment: AppStoreEnvironment
 
-        /// - Parameter query: a query parameter's value by name (the router's `uri.queryParameters`, or the fast
-        ///   read path's own parse of a query it takes).
-        init(query: (String) -> Substring?) throws {
+        /// - Parameters:
+        ///   - route: the route read (`GET /v1/customers/{appUserId}`), whose parameters these are.
+        ///   - names: every query parameter's name, in the order given; one the route does not read is refused.
+        ///   - query: a query parameter's value by name (the router's `uri.queryParameters`, or the fast read path's
+        ///     own parse of a query it takes).
+        init(route: String, names: some Sequence<Substring>, query: (String) -> Substring?) throws {
+            try LedgerRoutes.checkQuery(names, route: route)
             if let text = query("at") {
                 guard let ms = Instant.parse(String(text)) else {
                     throw CodedError(.invalidQuery, "at must be milliseconds since epoch or ISO-8601")
@@ -43,9 +47,9 @@ extension LedgerRoutes {
             }
         }
 
-        init(_ request: Request) throws {
+        init(_ request: Request, route: String) throws {
             let query = request.uri.queryParameters
-            try self.init { query[Substring($0)] }
+            try self.init(route: route, names: query.map(\.key)) { query[Substring($0)] }
         }
     }
 
@@ -81,13 +85,15 @@ extension LedgerRoutes {
     func addReadRoutes(to router: Router<LedgerRequestContext>) {
         router.get(RouterPath(stringLiteral: Self.subscriptionRoute)) { request, context in
             let otid = try context.parameters.require("otid")
-            return try self.subscriptionAnswer(otid: otid, ReadClocks(request)).response
+            return try self.subscriptionAnswer(otid: otid, ReadClocks(request, route: "GET " + Self.subscriptionRoute))
+                .response
         }
         router.get(RouterPath(stringLiteral: Self.customerRoute)) { request, context in
             let user = try context.parameters.require("appUserId")
-            return try self.customerAnswer(user: user, ReadClocks(request)).response
+            return try self.customerAnswer(user: user, ReadClocks(request, route: "GET " + Self.customerRoute)).response
         }
-        router.get("/v1/transactions/{transactionId}") { _, context in
+        router.get("/v1/transactions/{transactionId}") { request, context in
+            try Self.checkQuery(request.uri.queryParameters.map(\.key), route: "GET /v1/transactions/{transactionId}")
             let id = try context.parameters.require("transactionId")
             let events = try self.read { try self.ledger.events(key: id) }
             guard !events.isEmpty else { throw CodedError(.notFound, "no event is recorded for transaction \(id)") }
@@ -132,6 +138,7 @@ extension LedgerRoutes {
     /// client goes away, or the server shuts down.
     func events(_ request: Request, _ context: LedgerRequestContext) throws -> Response {
         let query = request.uri.queryParameters
+        try Self.checkQuery(query.map(\.key), route: "GET /v1/events")
         let after: UInt64 = try query["after"].map { text -> UInt64 in
             guard let v = UInt64(text) else { throw CodedError(.invalidQuery, "after must be a log sequence number") }
             return v
@@ -140,7 +147,13 @@ extension LedgerRoutes {
             guard let v = Int(text), v > 0 else { throw CodedError(.invalidQuery, "limit must be a positive integer") }
             return v
         }
-        let follow = query["follow"].map { $0 == "true" || $0 == "1" } ?? false
+        let follow: Bool = try query["follow"].map { text -> Bool in
+            switch text {
+            case "true", "1": return true
+            case "false", "0": return false
+            default: throw CodedError(.invalidQuery, "follow must be true or false")
+            }
+        } ?? false
         let timeout: Double? = try query["timeout"].map { text -> Double in
             guard let v = Double(text), v > 0 else { throw CodedError(.invalidQuery, "timeout must be positive seconds") }
             return v
@@ -203,11 +216,13 @@ extension LedgerRoutes {
 
 extension LedgerRoutes {
     func addOperationRoutes(to router: Router<LedgerRequestContext>) {
-        router.get(RouterPath(stringLiteral: Self.healthRoute)) { _, _ in
-            try self.healthAnswer().response
+        router.get(RouterPath(stringLiteral: Self.healthRoute)) { request, _ in
+            try Self.checkQuery(request.uri.queryParameters.map(\.key), route: "GET " + Self.healthRoute)
+            return try self.healthAnswer().response
         }
-        router.get("/metrics") { _, _ in
-            Response(
+        router.get("/metrics") { request, _ in
+            try Self.checkQuery(request.uri.queryParameters.map(\.key), route: "GET /metrics")
+            return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: self.metrics.render(self.ledger))))
         }

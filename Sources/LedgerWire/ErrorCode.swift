@@ -78,7 +78,7 @@ extension ErrorCode {
 // MARK: - Requests refused as a whole (the server)
 
 extension ErrorCode {
-    /// A query parameter that does not parse.
+    /// A query parameter that does not parse, or one the route does not take.
     public static let invalidQuery = ErrorCode("invalid_query")
     /// A body whose framing does not parse (chunks, trailers).
     public static let invalidBody = ErrorCode("invalid_body")
@@ -130,10 +130,14 @@ extension ErrorCode {
 // MARK: - The command line and the socket
 
 extension ErrorCode {
+    /// Arguments that do not parse or validate (exit status 2).
+    public static let usage = ErrorCode("usage")
     /// `--data` names no ledger.
     public static let noLedger = ErrorCode("no_ledger")
     /// An input file that cannot be read.
     public static let unreadableFile = ErrorCode("unreadable_file")
+    /// A directory a command would write into holds something it did not make (`demo --data DIR`).
+    public static let directoryNotEmpty = ErrorCode("directory_not_empty")
     /// `verify` found a fault.
     public static let verificationFailed = ErrorCode("verification_failed")
     /// `replay --check` found a projection that differs.
@@ -148,6 +152,15 @@ extension ErrorCode {
     public static let socketPathTaken = ErrorCode("socket_path_taken")
     /// Another server is listening on the socket path.
     public static let socketInUse = ErrorCode("socket_in_use")
+    /// `import` or `restore` into a directory that already holds a ledger (they never append to one).
+    public static let ledgerNotEmpty = ErrorCode("ledger_not_empty")
+    /// `backup` into a directory that is not empty.
+    public static let destinationNotEmpty = ErrorCode("destination_not_empty")
+    /// A file given to `import` that is not what `export` writes (not JSON, fields missing, seqs out of order, cut
+    /// short); a record whose chain or digest does not hold is `verification_failed`.
+    public static let invalidExport = ErrorCode("invalid_export")
+    /// A line of `storeledger export` sent as an input (to `ingest` or the socket): `import` rebuilds a ledger from one.
+    public static let exportLine = ErrorCode("export_line")
 }
 
 // MARK: - The client's transport

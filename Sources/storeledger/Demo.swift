@@ -4,17 +4,27 @@ import LedgerAppStore
 import LedgerCore
 import LedgerIngest
 import LedgerStore
+import LedgerWire
 
 /// `storeledger demo`: ingests a small, realistic story into a ledger and prints what the ledger made of it.
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Ingest a sample subscription story (renewals, a restore, a refund, a transfer) and print its timeline.")
+        abstract:
+            "Ingest a sample subscription story (renewals, a restore, a refund, a transfer) and print its timeline.",
+        discussion: """
+            The directory is created when missing and used when empty; one that an earlier demo made is reset. Any \
+            other directory is refused (exit 1) and left as it is.
+            """)
 
-    @Option(name: .long, help: "Ledger directory for the demo (default: ./demo-ledger, recreated).")
+    @Option(name: .long, help: "Ledger directory for the demo (default: ./demo-ledger; reset when a demo made it).")
     var data: String = "./demo-ledger"
 
     func run() async throws {
-        try? FileManager.default.removeItem(atPath: data)
+        do {
+            try DemoDirectory.prepare(data)
+        } catch {
+            throw CommandFailure(error, json: false)
+        }
         let store = try Ledger(directory: data, logger: cliLogger)
         defer { store.close() }
         let pipeline = IngestPipeline(ledger: store, configuration: AppStoreConfiguration())

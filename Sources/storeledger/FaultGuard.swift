@@ -15,7 +15,8 @@ enum FaultGuard {
     static func install(json: Bool) {
         let text =
             "error: corrupted: the ledger's data file names pages it does not hold (damaged or truncated); "
-            + "restore it from a backup (mdb_copy, or export replayed through ingest)\n"
+            + "restore it from a backup (storeledger restore BACKUP --data NEWDIR, or storeledger import EXPORT "
+            + "--data NEWDIR)\n"
         stderrMessage = strdup(text)
         stderrLength = strlen(text)
         if json {

@@ -30,8 +30,17 @@ struct Ingest: AsyncParsableCommand {
     @Flag(name: .long, help: "Print one JSON result per input.")
     var json = false
 
+    @Flag(name: .long, help: "Print only the summary line and errors, not a line per input.")
+    var quiet = false
+
     @Argument(help: "Files to read ('-' or none: stdin).")
     var files: [String] = []
+
+    func validate() throws {
+        if quiet && json {
+            throw ValidationError("--quiet and --json do not go together (--json prints one result per input)")
+        }
+    }
 
     func run() async throws {
         let forced: InputType?
@@ -62,9 +71,12 @@ struct Ingest: AsyncParsableCommand {
             }
         }
 
+        try refuseExportLines(bodies)
+
+        let progress = IngestProgress(bodies)
         var results: [AppendResult] = []
         if let socket {
-            results = try await sendToServer(socket: socket, bodies: bodies, options: options)
+            results = try await sendToServer(socket: socket, bodies: bodies, options: options, progress: progress)
         } else {
             let configuration = try ledger.loadConfiguration(json: json)
             let store = try ledger.openLedger(configuration, readOnly: false, json: json)
@@ -72,18 +84,38 @@ struct Ingest: AsyncParsableCommand {
             let pipeline = IngestPipeline(ledger: store, configuration: configuration.appStore)
             for body in bodies {
                 do {
-                    results += try await pipeline.ingest(body: body, options: options)
+                    let before = results.count
+                    results += try await pipeline.ingest(body: body, options: options) { progress.durable(before + $0) }
                 } catch {
+                    progress.finish()
                     throw CommandFailure(code: error.code, message: error.message, json: json)
                 }
             }
         }
+        progress.finish()
         try report(results)
     }
 
-    private func sendToServer(socket: String, bodies: [[UInt8]], options: IngestPipeline.Options) async throws
-        -> [AppendResult]
-    {
+    /// An export fed to `ingest` would be taken apart (some lines refused, others appended as new documents): it is
+    /// refused before the ledger is opened or the server called, so nothing is written.
+    private func refuseExportLines(_ bodies: [[UInt8]]) throws {
+        let names = files.isEmpty ? ["-"] : files
+        for (body, name) in zip(bodies, names) {
+            for piece in InputFraming.split(body) {
+                guard let what = ExportLines.recognise(Array(piece)) else { continue }
+                let line = body[..<piece.startIndex].reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
+                let refusal = ExportLines.refusal(what)
+                throw CommandFailure(
+                    code: refusal.code,
+                    message: "\(name == "-" ? "stdin" : name) line \(line): \(refusal.message); nothing was written",
+                    json: json)
+            }
+        }
+    }
+
+    private func sendToServer(
+        socket: String, bodies: [[UInt8]], options: IngestPipeline.Options, progress: IngestProgress
+    ) async throws -> [AppendResult] {
         var query: [String] = []
         if let user = options.appUserId { query.append("appUserId=\(percentEncoded(user.rawValue))") }
         if let type = options.forcedType { query.append("type=\(type.rawValue)") }
@@ -108,9 +140,14 @@ struct Ingest: AsyncParsableCommand {
                 }
                 struct Results: Decodable { var results: [AppendResult] }
                 results += try JSONDecoder().decode(Results.self, from: Data(response.body)).results
+                progress.durable(results.count)
             }
         } catch let error as CodedError {
+            progress.finish()
             throw CommandFailure(code: .socketError, message: "\(error)", json: json)
+        } catch {
+            progress.finish()
+            throw error
         }
         return results
     }
@@ -119,7 +156,7 @@ struct Ingest: AsyncParsableCommand {
         if json {
             for r in results { printJSON(r) }
         } else {
-            for (i, r) in results.enumerated() {
+            for (i, r) in results.enumerated() where !quiet {
                 switch r.status {
                 case .appended: print("#\(i + 1) appended seq \(r.seq ?? 0) (\(r.events.count) events)")
                 case .duplicate: print("#\(i + 1) duplicate")
@@ -138,6 +175,20 @@ struct Ingest: AsyncParsableCommand {
             throw ExitCode(1)
         }
     }
+}
+
+/// `ingest`'s progress on a terminal: inputs durable of the inputs given (counted only when it is shown).
+struct IngestProgress {
+    private let line = ProgressLine("ingesting")
+    private let total: UInt64
+
+    init(_ bodies: [[UInt8]]) {
+        total = line.isEnabled ? UInt64(bodies.reduce(0) { $0 + InputFraming.split($1).count }) : 0
+    }
+
+    func durable(_ inputs: Int) { line.update(UInt64(inputs), total) }
+
+    func finish() { line.finish() }
 }
 
 func percentEncoded(_ s: String) -> String {

@@ -112,11 +112,12 @@ private func printLine(_ bytes: [UInt8]) {
     FileHandle.standardOutput.write(Data(bytes + [UInt8(ascii: "\n")]))
 }
 
-/// Shows progress on a terminal (stderr), at most a few times per second: done / total, the share done and the rate
-/// since the start. Silent when stderr is not a TTY, or when asked to be (`--quiet`).
+/// Shows progress on stderr, and only where someone watches: when stderr is a terminal (never in a pipe, a file or a
+/// test) and no `--quiet` was given, once the work has lasted half a second (a short command prints nothing), then at
+/// most five times a second: done / total, the share done, and the rate since the start.
 final class ProgressLine: @unchecked Sendable {
     private let label: String
-    private let unit: String
+    private let unit: String?
     private let enabled: Bool
     private let started = DispatchTime.now().uptimeNanoseconds
     private var last: UInt64 = 0
@@ -124,34 +125,43 @@ final class ProgressLine: @unchecked Sendable {
     private var shown = false
     private let lock = NSLock()
 
-    /// A line for `label` (`verifying`), counting `unit`s.
-    init(_ label: String, unit: String = "events", quiet: Bool = false) {
+    static let delay: UInt64 = 500_000_000
+    static let interval: UInt64 = 200_000_000
+
+    /// A line for `label` (`verifying`), its rate in `unit`s per second (`events`; a bare number without one).
+    init(_ label: String, unit: String? = nil, quiet: Bool = false) {
         self.label = label
         self.unit = unit
-        enabled = !quiet && isatty(STDERR_FILENO) != 0
+        self.enabled = !quiet && isatty(STDERR_FILENO) != 0
     }
+
+    /// Whether anything is shown at all: the caller may skip work done only for the display (counting inputs).
+    var isEnabled: Bool { enabled }
 
     func update(_ done: UInt64, _ total: UInt64) {
         guard enabled else { return }
         lock.lock()
         defer { lock.unlock() }
         let now = DispatchTime.now().uptimeNanoseconds
-        guard now - last > 200_000_000 || (done == total && done != lastDone) else { return }
+        guard now - started >= Self.delay,
+            !shown || now - last >= Self.interval || (done == total && done != lastDone)
+        else { return }
         last = now
         lastDone = done
         shown = true
         let pct = total > 0 ? Double(done) * 100 / Double(total) : 100
-        let seconds = Double(now - started) / 1e9
-        let rate = seconds > 0 ? Double(done) / seconds : 0
-        let line = String(format: "\r%@ %llu/%llu %@ (%.0f%%), %@ %@/s\u{1B}[K", label, done, total, unit, pct, Self.short(rate), unit)
+        let rate = Double(done) / (Double(now - started) / 1e9)
+        // Cleared to the end: a shorter line leaves nothing of the one before.
+        let line = String(format: "\r%@ %llu/%llu (%.0f%%), ", label, done, total, pct) + Self.short(rate)
+            + (unit.map { " " + $0 } ?? "") + "/s\u{1B}[K"
         FileHandle.standardError.write(Data(line.utf8))
     }
 
-    /// Ends the line (when one was shown), so that what follows starts on a line of its own.
+    /// Ends the line, if one was shown.
     func finish() {
         lock.lock()
         defer { lock.unlock() }
-        guard enabled, shown else { return }
+        guard shown else { return }
         shown = false
         FileHandle.standardError.write(Data("\n".utf8))
     }
@@ -163,4 +173,22 @@ final class ProgressLine: @unchecked Sendable {
         if value >= 1e3 { return String(format: "%.1fk", value / 1e3) }
         return String(format: "%.0f", value)
     }
+}
+
+/// A byte count as people read it: `512 B`, `1.2 MiB` (binary units, one decimal).
+func humanSize(_ bytes: some BinaryInteger) -> String {
+    let units = ["KiB", "MiB", "GiB", "TiB", "PiB"]
+    guard bytes >= 1024 else { return "\(bytes) B" }
+    var value = Double(bytes) / 1024
+    var unit = 0
+    while value >= 1024 && unit < units.count - 1 {
+        value /= 1024
+        unit += 1
+    }
+    // 1023.96 KiB rounds to "1024.0 KiB"; say the next unit instead.
+    if (value * 10).rounded() >= 10240 && unit < units.count - 1 {
+        value /= 1024
+        unit += 1
+    }
+    return String(format: "%.1f %@", value, units[unit])
 }

@@ -64,15 +64,39 @@ private func text(_ s: String?) -> String { s ?? "-" }
 
 private func text(_ n: UInt64?) -> String { n.map { "\($0)" } ?? "-" }
 
-/// An offer as its members, in key order (a flag as 1 or 0), as the table has always shown it.
-private func text(_ offer: Offer) -> String {
-    var members: [String] = []
-    if let discountType = offer.discountType { members.append(#""discountType": "\#(discountType)""#) }
-    if let identifier = offer.identifier { members.append(#""identifier": "\#(identifier)""#) }
-    members.append(#""isTrial": \#(offer.isTrial ? 1 : 0)"#)
-    if let period = offer.period { members.append(#""period": "\#(period)""#) }
-    if let type = offer.type { members.append(#""type": \#(type)"#) }
-    return "[" + members.joined(separator: ", ") + "]"
+/// An offer as a phrase: its kind, its id, how it is paid and for how long (`introductory offer: free trial for 1
+/// week`, `offer code SPRING: pay up front for 3 months`). Values Apple may add later are shown as they come.
+func offerText(_ offer: Offer) -> String {
+    var text: String
+    switch offer.type {
+    case 1: text = "introductory offer"
+    case 2: text = "promotional offer"
+    case 3: text = "offer code"
+    case 4: text = "win-back offer"
+    case let type?: text = "offer of type \(type)"
+    case nil: text = "offer"
+    }
+    if let identifier = offer.identifier, !identifier.isEmpty { text += " \(identifier)" }
+    let payment: String?
+    switch offer.discountType {
+    case "FREE_TRIAL": payment = "free trial"
+    case "PAY_AS_YOU_GO": payment = "pay as you go"
+    case "PAY_UP_FRONT": payment = "pay up front"
+    case let other?: payment = other.lowercased().replacingOccurrences(of: "_", with: " ")
+    case nil: payment = offer.isTrial ? "free trial" : nil
+    }
+    if let payment { text += ": \(payment)" }
+    if let period = offer.period { text += " for \(durationText(period))" }
+    return text
+}
+
+/// An ISO-8601 duration of one unit (`P1W`, `P3M`, `P1Y`, `P3D`) in words; anything else as written.
+func durationText(_ iso: String) -> String {
+    let units: [Character: String] = ["D": "day", "W": "week", "M": "month", "Y": "year"]
+    guard iso.count >= 3, iso.first == "P", let unit = iso.last.flatMap({ units[$0] }),
+        let count = Int(iso.dropFirst().dropLast()), count >= 0
+    else { return iso }
+    return count == 1 ? "1 \(unit)" : "\(count) \(unit)s"
 }
 
 func printTimelineTable(_ t: TimelineView) {
@@ -85,7 +109,7 @@ func printTimelineTable(_ t: TimelineView) {
     print("  " + pad("TRANSACTION", 20) + pad("PRODUCT", 34) + pad("START", 22) + pad("END", 22) + "NOTES")
     for p in t.periods {
         var notes: [String] = []
-        if let offer = p.offer { notes.append("offer \(text(offer))") }
+        if let offer = p.offer { notes.append(offerText(offer)) }
         if let r = p.revokedAt { notes.append("revoked \(formatInstant(r))") }
         if p.upgraded { notes.append("upgraded") }
         if !p.observedAs.isEmpty { notes.append("restored as \(p.observedAs.joined(separator: ","))") }

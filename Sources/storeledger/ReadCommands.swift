@@ -15,8 +15,10 @@ struct Events: ParsableCommand {
     @Option(name: .long, help: "Events after this sequence number.") var after: UInt64 = 0
     @Option(name: .long, help: "Production (default), Sandbox, Xcode or LocalTesting (with --original).")
     var environment: String = "Production"
-    @Option(name: .long, help: "At most this many events.") var limit: Int = 100
-    @Flag(name: .long, help: "One JSON document on stdout.") var json = false
+    @Option(name: .long, help: "At most this many events; when more follow, a note says how to go on (--after).")
+    var limit: Int = 100
+    @Flag(name: .long, help: "One JSON document on stdout (\"more\": true and \"nextAfter\" when more events follow).")
+    var json = false
 
     func validate() throws {
         if transaction != nil && original != nil { throw ValidationError("give --transaction or --original, not both") }
@@ -33,13 +35,21 @@ struct Events: ParsableCommand {
             let seqs = try store.events(original: OriginalTransactionID(original), environment: env).map(\.seq)
             events = try seqs.compactMap { try store.event(seq: $0) }
         } else {
-            events = try store.events(after: after, limit: limit)
+            // One more than shown, to know whether more follow.
+            events = try store.events(after: after, limit: limit + 1)
         }
         events = events.filter { $0.event.seq > after }
-        if events.count > limit { events = Array(events.prefix(limit)) }
+        let more = events.count > limit
+        if more { events = Array(events.prefix(limit)) }
+        // Where to go on from: the same command with `--after` the last seq shown (as `GET /v1/events?after=` pages).
+        let nextAfter = more ? events.last?.event.seq : nil
         if json {
-            struct Doc: Encodable { var events: [EventDocument] }
-            try printJSON(encoding: Doc(events: events.map { EventDocument($0) }))
+            struct Doc: Encodable {
+                var events: [EventDocument]
+                var more: Bool
+                var nextAfter: UInt64?
+            }
+            try printJSON(encoding: Doc(events: events.map { EventDocument($0) }, more: more, nextAfter: nextAfter))
             return
         }
         print(pad("SEQ", 8) + pad("KIND", 13) + pad("KEY", 30) + pad("OTID", 20) + pad("ENV", 11) + pad("SOURCE", 18) + "RECEIVED")
@@ -51,22 +61,66 @@ struct Events: ParsableCommand {
                     + pad(e.metadata.source.rawValue, 18) + formatInstant(e.metadata.receivedAt))
         }
         if events.isEmpty { print("(no events)") }
+        if let nextAfter {
+            FileHandle.standardError.write(
+                Data("note: more events follow; showing the first \(limit): go on with --after \(nextAfter)\n".utf8))
+        }
     }
 }
 
-/// `storeledger export`: NDJSON of events with their raw inputs.
+/// `storeledger export`: NDJSON of events with their raw inputs (docs/backup.md, "The export format").
 struct Export: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Write every event (with its raw input, base64) as NDJSON.")
+    static let configuration = CommandConfiguration(
+        abstract: "Write every event (with its raw input, base64) as NDJSON.",
+        discussion: """
+            One line per event, in log order: its fields, its raw input and its stored bytes (base64), its raw key \
+            and its chain hash. With --complete, a first line names the format, every refused input follows the \
+            events (one line each), then one end line states the last seq, the chain head and the refused inputs' \
+            count and chain head: what `storeledger import` needs to rebuild the same ledger and to tell a file cut \
+            short.
+            """)
 
     @OptionGroup var ledger: LedgerOptions
     @Option(name: .long, help: "Only events after this sequence number.") var after: UInt64 = 0
+    @Flag(
+        name: .long,
+        help: "Also a first line, every refused input and an end line (what `storeledger import` needs); not with --after.")
+    var complete = false
     @Flag(name: .long, help: "No progress line on a terminal (stderr).") var quiet = false
+
+    func validate() throws {
+        if complete && after > 0 {
+            throw ValidationError("--complete exports the whole ledger; it cannot be combined with --after")
+        }
+    }
 
     func run() throws {
         let store = try ledger.openLedger(try ledger.loadConfiguration(json: false), readOnly: true, json: false)
-        let progress = ProgressLine("exporting", quiet: quiet)
+        let progress = ProgressLine("exporting", unit: "events", quiet: quiet)
         defer { progress.finish() }
-        _ = try EventExport.write(store, after: after, to: STDOUT_FILENO, progress: progress.update)
+        if complete {
+            FileHandle.standardOutput.write(
+                Data(try JSONWriter.bytes(encoding: ExportBeginLine(), sortedKeys: true) + [UInt8(ascii: "\n")]))
+        }
+        let events = try EventExport.write(store, after: after, to: STDOUT_FILENO, progress: progress.update)
+        guard complete else { return }
+        var refusals = RefusalChainHead()
+        while true {
+            let page = try store.exportedRefusals(after: refusals.last, limit: 1_000)
+            guard !page.isEmpty else { break }
+            var out = Data()
+            for exported in page {
+                out += try JSONWriter.bytes(encoding: ExportRefusalLine(exported), sortedKeys: true)
+                out += Data("\n".utf8)
+                refusals.add(exported.record)
+            }
+            FileHandle.standardOutput.write(out)
+        }
+        let end = ExportEndLine(
+            .init(
+                lastSeq: events.lastSeq, chainHead: lowercaseHex(events.chainHead ?? [UInt8](repeating: 0, count: 32)),
+                rejected: refusals.last, rejectedHead: refusals.hexLink))
+        FileHandle.standardOutput.write(Data(try JSONWriter.bytes(encoding: end, sortedKeys: true) + [UInt8(ascii: "\n")]))
     }
 }
 
@@ -92,7 +146,7 @@ struct Stats: ParsableCommand {
         print("users         \(s.users)")
         print("raw inputs    \(s.rawInputs)")
         print("chain head    \(s.chainHead)")
-        print("bytes         \(s.bytes) (map \(s.mapSize))")
+        print("bytes         \(humanSize(s.bytes)) in use (\(s.bytes) bytes), map \(humanSize(s.mapSize))")
     }
 }
 
@@ -107,7 +161,7 @@ struct Verify: ParsableCommand {
 
     func run() throws {
         let store = try ledger.openLedger(try ledger.loadConfiguration(json: json), readOnly: true, json: json)
-        let progress = ProgressLine("verifying", quiet: quiet)
+        let progress = ProgressLine("verifying", unit: "events", quiet: quiet)
         let report: VerificationReport
         do {
             report = try store.verify(progress: progress.update)

@@ -17,7 +17,7 @@ struct StoreLedger: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             Serve.self, Ingest.self, Timeline.self, Customer.self, Events.self, Replay.self, Verify.self, Export.self,
-            Stats.self, Rejected.self, Demo.self,
+            Stats.self, Rejected.self, Backup.self, Restore.self, Import.self, Demo.self,
         ]
     )
 
@@ -31,6 +31,12 @@ struct StoreLedger: AsyncParsableCommand {
             command = try parseAsRoot()
         } catch {
             usageFailure(error)
+        }
+        if command is StoreLedger {
+            // No command: what to do is unsaid, so it is a usage error (exit 2), with the commands to choose from.
+            FileHandle.standardError.write(
+                Data("error: \(ErrorCode.usage): no command given\n\n\(helpMessage())\n".utf8))
+            Foundation.exit(2)
         }
         do {
             if var asyncCommand = command as? any AsyncParsableCommand {
@@ -63,11 +69,33 @@ struct StoreLedger: AsyncParsableCommand {
         if exitCode(for: error) == .success {
             exit(withError: error)
         }
-        var message = fullMessage(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
-        if message.hasPrefix("Error: ") { message.removeFirst("Error: ".count) }
-        FileHandle.standardError.write(Data("error: usage: \(message)\n".utf8))
-        FileHandle.standardError.write(Data("(see storeledger --help)\n".utf8))
+        let message = usageMessage(for: error)
+        FileHandle.standardError.write(Data("error: \(ErrorCode.usage): \(message)\n".utf8))
+        FileHandle.standardError.write(Data("(see \(commandPath()) --help)\n".utf8))
+        if CommandLine.arguments.contains("--json") { printJSON(ErrorDocument(CodedError(.usage, message))) }
         Foundation.exit(2)
+    }
+
+    /// The parser's message in one line, without the `Error: ` it begins with (the line already says `error:`)
+    /// and without the usage synopsis it may add.
+    static func usageMessage(for error: any Error) -> String {
+        let lines = fullMessage(for: error).split(whereSeparator: \.isNewline).map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
+        var message = lines.first { !$0.isEmpty && !$0.hasPrefix("Usage:") } ?? "\(error)"
+        while let range = message.range(of: "Error: ", options: [.anchored, .caseInsensitive]) {
+            message.removeSubrange(range)
+        }
+        return message
+    }
+
+    /// `storeledger` and the command the arguments name, if any (`storeledger export`), for the help hint.
+    private static func commandPath() -> String {
+        let names = configuration.subcommands.map { $0._commandName }
+        guard let name = CommandLine.arguments.dropFirst().first(where: { names.contains($0) }) else {
+            return "storeledger"
+        }
+        return "storeledger \(name)"
     }
 }
 

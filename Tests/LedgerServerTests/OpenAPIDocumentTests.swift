@@ -1,10 +1,11 @@
 import Foundation
 import Hummingbird
-import LedgerServer
 import LedgerStore
 import OpenAPIKit
 import Testing
 import Yams
+
+@testable import LedgerServer
 
 /// Sources/LedgerServer/openapi.yaml is a valid OpenAPI 3.1 document (parsed and validated by OpenAPIKit, a real
 /// OpenAPI library) and describes exactly the routes the router serves.
@@ -89,5 +90,29 @@ struct OpenAPIDocumentTests {
             documented.subtracting(served).isEmpty,
             "documented but not served: \(documented.subtracting(served).sorted())"
         )
+    }
+
+    /// The query parameters each operation documents are the ones the server reads (`LedgerRoutes.queryParameters`,
+    /// which refuses any other with 400 `invalid_query`), for every route the router serves.
+    @Test func everyOperationsQueryParametersAreTheOnesTheServerReads() throws {
+        let document = try Self.document().locallyDereferenced()
+        var documented: [String: Set<String>] = [:]
+        for (path, item) in document.paths {
+            for endpoint in item.endpoints {
+                let names = (item.parameters + endpoint.operation.parameters).filter { $0.location == .query }
+                    .map(\.name)
+                documented["\(endpoint.method.rawValue) \(path.rawValue)"] = Set(names)
+            }
+        }
+        let read = LedgerRoutes.queryParameters.mapValues(Set.init)
+        #expect(read.count == 11)
+        #expect(
+            Set(read.keys) == Set(documented.keys),
+            "routes: read \(read.keys.sorted()), documented \(documented.keys.sorted())")
+        for (route, names) in read {
+            #expect(
+                documented[route] == names,
+                "\(route): the server reads \(names.sorted()), the document lists \(documented[route]?.sorted() ?? [])")
+        }
     }
 }

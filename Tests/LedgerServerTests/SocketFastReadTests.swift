@@ -87,6 +87,8 @@ struct FastReadTests {
         "/v1/subscriptions/nope?at=\(at)",
         "/v1/subscriptions/1001?asOf=minus-one",
         "/v1/subscriptions/1001?at=\(at)&environment=Sandbox",
+        "/v1/subscriptions/1001?at=yesterday&env=Sandbox",
+        "/v1/customers/u1?asof=2",
         "/v1/health",
     ]
 
@@ -126,9 +128,23 @@ struct FastReadTests {
             #expect(withoutDate(viaFastPath) == withoutDate(viaRouter))
             #expect(withoutDate(viaFastPath) == withoutDate(fastAnswers[0]))
             #expect(server.service.fastReads.answered - before == Self.targets.count + 1)
-            // Refusals are among them.
+            // Refusals are among them: a parameter the route does not read is refused (before a bad value), not
+            // ignored.
             #expect(fastAnswers.contains { $0.hasPrefix("HTTP/1.1 404 Not Found\r\n") })
             #expect(fastAnswers.contains { $0.hasPrefix("HTTP/1.1 400 Bad Request\r\n") })
+            for (target, unknown, route) in [
+                ("/v1/customers/u1?at=\(Self.at)&unknown=1", "unknown", "GET /v1/customers/{appUserId}"),
+                ("/v1/customers/u1?asof=2", "asof", "GET /v1/customers/{appUserId}"),
+                ("/v1/subscriptions/1001?at=yesterday&env=Sandbox", "env", "GET /v1/subscriptions/{otid}"),
+            ] {
+                let answer = try #require(Self.targets.firstIndex(of: target).map { fastAnswers[$0] })
+                #expect(answer.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(target)")
+                #expect(
+                    answer.hasSuffix(
+                        #"{"error":{"code":"invalid_query","message":"unknown query parameter '\#(unknown)': \#(route) takes at, asOf, environment"}}"#
+                            + "\n"),
+                    "\(target): \(answer)")
+            }
         }
     }
 

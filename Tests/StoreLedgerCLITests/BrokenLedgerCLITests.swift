@@ -103,7 +103,7 @@ struct BrokenLedgerCLITests {
         [
             ["serve", "--socket", dir + "/s.sock"], ["ingest", dir + "/../input.json"], ["timeline", "1"],
             ["customer", "u1"], ["events"], ["export"], ["stats"], ["verify"], ["replay", "--check"], ["replay"],
-            ["rejected"],
+            ["rejected"], ["backup", dir + "/../backup"],
         ].map { $0 + ["--data", dir] }
     }
 

@@ -26,6 +26,11 @@ public struct EventDocument: Encodable, Sendable {
     public var fact: FactBody
     /// The raw input, base64 (export only).
     public var raw: String?
+    /// The stored event, base64: the exact bytes the hash chain covers, which `import` writes back (export only).
+    public var stored: String?
+    /// The seq of the first event of the input this event came from, under which its raw input is stored once
+    /// (export only).
+    public var rawKey: UInt64?
 
     /// The fact's own fields, under its kind's shape.
     public enum FactBody: Encodable, Sendable {
@@ -57,8 +62,8 @@ public struct EventDocument: Encodable, Sendable {
         receivedAt = e.metadata.receivedAt
         observedAt = e.metadata.observedAt
         appUserId = e.metadata.appUserId?.rawValue
-        rawDigest = Self.hex(e.metadata.rawDigest)
-        chainHash = Self.hex(stored.chainHash)
+        rawDigest = lowercaseHex(e.metadata.rawDigest)
+        chainHash = lowercaseHex(stored.chainHash)
         switch e.fact {
         case .transaction(let f): fact = .transaction(f)
         case .renewal(let f): fact = .renewal(f)
@@ -67,21 +72,12 @@ public struct EventDocument: Encodable, Sendable {
         }
         self.raw = raw.map { Data($0).base64EncodedString() }
     }
-}
 
-extension EventDocument {
-    /// Lowercase hex, two digits per byte.
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits: StaticString = "0123456789abcdef"
-        return String(unsafeUninitializedCapacity: bytes.count * 2) { out in
-            digits.withUTF8Buffer { digits in
-                for (i, b) in bytes.enumerated() {
-                    out[2 * i] = digits[Int(b >> 4)]
-                    out[2 * i + 1] = digits[Int(b & 15)]
-                }
-            }
-            return bytes.count * 2
-        }
+    /// A line of `storeledger export`: the event with its raw input, its stored bytes and its raw key.
+    public init(_ exported: ExportedEvent) {
+        self.init(exported.stored, raw: exported.raw)
+        stored = Data(exported.bytes).base64EncodedString()
+        rawKey = exported.stored.rawKey
     }
 }
 
@@ -110,6 +106,8 @@ public struct RejectedDocument: Encodable, Sendable {
     /// A request refused as a whole: its method and target, and the size of its header fields.
     public var request: String?
     public var headerBytes: Int?
+    /// The record as the `rejected` store keeps it, base64: what `import` writes back (export only).
+    public var record: String?
 
     public init(_ r: RejectedInput) {
         number = r.number
@@ -126,20 +124,14 @@ public struct RejectedDocument: Encodable, Sendable {
 // MARK: - The export's lines
 
 extension EventDocument {
-    /// Writes the JSON of `stored` with its raw input, with sorted keys: the bytes `json.encodable(EventDocument(stored,
-    /// raw: raw))` writes (a test compares them), written member by member in key order, so that no document, hex
-    /// or base64 string is made and no member is moved. The fact is written through its `Codable` form, as there.
-    /// `json` must sort keys.
-    public static func writeSorted(_ stored: StoredEvent, raw: UnsafeRawBufferPointer?, to json: inout JSONWriter) throws {
-        if let raw {
-            try writeSorted(stored, to: &json) { $0.string(base64Of: raw) }
-        } else {
-            try writeSorted(stored, to: &json, raw: nil)
-        }
-    }
-
-    /// `writeSorted(_:raw:to:)` with the raw input's string written by `raw` (nil when there is none).
-    static func writeSorted(_ stored: StoredEvent, to json: inout JSONWriter, raw: ((inout JSONWriter) -> Void)?) throws {
+    /// Writes the export's line of an event (without its newline): the bytes
+    /// `json.encodable(EventDocument(ExportedEvent(stored:bytes:raw:)))` writes with sorted keys (a test compares
+    /// them), written member by member in key order from the bytes where they lie, so that no document, hex or base64
+    /// string is made and no member is moved. The fact is written through its `Codable` form, as there. `raw` writes
+    /// the raw input's base64 string (an export encodes each input once for all its events). `json` must sort keys.
+    public static func writeExportLine(
+        _ stored: StoredEvent, bytes: UnsafeRawBufferPointer, to json: inout JSONWriter, raw: (inout JSONWriter) -> Void
+    ) throws {
         precondition(json.sortedKeys, "the export's documents have sorted keys")
         let e = stored.event
         json.beginObject()
@@ -168,12 +160,12 @@ extension EventDocument {
             json.key("originalTransactionId")
             json.string(otid.rawValue)
         }
-        if let raw {
-            json.key("raw")
-            raw(&json)
-        }
+        json.key("raw")
+        raw(&json)
         json.key("rawDigest")
         json.string(hexOf: e.metadata.rawDigest)
+        json.key("rawKey")
+        json.number(stored.rawKey)
         json.key("receivedAt")
         json.number(e.metadata.receivedAt)
         json.key("seq")
@@ -182,6 +174,8 @@ extension EventDocument {
         json.string(e.metadata.signature.rawValue)
         json.key("source")
         json.string(e.metadata.source.rawValue)
+        json.key("stored")
+        json.string(base64Of: bytes)
         if let tid = e.fact.transactionId {
             json.key("transactionId")
             json.string(tid.rawValue)

@@ -9,20 +9,26 @@ import LedgerWire
 
 // MARK: - `storeledger export`
 
-/// The export: NDJSON of every event with its raw input (base64), one `EventDocument` per line with sorted keys, in
-/// log order — what `storeledger export` writes and `ingest` reads back.
+/// The events of an export: NDJSON, one line per event with its raw input and stored bytes (base64), the
+/// `EventDocument` of an `ExportedEvent` with sorted keys, in log order — what `storeledger export` writes and
+/// `storeledger import` reads back (a complete export adds its first, refusal and end lines around them).
 public enum EventExport {
     /// What an export wrote.
     public struct Summary: Sendable, Hashable {
         public var events: UInt64
         public var bytes: UInt64
+        /// The seq of the last event written (`after` when none was).
+        public var lastSeq: UInt64
+        /// The chain link after that event (nil when none was written).
+        public var chainHead: [UInt8]?
     }
 
     /// Lines are gathered into a buffer of about this size and written with one `write(2)`.
     static let bufferBytes = 512 << 10
 
     /// Writes every event with seq > `after` to the file descriptor `fd`; `progress` is told the events written and
-    /// the log's last seq now and then. A write that fails is `storage_full` (no room) or `storage_error`.
+    /// how many there are to write, now and then. A write that fails is `storage_full` (no room) or `storage_error`;
+    /// an event whose stored bytes or raw input are missing ends the export as `corrupted`.
     public static func write(
         _ ledger: Ledger, after: UInt64 = 0, to fd: Int32, progress: ProgressHandler? = nil
     ) throws -> Summary {
@@ -34,7 +40,7 @@ public enum EventExport {
         throws -> Summary
     {
         var total = try ledger.lastSeq()
-        var summary = Summary(events: 0, bytes: 0)
+        var summary = Summary(events: 0, bytes: 0, lastSeq: after, chainHead: nil)
         var json = JSONWriter(capacity: bufferBytes + (64 << 10), sortedKeys: true)
         func flush() throws {
             try json.withBytes { try writeAll(fd, $0) }
@@ -43,18 +49,17 @@ public enum EventExport {
         }
         // The events of one input are neighbours in the log and each carries its raw input: encoded once.
         var rawText = (key: UInt64?.none, text: Base64Text())
-        try ledger.forEachEvent(after: after, batchSize: batchSize) { stored, raw in
-            if let raw {
-                if rawText.key != stored.rawKey { rawText = (stored.rawKey, Base64Text(of: raw)) }
-                try EventDocument.writeSorted(stored, to: &json) { $0.string(rawText.text) }
-            } else {
-                try EventDocument.writeSorted(stored, to: &json, raw: nil)
-            }
+        try ledger.forEachEvent(after: after, batchSize: batchSize) { stored, bytes, raw in
+            if rawText.key != stored.rawKey { rawText = (stored.rawKey, Base64Text(of: raw)) }
+            try EventDocument.writeExportLine(stored, bytes: bytes, to: &json) { $0.string(rawText.text) }
             json.endLine()
             summary.events += 1
+            summary.lastSeq = stored.event.seq
+            summary.chainHead = stored.chainHash
             if json.byteCount >= bufferBytes {
                 try flush()
                 if let progress {
+                    // A server appending meanwhile may take the log past the seq read at the start.
                     total = max(total, stored.event.seq)
                     progress(summary.events, max(summary.events, total - min(after, total)))
                 }

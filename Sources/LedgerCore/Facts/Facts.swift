@@ -1,46 +1,93 @@
-/// The state of a subscription's next renewal (V2 `JWSRenewalInfoDecodedPayload`, V1 `pending_renewal_info`).
+/// The state of a subscription's next renewal (V2 `JWSRenewalInfoDecodedPayload`, V1 `pending_renewal_info`). Its
+/// fields (`Fields`) are read and written as its own properties: `r.productId`, `r.autoRenewStatus = …`.
+///
+/// The fields sit in one heap box that copies share until one of them is changed (copy on write), as
+/// `TransactionFact`'s do: the fold takes each renewal info out of its event, and a copy of the fields themselves
+/// retains (and later releases) each of the references they hold.
+@dynamicMemberLookup
 public struct RenewalInfoFact: Hashable, Codable, Sendable {
-    public var originalTransactionId: OriginalTransactionID
-    public var productId: String?
-    public var autoRenewProductId: String?
-    public var autoRenewStatus: Bool?
-    /// 1 cancelled, 2 billing error, 3 declined price increase, 4 product unavailable, 5 other.
-    public var expirationIntent: Int64?
-    public var isInBillingRetryPeriod: Bool?
-    public var gracePeriodExpiresDate: UnixMillis?
-    /// 0 not yet consented, 1 consented.
-    public var priceIncreaseStatus: Int64?
-    public var renewalDate: UnixMillis?
-    public var offerType: Int64?
-    public var offerIdentifier: String?
-    public var signedDate: UnixMillis?
-    public var recentSubscriptionStartDate: UnixMillis?
-    public var environment: AppStoreEnvironment
-    /// The price of the next renewal, in milliunits of `currency`.
-    public var renewalPrice: Int64?
-    public var currency: String?
-    /// The discount of the offer applied at the next renewal (`FREE_TRIAL`, `PAY_AS_YOU_GO`, `PAY_UP_FRONT`,
-    /// `ONE_TIME`) and its length (ISO-8601).
-    public var offerDiscountType: String?
-    public var offerPeriod: String?
-    /// Win-back offers the customer may redeem now.
-    public var eligibleWinBackOfferIds: [String]?
-    public var appAccountToken: String?
-    public var appTransactionId: String?
-    /// `MONTHLY` when the next renewal is billed in installments.
-    public var renewalBillingPlanType: String?
-    public var extra: [String: String]
-    public var unknownFields: UnknownFields
+    /// The fields of a renewal info.
+    public struct Fields: Hashable, Codable, Sendable {
+        public var originalTransactionId: OriginalTransactionID
+        public var productId: String?
+        public var autoRenewProductId: String?
+        public var autoRenewStatus: Bool?
+        /// 1 cancelled, 2 billing error, 3 declined price increase, 4 product unavailable, 5 other.
+        public var expirationIntent: Int64?
+        public var isInBillingRetryPeriod: Bool?
+        public var gracePeriodExpiresDate: UnixMillis?
+        /// 0 not yet consented, 1 consented.
+        public var priceIncreaseStatus: Int64?
+        public var renewalDate: UnixMillis?
+        public var offerType: Int64?
+        public var offerIdentifier: String?
+        public var signedDate: UnixMillis?
+        public var recentSubscriptionStartDate: UnixMillis?
+        public var environment: AppStoreEnvironment
+        /// The price of the next renewal, in milliunits of `currency`.
+        public var renewalPrice: Int64?
+        public var currency: String?
+        /// The discount of the offer applied at the next renewal (`FREE_TRIAL`, `PAY_AS_YOU_GO`, `PAY_UP_FRONT`,
+        /// `ONE_TIME`) and its length (ISO-8601).
+        public var offerDiscountType: String?
+        public var offerPeriod: String?
+        /// Win-back offers the customer may redeem now.
+        public var eligibleWinBackOfferIds: [String]?
+        public var appAccountToken: String?
+        public var appTransactionId: String?
+        /// `MONTHLY` when the next renewal is billed in installments.
+        public var renewalBillingPlanType: String?
+        public var extra: [String: String]
+        public var unknownFields: UnknownFields
 
-    /// The required fields; every other is absent. Inlinable: LedgerCodec's decoder makes one per stored renewal info
-    /// and fills it field by field.
+
+        /// The required fields; every other is absent.
+        @inlinable
+        public init(originalTransactionId: OriginalTransactionID, environment: AppStoreEnvironment = .production) {
+            self.originalTransactionId = originalTransactionId
+            self.environment = environment
+            self.extra = [:]
+            self.unknownFields = UnknownFields()
+        }
+    }
+
+    @usableFromInline var box: CopyOnWriteBox<Fields>
+
+    /// A fact of these fields.
+    @inlinable
+    public init(_ fields: Fields) { box = CopyOnWriteBox(fields) }
+
+    /// A fact of the fields `fill` writes over `initial`, in place in the fact's box (see `TransactionFact`).
+    /// Inlinable, for LedgerCodec's decoder, which reads every stored renewal info this way.
+    @inlinable
+    package init<Failure: Error>(_ initial: Fields, filling fill: (inout Fields) throws(Failure) -> Void)
+        throws(Failure)
+    {
+        box = CopyOnWriteBox(initial)
+        try fill(&box.value)
+    }
+
+    /// The required fields; every other is absent.
     @inlinable
     public init(originalTransactionId: OriginalTransactionID, environment: AppStoreEnvironment = .production) {
-        self.originalTransactionId = originalTransactionId
-        self.environment = environment
-        self.extra = [:]
-        self.unknownFields = UnknownFields()
+        self.init(Fields(originalTransactionId: originalTransactionId, environment: environment))
     }
+
+    /// A field, read where it lies; written after copying the box when another fact shares it (see
+    /// `TransactionFact`).
+    @inlinable
+    public subscript<Value>(dynamicMember field: WritableKeyPath<Fields, Value>) -> Value {
+        _read { yield box.value[keyPath: field] }
+        _modify {
+            if !isKnownUniquelyReferenced(&box) { box = CopyOnWriteBox(box.value) }
+            yield &box.value[keyPath: field]
+        }
+    }
+
+    public static func == (a: RenewalInfoFact, b: RenewalInfoFact) -> Bool { a.box === b.box || a.box.value == b.box.value }
+    public func hash(into hasher: inout Hasher) { box.value.hash(into: &hasher) }
+    public init(from decoder: any Decoder) throws { box = CopyOnWriteBox(try Fields(from: decoder)) }
+    public func encode(to encoder: any Encoder) throws { try box.value.encode(to: encoder) }
 }
 
 /// A server notification itself (V1 or V2): its type and what it is about. The transaction and renewal info it

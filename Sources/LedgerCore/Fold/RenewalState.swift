@@ -21,19 +21,42 @@ public struct RenewalState: Hashable, Sendable {
     }
 
     /// The state the renewal info `r` states, at `at`, by the event `seq`: the info without what is not about the
-    /// next renewal.
-    init(_ r: RenewalInfoFact, at: UnixMillis, seq: UInt64) {
-        self.init(info: r, at: at, seq: seq)
-        info.offerType = nil
-        info.offerIdentifier = nil
-        info.signedDate = nil
-        info.recentSubscriptionStartDate = nil
-        info.offerDiscountType = nil
-        info.offerPeriod = nil
-        info.appAccountToken = nil
-        info.appTransactionId = nil
-        if !info.extra.isEmpty { info.extra = [:] }
-        if !info.unknownFields.isEmpty { info.unknownFields = UnknownFields() }
+    /// next renewal. Built from the fields it keeps rather than copied and cleared: the clearing would copy the box
+    /// the info shares with its event, and then release what it clears.
+    @inline(__always)
+    init(_ r: borrowing RenewalInfoFact, at: UnixMillis, seq: UInt64) {
+        let initial = RenewalInfoFact.Fields(originalTransactionId: r.originalTransactionId, environment: r.environment)
+        self.init(info: RenewalInfoFact(initial) { Self.keep(r, in: &$0) }, at: at, seq: seq)
+    }
+
+    /// Becomes the state `r` states, in place: the fold replaces its renewal state at every renewal info, and the
+    /// state's box is its own, so the fields are written where they are (no box made, none freed).
+    @inline(__always)
+    mutating func restate(_ r: borrowing RenewalInfoFact, at: UnixMillis, seq: UInt64) {
+        self.at = at
+        self.seq = seq
+        if !isKnownUniquelyReferenced(&info.box) { info.box = CopyOnWriteBox(info.box.value) }
+        info.box.value.originalTransactionId = r.originalTransactionId
+        info.box.value.environment = r.environment
+        Self.keep(r, in: &info.box.value)
+    }
+
+    /// Writes the fields of `r` that are about the next renewal into `k` (every field `init(_:at:seq:)` keeps but
+    /// the subscription and environment).
+    @inline(__always)
+    private static func keep(_ r: borrowing RenewalInfoFact, in k: inout RenewalInfoFact.Fields) {
+        k.productId = r.productId
+        k.autoRenewProductId = r.autoRenewProductId
+        k.autoRenewStatus = r.autoRenewStatus
+        k.expirationIntent = r.expirationIntent
+        k.isInBillingRetryPeriod = r.isInBillingRetryPeriod
+        k.gracePeriodExpiresDate = r.gracePeriodExpiresDate
+        k.priceIncreaseStatus = r.priceIncreaseStatus
+        k.renewalDate = r.renewalDate
+        k.renewalPrice = r.renewalPrice
+        k.currency = r.currency
+        k.eligibleWinBackOfferIds = r.eligibleWinBackOfferIds
+        k.renewalBillingPlanType = r.renewalBillingPlanType
     }
 
     /// Apple's expiry reason names for `expirationIntent`: the EXPIRED notification's subtypes, so that one reason

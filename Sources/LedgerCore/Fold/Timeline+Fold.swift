@@ -345,15 +345,24 @@ extension Timeline {
 
     /// The renewal info replaces the renewal state; what changed becomes stated changes.
     mutating func stepRenewal(_ r: RenewalInfoFact, at instant: UnixMillis, seq: UInt64) {
-        // What the renewal state said before, read where it lies (the state is a whole renewal info).
-        let wasAutoRenewing = renewal?.info.autoRenewStatus
-        let wasRetrying = renewal?.info.isInBillingRetryPeriod == true
+        // What the renewal state said before, read from its info (which shares its box: one retain, released at the
+        // end of this block, so that `restate` below finds the box its own and writes in place).
+        let wasAutoRenewing: Bool?, wasRetrying: Bool, oldGraceEnd: UnixMillis?, current: String?
+        var oldPending: String?
+        do {
+            let old = renewal?.info
+            wasAutoRenewing = old?.autoRenewStatus
+            wasRetrying = old?.isInBillingRetryPeriod == true
+            oldGraceEnd = old?.gracePeriodExpiresDate
+            current = r.productId ?? (periods.isEmpty ? nil : periods[periods.count - 1].productId)
+            if let target = old?.autoRenewProductId, target != (old?.productId ?? current) { oldPending = target }
+        }
         if let was = wasAutoRenewing, let now = r.autoRenewStatus, was != now {
             record(TimelineChange(at: instant, kind: now ? .autoRenewOn : .autoRenewOff, seq: seq))
         }
         // Apple keeps retrying during a grace period too; while the grace period lasts, that is the state to tell.
         let graceUntil = r.gracePeriodExpiresDate.flatMap { $0 > instant ? $0 : nil }
-        if let g = graceUntil, g != renewal?.info.gracePeriodExpiresDate {
+        if let g = graceUntil, g != oldGraceEnd {
             record(TimelineChange(at: instant, kind: .gracePeriod, seq: seq, until: g))
         } else if graceUntil == nil, r.isInBillingRetryPeriod == true, !wasRetrying {
             record(TimelineChange(at: instant, kind: .billingRetry, seq: seq))
@@ -367,18 +376,17 @@ extension Timeline {
                 record(TimelineChange(at: instant, kind: .recovered, seq: seq))
             }
         }
-        let current = r.productId ?? (periods.isEmpty ? nil : periods[periods.count - 1].productId)
-        var oldPending: String?
-        if let target = renewal?.info.autoRenewProductId, target != (renewal?.info.productId ?? current) {
-            oldPending = target
-        }
         if let target = r.autoRenewProductId, target != current {
             if target != oldPending { record(TimelineChange(at: instant, kind: .pendingChange, seq: seq, detail: target)) }
         } else if let oldPending, oldPending != current {
             // Back to the current product before the change took effect: the pending change was cancelled.
             record(TimelineChange(at: instant, kind: .pendingChangeCancelled, seq: seq, detail: oldPending))
         }
-        renewal = RenewalState(r, at: instant, seq: seq)
+        if renewal == nil {
+            renewal = RenewalState(r, at: instant, seq: seq)
+        } else {
+            renewal!.restate(r, at: instant, seq: seq)
+        }
     }
 
     /// What a notification states. Its transaction and renewal info are separate facts; only what they cannot say

@@ -1,0 +1,250 @@
+import LMDB
+import LedgerCodec
+import LedgerCore
+import LedgerWire
+
+// MARK: - What an export holds, as the store reads it back
+
+/// One event of an export (`storeledger export`), to be written back byte for byte.
+public struct ImportedEvent: Sendable {
+    public var seq: UInt64
+    /// The event's key (its transaction id or synthetic key), which the chain covers with the bytes.
+    public var key: String
+    /// The canonical event exactly as the source stored and chained it.
+    public var bytes: [UInt8]
+    /// The seq of the first event of the input this event came from (the raw input is stored once, under it).
+    public var rawKey: UInt64
+    /// The raw input; required on the first event of each input, checked against the digest on the others.
+    public var raw: [UInt8]?
+    /// The hash-chain link the export states after this event.
+    public var chainHash: [UInt8]
+
+    public init(seq: UInt64, key: String, bytes: [UInt8], rawKey: UInt64, raw: [UInt8]?, chainHash: [UInt8]) {
+        self.seq = seq
+        self.key = key
+        self.bytes = bytes
+        self.rawKey = rawKey
+        self.raw = raw
+        self.chainHash = chainHash
+    }
+}
+
+/// One refused input of an export (`storeledger export --complete`), to be written back byte for byte.
+public struct ImportedRefusal: Sendable {
+    public var number: UInt64
+    /// The record exactly as the source's `rejected` store kept it.
+    public var record: [UInt8]
+
+    public init(number: UInt64, record: [UInt8]) {
+        self.number = number
+        self.record = record
+    }
+}
+
+// MARK: - Checking an export without writing
+
+/// Recomputes what an export's records chain to, record by record, without writing anything: `import` runs it over
+/// the whole file before it writes, and `LedgerImport` runs it again on what it writes (the file may have changed
+/// in between).
+///
+/// The event chain is the store's own (`HashChain`) over the exported stored bytes, so an altered, missing or
+/// reordered event breaks it at that event; a raw input is checked against the SHA-256 its (chained) event records.
+/// Failures are `LedgerError`s: `invalid_export` for records that are not what an export writes, and
+/// `verification_failed` for records whose chain or digest does not hold.
+public struct ImportCheck: Sendable {
+    /// The seq of the last event checked (0 before any).
+    public private(set) var lastSeq: UInt64 = 0
+    /// The chain link after the last event checked.
+    public private(set) var chainHead: [UInt8] = HashChain.genesis
+    /// The refusals checked and their chain.
+    public private(set) var refusals = RefusalChainHead()
+    /// The input the last event came from: its raw key and the SHA-256 of its bytes.
+    private var input: (rawKey: UInt64, digest: [UInt8])?
+
+    public init() {}
+
+    /// The chain head in lowercase hex.
+    public var chainHeadHex: String { hex(chainHead) }
+
+    /// Checks the next event: it follows the last one checked, its key and stored bytes chain from the last link to
+    /// the link the export states, the bytes decode to a fact of that key, and its raw input matches the digest it
+    /// records. Returns the decoded event.
+    public mutating func check(_ e: ImportedEvent) throws(LedgerError) -> LedgerEvent {
+        guard e.seq == lastSeq &+ 1 else {
+            throw Self.invalid(
+                lastSeq == 0 && e.seq > 1
+                    ? "the first event is seq \(e.seq): an export of part of a log (`export --after`) cannot rebuild a ledger; export from the start"
+                    : "seq \(e.seq) follows seq \(lastSeq): the export skips, repeats or reorders events")
+        }
+        // The chain first: any byte changed in the event or its key shows here, as a break at this seq.
+        let link = HashChain.link(previous: chainHead, seq: e.seq, eventKey: e.key, event: e.bytes)
+        guard link == e.chainHash else {
+            throw Self.altered(
+                "the hash chain breaks at seq \(e.seq): its event chains to \(hex(link)) but the export states "
+                    + "\(hex(e.chainHash)) (an event, its key or a chain hash was altered, removed or reordered)")
+        }
+        let event: LedgerEvent
+        do {
+            event = try LedgerEvent(seq: e.seq, decoding: e.bytes)
+        } catch {
+            throw Self.invalid("the stored event of seq \(e.seq) does not decode: \(error)")
+        }
+        guard event.fact.eventKey == e.key else {
+            throw Self.invalid("the event of seq \(e.seq) is exported under key '\(e.key)' but its fact's key is '\(event.fact.eventKey)'")
+        }
+        if let problem = AppendBatch.problem(in: [event.fact]) {
+            throw Self.invalid("the event of seq \(e.seq) cannot be stored: \(problem.message)")
+        }
+        let recorded = event.metadata.rawDigest
+        if e.rawKey == e.seq {
+            guard let raw = e.raw else { throw Self.invalid("the raw input of seq \(e.seq) is missing") }
+            let digest = sha256(raw)
+            guard digest == recorded else {
+                throw Self.altered(
+                    "the raw input of seq \(e.seq) has SHA-256 \(hex(digest)), but its event records \(hex(recorded)): "
+                        + "the raw input was altered")
+            }
+            input = (e.seq, digest)
+        } else {
+            // An input's events are written one after another, its raw bytes once, under the first one's seq.
+            guard let current = input, current.rawKey == e.rawKey else {
+                throw Self.invalid(
+                    "seq \(e.seq) names the raw input of seq \(e.rawKey), which is not the input of the events before it")
+            }
+            guard recorded == current.digest else {
+                throw Self.altered("the event of seq \(e.seq) records another raw input than seq \(e.rawKey)'s")
+            }
+            if let raw = e.raw, sha256(raw) != current.digest {
+                throw Self.altered("the raw input of seq \(e.seq) differs from seq \(e.rawKey)'s, which it shares")
+            }
+        }
+        lastSeq = e.seq
+        chainHead = link
+        return event
+    }
+
+    /// Checks the next refused input: numbered after the last one, its record decodes and is coherent. Returns it.
+    public mutating func check(_ r: ImportedRefusal) throws(LedgerError) -> RejectedInput {
+        guard r.number == refusals.last &+ 1 else {
+            throw Self.invalid(
+                "refused input \(r.number) follows refused input \(refusals.last): the export skips, repeats or reorders them")
+        }
+        let input: RejectedInput
+        do {
+            input = try r.record.withUnsafeBytes { try RejectedInput(number: r.number, decoding: $0) }
+        } catch {
+            throw Self.invalid("the record of refused input \(r.number) does not decode: \(error)")
+        }
+        guard !input.code.isEmpty, input.size >= input.raw.count, input.raw.count <= RejectedInput.keptBytesLimit else {
+            throw Self.invalid("the record of refused input \(r.number) is incoherent (no code, or more bytes than its size)")
+        }
+        refusals.add(r.record)
+        return input
+    }
+
+    static func invalid(_ message: String) -> LedgerError { LedgerError(code: .invalidExport, message: message) }
+    static func altered(_ message: String) -> LedgerError { LedgerError(code: .verificationFailed, message: message) }
+}
+
+// MARK: - Writing an export into an empty ledger
+
+/// Rebuilds a ledger from an export: into an empty ledger, the exported events are written back byte for byte
+/// (their raw inputs, the `events`, `log` and index entries, in write transactions of the caller's batches, each
+/// checked again by `ImportCheck` as it is written), the projections brought up to date by the incremental engine
+/// as an append would, then the refused inputs. The result has the source's seqs, bytes and chain head; `verify`
+/// then checks it like any ledger.
+///
+/// Not thread-safe: one importer, one thread. Writes go straight to the environment, beside the ledger's (idle)
+/// writer thread; LMDB serialises them.
+public final class LedgerImport {
+    public let ledger: Ledger
+    private var check: ImportCheck
+
+    /// An importer into `ledger`, which must hold no event and no refused input (`ledger_not_empty` otherwise).
+    public init(into ledger: Ledger) throws {
+        let (last, refused) = try ledger.environment.read { txn in
+            (try ledger.batch.lastSeq(txn), try ledger.batch.rejectedCount(txn))
+        }
+        guard last == 0, refused == 0 else {
+            throw LedgerError(
+                code: .ledgerNotEmpty,
+                message: "\(ledger.directory) already holds \(last) events and \(refused) refused inputs; an import "
+                    + "writes a new ledger and never appends to one")
+        }
+        self.ledger = ledger
+        self.check = ImportCheck()
+    }
+
+    /// What has been written so far.
+    public var written: ImportCheck { check }
+
+    /// Writes the next events (in log order, continuing the last call's) in one write transaction.
+    public func write(_ events: [ImportedEvent]) throws {
+        guard !events.isEmpty else { return }
+        let layout = ledger.layout
+        let batch = ledger.batch
+        var next = check
+        // `Environment.write` runs the closure again after growing the map: it starts from `check` each time.
+        try ledger.environment.write { txn in
+            next = check
+            var written: [LedgerEvent] = []
+            written.reserveCapacity(events.count)
+            for e in events {
+                let event = try next.check(e)
+                let fact = event.fact
+                let key = fact.eventKey
+                if e.rawKey == e.seq, let raw = e.raw {
+                    try txn.put(layout.raw, key: StoreLayout.rawKey(e.seq), value: raw, flags: .append)
+                }
+                try txn.put(layout.events, key: StoreLayout.revisionKey(key.utf8, seq: e.seq), value: e.bytes)
+                try txn.put(
+                    layout.log, key: StoreLayout.logKey(e.seq),
+                    value: LogRecord.encode(link: e.chainHash, rawKey: e.rawKey, eventKey: key), flags: .append)
+                // The index entries an append writes (AppendBatch.run); the claims that name no environment reach
+                // `by_otid` and `by_user` through the projection engine below, as they did in the source.
+                if case .binding(let claim) = fact, claim.everyEnvironment {
+                    try txn.put(
+                        layout.bindingsAny, key: StoreLayout.anyEnvironmentKey(claim.originalTransactionId),
+                        value: EventReference.encode(seq: e.seq, eventKey: key), flags: .appendDuplicate)
+                } else if let otid = fact.originalTransactionId {
+                    try txn.put(
+                        layout.byOTID, key: StoreLayout.subscriptionKey(fact.environment, otid),
+                        value: EventReference.encode(seq: e.seq, eventKey: key), flags: .appendDuplicate)
+                    if case .binding(let claim) = fact {
+                        try batch.index(user: claim.appUserId, otid: claim.originalTransactionId, claim.environment, txn)
+                    }
+                }
+                written.append(event)
+            }
+            try batch.projections.apply(written, in: txn)
+            try txn.put(
+                layout.meta, key: StoreLayout.metaChainHead,
+                value: ChainHead(last: next.lastSeq, link: next.chainHead).encoded)
+        }
+        check = next
+    }
+
+    /// Writes the next refused inputs (numbered on from the last call's) in one write transaction.
+    public func write(_ refusals: [ImportedRefusal]) throws {
+        guard !refusals.isEmpty else { return }
+        let layout = ledger.layout
+        var next = check
+        try ledger.environment.write { txn in
+            next = check
+            for r in refusals {
+                _ = try next.check(r)
+                try txn.put(layout.rejected, key: StoreLayout.rejectedKey(r.number), value: r.record, flags: .append)
+            }
+            try txn.put(layout.meta, key: StoreLayout.metaRejectedCount, value: BigEndian.bytes(next.refusals.last))
+            try txn.put(
+                layout.meta, key: StoreLayout.metaRejectedHead,
+                value: ChainHead(last: next.refusals.last, link: next.refusals.link).encoded)
+        }
+        check = next
+    }
+
+    /// Makes everything written durable (a ledger opened with `unsafeNoSync` for the import's speed).
+    public func finish() throws {
+        try ledger.environment.sync(force: true)
+    }
+}

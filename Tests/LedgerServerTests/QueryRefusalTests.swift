@@ -1,0 +1,276 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import LedgerClient
+import LedgerStore
+import Testing
+
+@testable import LedgerServer
+
+// MARK: - Query parameters a route does not take
+
+@Suite struct QueryParameterTests {
+    /// One request with a parameter its route does not read, the parameter, and what the route takes.
+    struct Case: CustomTestStringConvertible, Sendable {
+        var method: HTTPRequest.Method
+        var target: String
+        var unknown: String
+        var takes: String
+        var testDescription: String { "\(method) \(target)" }
+    }
+
+    static let cases: [Case] = [
+        Case(
+            method: .get,
+            target: "/v1/customers/u1?asof=3",
+            unknown: "asof",
+            takes: "GET /v1/customers/{appUserId} takes at, asOf, environment"
+        ),
+        Case(
+            method: .get,
+            target: "/v1/subscriptions/1001?at=1700000000000&env=Sandbox",
+            unknown: "env",
+            takes: "GET /v1/subscriptions/{otid} takes at, asOf, environment"
+        ),
+        Case(
+            method: .get,
+            target: "/v1/transactions/1001?verbose=1",
+            unknown: "verbose",
+            takes: "GET /v1/transactions/{transactionId} takes no query parameters"
+        ),
+        Case(
+            method: .get,
+            target: "/v1/events?afterSeq=3",
+            unknown: "afterSeq",
+            takes: "GET /v1/events takes after, limit, follow, timeout"
+        ),
+        Case(method: .get, target: "/v1/health?x=1", unknown: "x", takes: "GET /v1/health takes no query parameters"),
+        Case(
+            method: .get,
+            target: "/metrics?format=json",
+            unknown: "format",
+            takes: "GET /metrics takes no query parameters"
+        ),
+        Case(
+            method: .post,
+            target: "/v1/events?appUserId=u1&user=u2",
+            unknown: "user",
+            takes: "POST /v1/events takes type, appUserId, receivedAt"
+        ),
+        Case(
+            method: .post,
+            target: "/v1/apple/notifications?type=receipt",
+            unknown: "type",
+            takes: "POST /v1/apple/notifications takes appUserId, receivedAt"
+        ),
+        Case(
+            method: .post,
+            target: "/v1/apple/receipts?appUserID=u1",
+            unknown: "appUserID",
+            takes: "POST /v1/apple/receipts takes appUserId, receivedAt"
+        ),
+        Case(
+            method: .post,
+            target: "/v1/apple/transactions?app_user_id=u1",
+            unknown: "app_user_id",
+            takes: "POST /v1/apple/transactions takes appUserId, receivedAt"
+        ),
+        Case(
+            method: .post,
+            target: "/v1/bindings?appUserId=u1",
+            unknown: "appUserId",
+            takes: "POST /v1/bindings takes receivedAt"
+        ),
+    ]
+
+    /// Every route refuses a parameter it does not read with 400 `invalid_query`, naming it and the ones it takes;
+    /// a write route writes nothing and keeps the refused request in `rejected`.
+    @Test(arguments: cases)
+    func anUnknownParameterIs400InvalidQuery(_ c: Case) async throws {
+        let (api, directory) = try RouterTests.makeAPI()
+        defer {
+            api.ledger.close()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        let body =
+            c.target.hasPrefix("/v1/bindings")
+            ? #"{"appUserId":"u1","originalTransactionId":"1001"}"# : Sample.transaction("1001")
+        let app = Application(router: api.makeRouter())
+        try await app.test(.router) { client in
+            try await client.execute(
+                uri: c.target,
+                method: c.method,
+                headers: [.contentType: "application/json"],
+                body: c.method == .post ? ByteBuffer(string: body) : nil
+            ) { response in
+                #expect(response.status == .badRequest)
+                #expect(
+                    String(buffer: response.body)
+                        == #"{"error":{"code":"invalid_query","message":"unknown query parameter '\#(c.unknown)': \#(c.takes)"}}"#
+                        + "\n"
+                )
+            }
+        }
+        #expect(try api.ledger.lastSeq() == 0)
+        let kept = try api.ledger.rejectedInputs(limit: 10)
+        if c.method == .post {
+            #expect(kept.map(\.code) == ["invalid_query"])
+            #expect(kept.first?.request == "POST \(c.target)")
+            #expect(kept.first?.raw == Array(body.utf8))
+        } else {
+            #expect(kept.isEmpty, "refused reads are not inputs")
+        }
+    }
+
+    /// The parameters the routes do read still work: `appUserId` and `receivedAt` on an Apple route, `receivedAt` on
+    /// a binding.
+    @Test func theParametersARouteReadsAreAccepted() async throws {
+        let (api, directory) = try RouterTests.makeAPI()
+        defer {
+            api.ledger.close()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        let app = Application(router: api.makeRouter())
+        try await app.test(.router) { client in
+            let payload =
+                #"{"transactionId":"7","originalTransactionId":"7","productId":"p","purchaseDate":1700000000000,"expiresDate":1702592000000,"type":"Auto-Renewable Subscription","environment":"Production"}"#
+            try await client.execute(
+                uri: "/v1/apple/transactions?appUserId=u1&receivedAt=1700000001000",
+                method: .post,
+                headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: payload)
+            ) { response in
+                #expect(response.status == .ok, "\(String(buffer: response.body))")
+            }
+            try await client.execute(
+                uri: "/v1/bindings?receivedAt=2023-11-15T00:00:00Z",
+                method: .post,
+                headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: #"{"appUserId":"u2","originalTransactionId":"7"}"#)
+            ) { response in
+                #expect(response.status == .ok, "\(String(buffer: response.body))")
+            }
+            try await client.execute(
+                uri: "/v1/customers/u1?at=1700000002000&asOf=2&environment=Production",
+                method: .get
+            ) {
+                response in
+                #expect(response.status == .ok)
+                #expect(
+                    String(buffer: response.body).contains(#""subscriptions":["7"]"#),
+                    "\(String(buffer: response.body))"
+                )
+            }
+        }
+        let events = try api.ledger.events(after: 0, limit: 10)
+        #expect(events.map(\.event.metadata.receivedAt) == [1_700_000_001_000, 1_700_000_001_000, 1_700_006_400_000])
+    }
+
+    /// `follow` is a boolean: anything but true/false/1/0 is refused rather than read as false.
+    @Test(arguments: ["yes", "TRUE", ""])
+    func followMustBeABoolean(_ value: String) async throws {
+        let (api, directory) = try RouterTests.makeAPI()
+        defer {
+            api.ledger.close()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        let app = Application(router: api.makeRouter())
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/v1/events?follow=\(value)", method: .get) { response in
+                #expect(response.status == .badRequest)
+                #expect(
+                    String(buffer: response.body)
+                        == #"{"error":{"code":"invalid_query","message":"follow must be true or false"}}"# + "\n"
+                )
+            }
+            try await client.execute(uri: "/v1/events?follow=false&limit=5", method: .get) { response in
+                #expect(response.status == .ok)
+            }
+        }
+    }
+}
+
+// MARK: - A head that does not parse, behind pipelined requests
+
+// The follow streams end on a timer that runs on the cooperative pool, which the whole suite's tests beside these
+// can hold for many seconds on a 2-core machine: the reads wait long (a stream that never ends still fails).
+@Suite("Malformed head behind pipelined requests", .serialized, .timeLimit(.minutes(6)))
+struct PipelinedMalformedHeadTests {
+    static let garbage = "GARBAGE LINE\r\nHost: l\r\n\r\n"
+
+    /// The answer to `garbage`: its error document, not an empty 400.
+    static let refusal: String = {
+        let document =
+            #"{"error":{"code":"bad_request","message":"the request head does not parse (invalid HTTP method)"}}"#
+            + "\n"
+        return "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\n"
+            + "Content-Length: \(document.utf8.count)\r\n\r\n" + document
+    }()
+
+    /// The answers in `text`, each from its status line.
+    static func answers(_ text: String) -> [String] {
+        text.components(separatedBy: "HTTP/1.1 ").dropFirst().map { "HTTP/1.1 " + $0 }
+    }
+
+    /// Requests the router answers, then a garbage request line, sent at once: each request is answered in order,
+    /// then the garbage gets 400 `bad_request` with its error document, and the connection closes. The same with
+    /// the fast read path on and off.
+    @Test(arguments: [
+        "GET /v1/transactions/none HTTP/1.1\r\nHost: l\r\n\r\n",
+        "POST /v1/events HTTP/1.1\r\nHost: l\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+        "GET /v1/events?follow=true&timeout=0.5 HTTP/1.1\r\nHost: l\r\n\r\n",
+        "GET /v1/health HTTP/1.1\r\nHost: l\r\n\r\nGET /v1/transactions/none HTTP/1.1\r\nHost: l\r\n\r\n",
+    ])
+    func theGarbageIsAnsweredWithItsErrorDocumentAfterTheAnswersOwed(_ before: String) async throws {
+        try await withServer { server in
+            for fast in [true, false] {
+                server.service.fastReads.isOn = fast
+                let connection = try RawConnection(server.socketPath)
+                connection.send(before + Self.garbage)
+                let (text, closed) = await offThePool { connection.readUntilClosed(seconds: 90) }
+                #expect(closed, "fast path \(fast)")
+                let answers = Self.answers(text)
+                let owed = before.components(separatedBy: " HTTP/1.1\r\n").count - 1
+                #expect(answers.count == owed + 1, "fast path \(fast): \(text)")
+                #expect(answers.dropLast().allSatisfy { !$0.hasPrefix("HTTP/1.1 400 ") }, "fast path \(fast): \(text)")
+                #expect(answers.last == Self.refusal, "fast path \(fast): \(text)")
+            }
+            // Its bytes came in one read with the requests before it, so they are not known: nothing is kept rather
+            // than bytes not its own (the head is kept when it has a read of its own, as in the test below).
+            let kept = try server.ledger.rejectedInputs(limit: 10_000).filter { $0.code == "bad_request" }
+            #expect(
+                kept.allSatisfy { $0.raw == Array(Self.garbage.utf8) && $0.request == "GARBAGE LINE" },
+                "\(kept.map { String(decoding: $0.raw, as: UTF8.self) })"
+            )
+            #expect(try await server.client().get("/v1/health").status == 200)
+        }
+    }
+
+    /// The garbage arriving while a stream is still being answered: refused once the stream ends, and kept in
+    /// `rejected` with its bytes (they came in a read of their own).
+    @Test func aGarbageHeadDuringAStreamIsRefusedAfterItAndKept() async throws {
+        try await withServer { server in
+            let connection = try RawConnection(server.socketPath)
+            connection.send("GET /v1/events?follow=true&timeout=1 HTTP/1.1\r\nHost: l\r\n\r\n")
+            try await Task.sleep(for: .milliseconds(300))
+            connection.send(Self.garbage)
+            let (text, closed) = await offThePool { connection.readUntilClosed(seconds: 90) }
+            #expect(closed)
+            let answers = Self.answers(text)
+            #expect(answers.count == 2, "\(text)")
+            #expect(answers.first?.hasPrefix("HTTP/1.1 200 OK\r\n") == true)
+            #expect(answers.first?.hasSuffix("0\r\n\r\n") == true, "the stream ended first: \(text)")
+            #expect(answers.last == Self.refusal, "\(text)")
+            let deadline = ContinuousClock.now + .seconds(5)
+            var kept = try server.ledger.rejectedInputs(limit: 100)
+            while kept.isEmpty && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+                kept = try server.ledger.rejectedInputs(limit: 100)
+            }
+            #expect(kept.count == 1)
+            #expect(kept.first?.code == "bad_request")
+            #expect(kept.first?.request == "GARBAGE LINE")
+            #expect(kept.first?.raw == Array(Self.garbage.utf8))
+        }
+    }
+}
