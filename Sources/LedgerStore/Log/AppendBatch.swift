@@ -30,6 +30,8 @@ struct AppendBatch {
         var results: [AppendResult] = []
         results.reserveCapacity(inputs.count)
         var written: [LedgerEvent] = []
+        // The input of each written event: the seq of its first event (its raw key).
+        var inputs: [UInt64] = []
 
         for input in inputs {
             switch input {
@@ -79,6 +81,7 @@ struct AppendBatch {
                         }
                     }
                     written.append(LedgerEvent(seq: seq, fact: fact, metadata: metadata))
+                    inputs.append(rawKey!)
                     writtenForInput.append(
                         AppendResult.WrittenEvent(
                             seq: seq, kind: fact.kind, transactionId: fact.transactionId?.rawValue,
@@ -89,7 +92,7 @@ struct AppendBatch {
         }
 
         if !written.isEmpty {
-            try projections.apply(written, in: txn)
+            try projections.apply(written, inputs: inputs, in: txn)
             try txn.put(layout.meta, key: StoreLayout.metaChainHead, value: ChainHead(last: state.seq, link: state.chainHead).encoded)
         }
         if let head = state.rejectedHead, state.rejectedCount != state.rejectedCountBefore {

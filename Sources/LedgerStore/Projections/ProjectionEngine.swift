@@ -12,66 +12,114 @@ struct ProjectionEngine {
     let layout: StoreLayout
     let rules: FoldRules
 
-    /// Brings the timelines of every subscription `events` touch up to date; `events` are in log order.
-    func apply(_ events: [LedgerEvent], in txn: Transaction) throws {
+    /// Brings the timelines of every subscription `events` touch up to date, and writes the lifecycle events each
+    /// input said about each of them (`Lifecycle.events`, at the input's last seq about the subscription); `events`
+    /// are in log order, `inputs[i]` names the input of `events[i]` (the seq of its first event).
+    func apply(_ events: [LedgerEvent], inputs: [UInt64], in txn: Transaction) throws {
         // Group by subscription, keeping log order inside each group.
         var order: [[UInt8]] = []
-        var groups: [[UInt8]: [LedgerEvent]] = [:]
-        var claimsOfEveryEnvironment: [(BindingClaim, LedgerEvent)] = []
-        for event in events {
+        var groups: [[UInt8]: [(event: LedgerEvent, input: UInt64)]] = [:]
+        var claimsOfEveryEnvironment: [(BindingClaim, LedgerEvent, UInt64)] = []
+        for (event, input) in zip(events, inputs) {
             guard let otid = event.fact.originalTransactionId else { continue }
             if case .binding(let claim) = event.fact, claim.everyEnvironment {
-                claimsOfEveryEnvironment.append((claim, event))
+                claimsOfEveryEnvironment.append((claim, event, input))
                 continue
             }
             let key = StoreLayout.subscriptionKey(event.fact.environment, otid)
             if groups[key] == nil { order.append(key) }
-            groups[key, default: []].append(event)
+            groups[key, default: []].append((event, input))
         }
         // A claim that named no environment joins the subscription in every environment where it is known.
-        for (claim, event) in claimsOfEveryEnvironment {
+        for (claim, event, input) in claimsOfEveryEnvironment {
             for environment in AppStoreEnvironment.known {
                 let key = StoreLayout.subscriptionKey(environment, claim.originalTransactionId)
                 guard try groups[key] != nil || txn.get(layout.timelines, key: key) != nil else { continue }
                 try index(claim, seq: event.seq, in: environment, txn)
                 if groups[key] == nil { order.append(key) }
-                groups[key, default: []].append(event)
+                groups[key, default: []].append((event, input))
             }
         }
         for key in order {
-            let group = groups[key]!
+            // Such claims joined their groups last: back into log order.
+            var group = groups[key]!
+            if !claimsOfEveryEnvironment.isEmpty { group.sort { $0.event.seq < $1.event.seq } }
             guard let (environment, otid) = key.withUnsafeBytes({ StoreLayout.decodeSubscriptionKey($0) }) else {
                 throw LedgerError.corrupted("a subscription key of \(key) does not decode")
             }
-            var timeline: Timeline
+            let runs = Self.inputRuns(group)
+            var timeline: Timeline?
             if let stored = try txn.get(layout.timelines, key: key) {
-                // The common case, events after everything known about the latest period: only that period is
-                // decoded, the earlier ones are copied as stored.
-                if let updated = try StoredTimeline.appending(group, to: stored, rules: rules) {
-                    try txn.put(layout.timelines, key: key, value: updated)
+                // The common case, one input's events after everything known about the latest period: only that
+                // period is decoded, the earlier ones are copied as stored.
+                if runs.count == 1, let tail = try StoredTimeline.appendingWithTimelines(runs[0], to: stored, rules: rules) {
+                    try txn.put(layout.timelines, key: key, value: tail.bytes)
+                    try write(Lifecycle.events(before: tail.before, after: tail.after, seq: runs[0].last!.seq, rules: rules), txn)
                     continue
                 }
                 timeline = try StoredTimeline.decode(stored)
-                // `apply` leaves the timeline untouched when it declines, so a refold starts from the facts alone.
-                if !timeline.apply(contentsOf: group, rules: rules) {
-                    timeline = try refold(environment, otid, txn)
-                }
-            } else if try adoptClaimsOfEveryEnvironment(environment, otid, txn) {
-                // New in this environment, and claimed before without one: those claims apply here too.
-                timeline = try refold(environment, otid, txn)
-            } else {
-                timeline = Timeline.fold(
-                    group, originalTransactionId: otid, environment: environment, rules: rules, ties: .canonical)
             }
-            try txn.put(layout.timelines, key: key, value: StoredTimeline.encode(timeline))
+            // Input by input, so that each says what it changed, as a replay of the log derives it.
+            let adopting = timeline == nil ? try adoptClaimsOfEveryEnvironment(environment, otid, txn) : false
+            for run in runs {
+                let seq = run.last!.seq
+                guard var next = timeline else {
+                    // New here: claims that named no environment say nothing until the subscription's own first
+                    // event (they join the fold then).
+                    if run.allSatisfy({ Self.namesNoEnvironment($0) }) { continue }
+                    let after =
+                        adopting
+                        ? try refold(environment, otid, upTo: seq, txn)
+                        : Timeline.fold(
+                            group.prefix { $0.event.seq <= seq }.map(\.event), originalTransactionId: otid,
+                            environment: environment, rules: rules, ties: .canonical)
+                    try write(Lifecycle.events(before: nil, after: after, seq: seq, rules: rules), txn)
+                    timeline = after
+                    continue
+                }
+                // `apply` leaves the timeline untouched when it declines, so a refold starts from the facts alone.
+                if !next.apply(contentsOf: run, rules: rules) {
+                    next = try refold(environment, otid, upTo: seq, txn)
+                }
+                try write(Lifecycle.events(before: timeline, after: next, seq: seq, rules: rules), txn)
+                timeline = next
+            }
+            if let timeline { try txn.put(layout.timelines, key: key, value: StoredTimeline.encode(timeline)) }
         }
     }
 
-    /// The subscription folded from every event the store has of it.
-    private func refold(_ environment: AppStoreEnvironment, _ otid: OriginalTransactionID, _ txn: Transaction) throws
-        -> Timeline
-    {
-        let all = try SubscriptionScan.events(layout, environment, otid, upTo: nil, metadata: .forFold, txn)
+    /// The events of a subscription's group split by input, in log order.
+    static func inputRuns(_ group: [(event: LedgerEvent, input: UInt64)]) -> [[LedgerEvent]] {
+        var runs: [[LedgerEvent]] = []
+        var current: UInt64?
+        for (event, input) in group {
+            if input != current {
+                runs.append([])
+                current = input
+            }
+            runs[runs.count - 1].append(event)
+        }
+        return runs
+    }
+
+    /// A claim that named no environment.
+    static func namesNoEnvironment(_ event: LedgerEvent) -> Bool {
+        if case .binding(let claim) = event.fact { return claim.everyEnvironment }
+        return false
+    }
+
+    /// Writes the lifecycle events one input said about one subscription.
+    private func write(_ said: [LifecycleEvent], _ txn: Transaction) throws {
+        for (i, e) in said.enumerated() {
+            try txn.put(layout.lifecycle, key: StoreLayout.lifecycleKey(seq: e.seq, e.environment, index: i), value: e.encoded())
+        }
+    }
+
+    /// The subscription folded from every event the store has of it up to `seq`.
+    private func refold(
+        _ environment: AppStoreEnvironment, _ otid: OriginalTransactionID, upTo seq: UInt64, _ txn: Transaction
+    ) throws -> Timeline {
+        let all = try SubscriptionScan.events(layout, environment, otid, upTo: seq, metadata: .forFold, txn)
         return Timeline.fold(all, originalTransactionId: otid, environment: environment, rules: rules, ties: .canonical)
     }
 
