@@ -1,5 +1,6 @@
 import Foundation
 import LMDB
+import LedgerCodec
 import LedgerCore
 import LedgerStore
 import LedgerTestSupport
@@ -103,9 +104,10 @@ import Testing
 
     @Test func aReplayNamesAMissingOrAlteredLifecycleEventAndARewriteRestoresIt() throws {
         let t = try TemporaryLedger()
-        let p1 = transaction("1", purchase: 1_700_000_000_000)
+        var p1 = transaction("1", purchase: 1_700_000_000_000)
+        p1.signedDate = p1.purchaseDate
         var p2 = transaction("2", purchase: 1_700_000_000_000 + 30 * 86_400_000)
-        p2.webOrderLineItemId = "w2"
+        p2.signedDate = p2.purchaseDate
         var refund = p1
         refund.signedDate = 1_700_000_000_000 + 40 * 86_400_000
         refund.revocationDate = 1_700_000_000_000 + 5 * 86_400_000

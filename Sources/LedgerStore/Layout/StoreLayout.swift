@@ -16,7 +16,7 @@ import LedgerCore
 /// | `timelines` | environment (1) ‖ OTID               | `StoredTimeline`: stamp seq (BE, 8) ‖ the timeline's binary form |
 /// | `rejected`  | rejection number (BE, 8), appended   | RejectedInput.encoded()                          |
 /// | `bindings_any` | OTID                              | `EventReference`, dupsort: claims that named no environment |
-/// | `lifecycle` | seq (BE, 8) ‖ environment code (1) ‖ index (BE, 2) | a lifecycle event (LedgerCodec's form)   |
+/// | `lifecycle` | seq (BE, 8) ‖ environment code (1) ‖ index (BE, 4) | a lifecycle event (LedgerCodec's form)   |
 ///
 /// A claim that names no environment is indexed in `bindings_any`, and in `by_otid` and `by_user` under every
 /// environment where its subscription is known; when the subscription appears in another environment later, the

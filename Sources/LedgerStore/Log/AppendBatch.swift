@@ -31,7 +31,7 @@ struct AppendBatch {
         results.reserveCapacity(inputs.count)
         var written: [LedgerEvent] = []
         // The input of each written event: the seq of its first event (its raw key).
-        var inputs: [UInt64] = []
+        var inputOf: [UInt64] = []
 
         for input in inputs {
             switch input {
@@ -81,7 +81,7 @@ struct AppendBatch {
                         }
                     }
                     written.append(LedgerEvent(seq: seq, fact: fact, metadata: metadata))
-                    inputs.append(rawKey!)
+                    inputOf.append(rawKey!)
                     writtenForInput.append(
                         AppendResult.WrittenEvent(
                             seq: seq, kind: fact.kind, transactionId: fact.transactionId?.rawValue,
@@ -92,7 +92,7 @@ struct AppendBatch {
         }
 
         if !written.isEmpty {
-            try projections.apply(written, inputs: inputs, in: txn)
+            try projections.apply(written, inputs: inputOf, in: txn)
             try txn.put(layout.meta, key: StoreLayout.metaChainHead, value: ChainHead(last: state.seq, link: state.chainHead).encoded)
         }
         if let head = state.rejectedHead, state.rejectedCount != state.rejectedCountBefore {
