@@ -1,6 +1,7 @@
 import LMDB
 import LedgerCodec
 import LedgerCore
+import LedgerWire
 
 // MARK: - Outbound webhook: where delivery stands, and the dead letters
 
