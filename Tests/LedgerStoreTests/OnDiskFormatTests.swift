@@ -116,7 +116,7 @@ import Testing
         "log": "11 4c669db929224b3b", "by_otid": "12 5338f56e78c08b57", "by_user": "3 5f4cffb065e548f3",
         "timelines": "4 25da0cb7b62dc277", "rejected": "2 d1bcf857e3108c25", "bindings_any": "1 f9d7db8022222bf4",
         // Schema 4 (issue 14): the schema version in `meta`, the lifecycle events, no dead letter.
-        "lifecycle": "PENDING", "webhook_dead": "0 cbf29ce484222325",
+        "lifecycle": "9 b19334a9fb8c9035", "webhook_dead": "0 cbf29ce484222325",
     ]
 
     @Test func aFixedHistoryIsStoredAsTheEarlierBuildStoredIt() throws {

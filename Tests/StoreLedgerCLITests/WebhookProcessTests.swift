@@ -64,7 +64,7 @@ private final class Receiver {
         let portFile = directory.file("receiver.port")
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [
-            "python3", script, portFile, log, WebhookProcessTests.secret, "\(failFirst)", "\(holdRequest)", "\(holdSeconds)",
+            "python3", script, portFile, log, LiveProcesses.WebhookProcessTests.secret, "\(failFirst)", "\(holdRequest)", "\(holdSeconds)",
         ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
