@@ -5,6 +5,7 @@ import LedgerCore
 import LedgerIngest
 import LedgerStore
 import LedgerWire
+import Logging
 
 /// Asks Apple what it holds of a subscription and gives the ledger what it lacked (`storeledger reconcile`, and the
 /// periodic job of `serve`).
@@ -120,6 +121,20 @@ public struct Reconciler: Sendable {
                       signedDate: n.signedDate, lastSendAttempt: item.lastResult))
         }
 
+        /// A transaction of Apple's answer: reported when the ledger lacked it (no stored revision states its
+        /// fields), appended unless a notification of this check already brings it as Apple first signed it.
+        func consider(_ t: TransactionFact, _ input: LedgerInput, _ facts: [Fact]) throws {
+            guard try !known(t, pending: []),
+                !check.transactionsAdded.contains(where: { $0.transactionId == t.transactionId.rawValue })
+            else { return }
+            check.transactionsAdded.append(
+                .init(transactionId: t.transactionId.rawValue, productId: t.productId, purchaseDate: t.purchaseDate,
+                      revision: try !ledger.events(key: t.transactionId.rawValue).isEmpty))
+            if try known(t, pending: pendingFacts) { return }
+            pending.append(input)
+            pendingFacts += facts
+        }
+
         // 2. Transactions: the customer's history, this subscription's part of it.
         let history = try await client.wholeTransactionHistory(otid.rawValue)
         check.revision = history.revision
@@ -132,12 +147,7 @@ public struct Reconciler: Sendable {
             }
             guard case .transaction(let t)? = facts.first, t.originalTransactionId == otid else { continue }
             check.transactionsSeen += 1
-            if try known(t, pending: pendingFacts) { continue }
-            pending.append(input)
-            pendingFacts += facts
-            check.transactionsAdded.append(
-                .init(transactionId: t.transactionId.rawValue, productId: t.productId, purchaseDate: t.purchaseDate,
-                      revision: try !ledger.events(key: t.transactionId.rawValue).isEmpty))
+            try consider(t, input, facts)
         }
 
         // 3. The latest renewal info (and transaction) of the subscription.
@@ -151,17 +161,15 @@ public struct Reconciler: Sendable {
                 }
                 switch facts.first {
                 case .transaction(let t)? where t.originalTransactionId == otid:
-                    if try known(t, pending: pendingFacts) { continue }
-                    pending.append(input)
-                    pendingFacts += facts
-                    check.transactionsAdded.append(
-                        .init(transactionId: t.transactionId.rawValue, productId: t.productId,
-                              purchaseDate: t.purchaseDate, revision: try !ledger.events(key: t.transactionId.rawValue).isEmpty))
+                    try consider(t, input, facts)
                 case .renewal(let r)? where r.originalTransactionId == otid:
+                    // Lacking when the ledger's latest renewal info differs; appended unless a notification of this
+                    // check brings the same.
+                    guard try !known(r, pending: []) else { continue }
+                    check.renewalInfoAdded = true
                     if try known(r, pending: pendingFacts) { continue }
                     pending.append(input)
                     pendingFacts += facts
-                    check.renewalInfoAdded = true
                 default:
                     continue
                 }
@@ -245,6 +253,43 @@ public struct Reconciler: Sendable {
         case .transaction(let t): return "transaction \(t.transactionId.rawValue)"
         case .renewal(let r): return "renewal info of \(r.originalTransactionId.rawValue)"
         default: return first.eventKey
+        }
+    }
+}
+
+// MARK: - The periodic job of `serve`
+
+extension Reconciler {
+    /// Reconciles every subscription active in the last `window` seconds, every `interval` seconds, until the task
+    /// is cancelled (`serve` cancels it when it stops). Off unless `appStoreServerAPI.reconcileEverySeconds` is set.
+    /// Each run is logged in one line (notice when something was missing or could not be checked); a run that fails
+    /// as a whole (the ledger refusing writes) is logged and the next one is tried at its time.
+    public func startPeriodic(every interval: Double, window: Double, logger: Logger) -> Task<Void, Never> {
+        Task {
+            while !Task.isCancelled {
+                do {
+                    try await Task.sleep(nanoseconds: UInt64(interval * 1_000_000_000))
+                } catch {
+                    break
+                }
+                let since = currentMillis() - Int64(window * 1000)
+                do {
+                    let report = try await run(.activeSince(since), dryRun: false)
+                    let added = report.subscriptions.reduce(0) {
+                        $0 + $1.transactionsAdded.count + $1.notificationsAdded.count
+                    }
+                    let level: Logger.Level = report.complete ? .info : .notice
+                    logger.log(
+                        level: level, "reconciled with Apple",
+                        metadata: [
+                            "subscriptions": "\(report.subscriptions.count)", "missing": "\(added)",
+                            "notChecked": "\(report.failures.count)",
+                            "undelivered": "\(report.subscriptions.reduce(0) { $0 + $1.notificationsUndelivered.count })",
+                        ])
+                } catch {
+                    logger.error("reconciliation failed", metadata: ["error": "\(error)"])
+                }
+            }
         }
     }
 }
