@@ -233,6 +233,8 @@ let package = Package(
             dependencies: [
                 "LedgerAppleAPI", "LedgerAPI", "LedgerIngest", "LedgerWire", "LedgerStore", "LedgerCore", "LedgerAppStore",
                 "LedgerTestSupport",
+                // Built first: ReconcileCommandTests run the executable.
+                "storeledger",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
