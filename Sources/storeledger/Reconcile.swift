@@ -71,7 +71,7 @@ struct Reconcile: AsyncParsableCommand {
         let progress = ProgressLine("reconciling", unit: "subscriptions", quiet: quiet || json)
         let report: ReconciliationReport
         do {
-            report = try await reconciler.run(scope, dryRun: dryRun) { progress.update(UInt64($0), UInt64($1)) }
+            report = try await reconciler.run(scope, dryRun: dryRun, progress: { progress.update(UInt64($0), UInt64($1)) })
         } catch {
             progress.finish()
             await client.shutdown()

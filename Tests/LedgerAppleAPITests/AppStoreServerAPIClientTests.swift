@@ -61,7 +61,7 @@ import Testing
         try Data("-----BEGIN PRIVATE KEY-----\nc2VjcmV0\n-----END PRIVATE KEY-----\n".utf8)
             .write(to: URL(fileURLWithPath: dir.file("bad.p8")))
         #expect {
-            try APITokenSigner(keyFile: dir.file("bad.p8"), keyId: "K", issuerId: "I", bundleId: "B")
+            _ = try APITokenSigner(keyFile: dir.file("bad.p8"), keyId: "K", issuerId: "I", bundleId: "B")
         } throws: { error in
             (error as? CodedError)?.code == .invalidConfiguration && !"\(error)".contains("c2VjcmV0")
         }

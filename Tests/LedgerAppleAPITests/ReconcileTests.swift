@@ -68,8 +68,8 @@ struct RenewalStory {
         }
         var renewalNow = renewal
         renewalNow["signedDate"] = now
-        let statuses = AppleAnswers.statuses(
-            otid: Self.otid, status: 1, transaction: history[4], renewal: TestPKI.shared.sign(json: renewalNow))
+        let statuses = AppleFixtures.json(AppleAnswers.statuses(
+            otid: Self.otid, status: 1, transaction: history[4], renewal: TestPKI.shared.sign(json: renewalNow)))
         let items: [(signedPayload: String, attempts: [(Int64, String)])] = signedPayloads.enumerated().map { i, p in
             (p, undelivered.contains(i) ? [(starts[i] + 1000, "NO_RESPONSE"), (starts[i] + 3_600_000, "TIMED_OUT")] : [(starts[i] + 1000, "SUCCESS")])
         }
@@ -77,9 +77,12 @@ struct RenewalStory {
             switch (request.method, request.path) {
             case ("POST", "/inApps/v1/notifications/history"):
                 guard let body = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any],
-                    let start = body["startDate"] as? Int64, let end = body["endDate"] as? Int64, start < end,
-                    end - start <= 180 * AppleFixtures.day, body["transactionId"] as? String == Self.otid
+                    let start = body["startDate"] as? Int, let end = body["endDate"] as? Int, start < end,
+                    Int64(end - start) <= 180 * AppleFixtures.day
                 else { return .json(AppleAnswers.error(4000023, "Invalid start date."), status: 400) }
+                guard body["transactionId"] as? String == Self.otid else {
+                    return .json(AppleAnswers.error(4040010, "Transaction id not found."), status: 404)
+                }
                 if request.query["paginationToken"] == nil {
                     return .json(AppleAnswers.notificationPage(Array(items[0..<3]), token: "page-2", hasMore: true))
                 }
@@ -91,7 +94,7 @@ struct RenewalStory {
                 default: return .json(AppleAnswers.historyPage([history[4]], revision: "rev-c", hasMore: false))
                 }
             case ("GET", "/inApps/v1/subscriptions/\(Self.otid)"):
-                return .json(statuses)
+                return FakeAppStoreServer.Response(status: 200, headers: [("Content-Type", "application/json")], body: statuses)
             default:
                 return .json(AppleAnswers.error(4040010, "Transaction id not found."), status: 404)
             }
@@ -168,7 +171,7 @@ struct RenewalStory {
         let lastBefore = try gappy.lastSeq()
 
         try await Self.withReconciler(dir, gappy, apple: story.apple()) { reconciler, server in
-            let report = try await reconciler.run(.original(OriginalTransactionID(rawValue: RenewalStory.otid)), dryRun: false) { now }
+            let report = try await reconciler.run(.original(OriginalTransactionID(rawValue: RenewalStory.otid)), dryRun: false, now: { now })
             let check = try #require(report.subscriptions.first)
             #expect(check.failure == nil)
             #expect(check.transactionsSeen == 5)
@@ -220,7 +223,7 @@ struct RenewalStory {
         // Reconciling again finds nothing missing and writes only the check.
         let lastAfter = try gappy.lastSeq()
         try await Self.withReconciler(dir, gappy, apple: story.apple()) { reconciler, _ in
-            let report = try await reconciler.run(.original(OriginalTransactionID(rawValue: RenewalStory.otid)), dryRun: false) { now + 60_000 }
+            let report = try await reconciler.run(.original(OriginalTransactionID(rawValue: RenewalStory.otid)), dryRun: false, now: { now + 60_000 })
             let check = try #require(report.subscriptions.first)
             #expect(check.complete)
             #expect(check.appendedEvents == 0)
@@ -243,7 +246,7 @@ struct RenewalStory {
         defer { gappy.close() }
         let before = try gappy.statistics()
         try await Self.withReconciler(dir, gappy, apple: story.apple()) { reconciler, _ in
-            let report = try await reconciler.run(.user(AppUserID("u1")), dryRun: true) { now }
+            let report = try await reconciler.run(.user(AppUserID("u1")), dryRun: true, now: { now })
             #expect(report.dryRun)
             #expect(!report.complete)
             let check = try #require(report.subscriptions.first)
@@ -271,7 +274,7 @@ struct RenewalStory {
         defer { gappy.close() }
         #expect(try gappy.events(key: "notification:" + story.uuids[4]).isEmpty)
         try await Self.withReconciler(dir, gappy, apple: story.apple(undelivered: [])) { reconciler, _ in
-            let report = try await reconciler.run(.activeSince(now - 10 * AppleFixtures.day), dryRun: false) { now }
+            let report = try await reconciler.run(.activeSince(now - 10 * AppleFixtures.day), dryRun: false, now: { now })
             let check = try #require(report.subscriptions.first)
             #expect(report.subscriptions.count == 1)
             #expect(check.notificationsAdded.map(\.uuid) == [story.uuids[4]])
@@ -297,7 +300,7 @@ struct RenewalStory {
         defer { ledger.close() }
         let before = try ledger.lastSeq()
         try await Self.withReconciler(dir, ledger, apple: story.apple()) { reconciler, _ in
-            let report = try await reconciler.run(.original(OriginalTransactionID(rawValue: "999")), dryRun: false) { now }
+            let report = try await reconciler.run(.original(OriginalTransactionID(rawValue: "999")), dryRun: false, now: { now })
             #expect(report.failures.first?.failure?.code == .appleNotFound)
             #expect(!report.complete)
         }
