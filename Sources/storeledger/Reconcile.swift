@@ -118,8 +118,8 @@ struct Reconcile: AsyncParsableCommand {
                     .invalidConfiguration, "\(source) has no appStoreServerAPI section (keyFile, keyId, issuerId; see README)")
             }
             return settings
-        } catch {
-            throw CommandFailure(code: error.code, message: error.message, json: json)
+        } catch let error as CodedError {
+            throw CommandFailure(error, json: json)
         }
     }
 }

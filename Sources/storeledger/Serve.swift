@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LedgerAPI
 import LedgerAppleAPI
+import LedgerCore
 import LedgerIngest
 import LedgerServer
 import LedgerStore

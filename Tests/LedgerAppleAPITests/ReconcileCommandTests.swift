@@ -1,6 +1,7 @@
 import Foundation
 import LedgerAppleAPI
 import LedgerCore
+import LedgerIngest
 import LedgerTestSupport
 import Testing
 
@@ -65,7 +66,7 @@ import Testing
         let dry = try setup.run(["reconcile", "--original", RenewalStory.otid, "--dry-run", "--json"], debugLogs: true)
         outputs.append(dry)
         #expect(dry.status == 0, "\(dry.stderr)")
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(dry.stdout.utf8)) as? [String: Any])
+        let report = try #require(try JSONSerialization.jsonObject(with: dry.stdout.data(using: .utf8)!) as? [String: Any])
         #expect(report["dryRun"] as? Bool == true)
         #expect(report["complete"] as? Bool == false)
         let subscription = try #require((report["subscriptions"] as? [[String: Any]])?.first)
@@ -85,7 +86,7 @@ import Testing
         #expect(try lastSeq(setup) == seqBefore + 7)
 
         let timeline = try setup.run(["timeline", RenewalStory.otid, "--json"])
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(timeline.stdout.utf8)) as? [String: Any])
+        let document = try #require(try JSONSerialization.jsonObject(with: timeline.stdout.data(using: .utf8)!) as? [String: Any])
         #expect(document["status"] as? String == "active")
         let reconciliation = try #require(document["reconciliation"] as? [String: Any])
         #expect(reconciliation["transactionsAdded"] as? [String] == ["2000000000000004", "2000000000000005"])
@@ -111,7 +112,7 @@ import Testing
             for out in outputs {
                 #expect(!out.stdout.contains(secret) && !out.stderr.contains(secret))
             }
-            #expect(stored.range(of: Data(secret.utf8)) == nil)
+            #expect(stored.range(of: secret.data(using: .utf8)!) == nil)
         }
         #expect(outputs[1].stderr.contains("/inApps/v2/history/"), "debug logs name the requests")
         #expect(server.requests.allSatisfy { setup.key.problem(with: $0) == nil })
@@ -141,7 +142,7 @@ import Testing
 
     private func lastSeq(_ setup: Setup) throws -> UInt64 {
         let out = try setup.run(["stats", "--json"])
-        let stats = try #require(try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any])
+        let stats = try #require(try JSONSerialization.jsonObject(with: out.stdout.data(using: .utf8)!) as? [String: Any])
         return UInt64(try #require(stats["lastSeq"] as? Int))
     }
 }

@@ -287,7 +287,8 @@ struct RenewalStory {
         #expect(stored.count == 1)
         #expect(stored.first?.event.metadata.signature == .verified)
         // The raw input is the signedPayload exactly as Apple sent it.
-        let raw = try #require(try gappy.raw(of: try #require(stored.first)))
+        let first = try #require(stored.first)
+        let raw = try #require(try gappy.raw(of: first))
         #expect(raw == AppleFixtures.v2Notification(signedPayload: story.signedPayloads[4]))
     }
 
