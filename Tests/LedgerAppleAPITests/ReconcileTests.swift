@@ -273,8 +273,12 @@ struct RenewalStory {
         let gappy = try await Self.ledger(dir, "gappy", [story.binding] + Array(story.bodies[0..<4]), now: now)
         defer { gappy.close() }
         #expect(try gappy.events(key: "notification:" + story.uuids[4]).isEmpty)
+        // As the ledger knows it, the subscription's last period (renewal 3) ended 20 days ago: a window of 10 days
+        // does not take it in, one of 30 does.
+        #expect(try gappy.subscriptions(environment: .production, activeSince: now - 10 * AppleFixtures.day).isEmpty)
+        #expect(try gappy.subscriptions(environment: .production, activeSince: now - 30 * AppleFixtures.day).map(\.rawValue) == [RenewalStory.otid])
         try await Self.withReconciler(dir, gappy, apple: story.apple(undelivered: [])) { reconciler, _ in
-            let report = try await reconciler.run(.activeSince(now - 10 * AppleFixtures.day), dryRun: false, now: { now })
+            let report = try await reconciler.run(.activeSince(now - 30 * AppleFixtures.day), dryRun: false, now: { now })
             let check = try #require(report.subscriptions.first)
             #expect(report.subscriptions.count == 1)
             #expect(check.notificationsAdded.map(\.uuid) == [story.uuids[4]])
