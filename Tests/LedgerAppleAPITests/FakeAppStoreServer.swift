@@ -242,8 +242,9 @@ struct OperatorKey {
 
     /// What Apple checks of a request's token: the header (`alg` ES256, `kid`, `typ` JWT), the claims (`iss`, `aud`
     /// appstoreconnect-v1, `bid`, `iat` now, `exp` at most an hour later) and the ES256 signature with the key's
-    /// public half. Nil when it holds; else what is wrong.
-    func problem(with request: FakeAppStoreServer.Request, now: Date = Date()) -> String? {
+    /// public half, at the instant the request arrived. Nil when it holds; else what is wrong.
+    func problem(with request: FakeAppStoreServer.Request) -> String? {
+        let now = request.receivedAt
         guard let authorization = request.header("Authorization"), authorization.hasPrefix("Bearer ") else {
             return "no bearer token"
         }
