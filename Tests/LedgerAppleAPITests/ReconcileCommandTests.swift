@@ -35,12 +35,22 @@ import Testing
             try Data(AppleFixtures.json(object)).write(to: URL(fileURLWithPath: config))
         }
 
-        func run(_ arguments: [String], debugLogs: Bool = false) throws -> ProcessOutput {
-            var environment = ProcessInfo.processInfo.environment
-            if debugLogs { environment["STORELEDGER_LOG_LEVEL"] = "debug" }
-            return try runProcess(
-                storeledgerExecutable(), arguments + ["--data", data, "--config", config], environment: environment,
-                deadline: 120)
+        /// Runs the executable and waits for it off the cooperative pool, which the other suites' in-process servers
+        /// need (two cores: a pool thread blocked for seconds stalls them).
+        func run(_ arguments: [String], debugLogs: Bool = false) async throws -> ProcessOutput {
+            var variables = ProcessInfo.processInfo.environment
+            if debugLogs { variables["STORELEDGER_LOG_LEVEL"] = "debug" }
+            let environment = variables
+            let arguments = arguments + ["--data", data, "--config", config]
+            let executable = storeledgerExecutable()
+            return try await withCheckedThrowingContinuation { continuation in
+                DispatchQueue.global().async {
+                    continuation.resume(
+                        with: Result {
+                            try runProcess(executable, arguments, environment: environment, deadline: 120)
+                        })
+                }
+            }
         }
     }
 
@@ -58,12 +68,12 @@ import Testing
         for (i, body) in inputs.enumerated() {
             try Data(body).write(to: URL(fileURLWithPath: dir.file("input-\(i).json")))
         }
-        let ingest = try setup.run(["ingest", "--quiet"] + inputs.indices.map { dir.file("input-\($0).json") })
+        let ingest = try await setup.run(["ingest", "--quiet"] + inputs.indices.map { dir.file("input-\($0).json") })
         #expect(ingest.status == 0, "\(ingest.stderr)")
-        let seqBefore = try lastSeq(setup)
+        let seqBefore = try await lastSeq(setup)
 
         // A dry run: the gaps, and nothing written.
-        let dry = try setup.run(["reconcile", "--original", RenewalStory.otid, "--dry-run", "--json"], debugLogs: true)
+        let dry = try await setup.run(["reconcile", "--original", RenewalStory.otid, "--dry-run", "--json"], debugLogs: true)
         outputs.append(dry)
         #expect(dry.status == 0, "\(dry.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: dry.stdout.data(using: .utf8)!) as? [String: Any])
@@ -73,31 +83,31 @@ import Testing
         #expect((subscription["transactionsAdded"] as? [[String: Any]])?.compactMap { $0["transactionId"] as? String }
             == ["2000000000000004", "2000000000000005"])
         #expect(subscription["notificationsUndelivered"] as? [String] == Array(story.uuids[3...]))
-        #expect(try lastSeq(setup) == seqBefore)
+        #expect(try await lastSeq(setup) == seqBefore)
 
         // The real run: the gap report, the two notifications appended, the check recorded.
-        let run = try setup.run(["reconcile", "--original", RenewalStory.otid], debugLogs: true)
+        let run = try await setup.run(["reconcile", "--original", RenewalStory.otid], debugLogs: true)
         outputs.append(run)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("\(RenewalStory.otid): incomplete"))
         #expect(run.stdout.contains("transaction 2000000000000004 added"))
         #expect(run.stdout.contains("notification \(story.uuids[4]) added: DID_RENEW"))
         #expect(run.stdout.contains("Apple never delivered: \(story.uuids[3]), \(story.uuids[4])"))
-        #expect(try lastSeq(setup) == seqBefore + 7)
+        #expect(try await lastSeq(setup) == seqBefore + 7)
 
-        let timeline = try setup.run(["timeline", RenewalStory.otid, "--json"])
+        let timeline = try await setup.run(["timeline", RenewalStory.otid, "--json"])
         let document = try #require(try JSONSerialization.jsonObject(with: timeline.stdout.data(using: .utf8)!) as? [String: Any])
         #expect(document["status"] as? String == "active")
         let reconciliation = try #require(document["reconciliation"] as? [String: Any])
         #expect(reconciliation["transactionsAdded"] as? [String] == ["2000000000000004", "2000000000000005"])
         #expect(reconciliation["revision"] as? String == "rev-c")
         #expect(reconciliation["seq"] as? Int == Int(seqBefore) + 7)
-        let table = try setup.run(["timeline", RenewalStory.otid])
+        let table = try await setup.run(["timeline", RenewalStory.otid])
         #expect(table.stdout.contains("CHECKED AGAINST APPLE"))
         #expect(table.stdout.contains("5 transactions at Apple, 2 missing: 2000000000000004, 2000000000000005"))
 
         for command in [["replay", "--check"], ["verify"]] {
-            let out = try setup.run(command)
+            let out = try await setup.run(command)
             #expect(out.status == 0, "\(command): \(out.stderr)")
             outputs.append(out)
         }
@@ -118,30 +128,30 @@ import Testing
         #expect(server.requests.allSatisfy { setup.key.problem(with: $0) == nil })
     }
 
-    @Test func withoutTheKeyOrAScopeTheCommandSaysWhy() throws {
+    @Test func withoutTheKeyOrAScopeTheCommandSaysWhy() async throws {
         let dir = try TemporaryDirectory(prefix: "reconcile-cli-config")
         defer { dir.remove() }
         let server = try FakeAppStoreServer(directory: dir) { _ in .json([:]) }
         defer { server.shutdown() }
-        let noScope = try Setup(server: server, dir: dir).run(["reconcile"])
+        let noScope = try await Setup(server: server, dir: dir).run(["reconcile"])
         #expect(noScope.status == 2)
         #expect(noScope.stderr.contains("--original"))
 
-        let noSection = try Setup(server: server, dir: dir, withAPI: false).run(["reconcile", "--original", "1"])
+        let noSection = try await Setup(server: server, dir: dir, withAPI: false).run(["reconcile", "--original", "1"])
         #expect(noSection.status == 1)
         #expect(noSection.stderr.contains("error: invalid_configuration:"))
         #expect(noSection.stderr.contains("appStoreServerAPI"))
 
         let setup = try Setup(server: server, dir: dir)
         try FileManager.default.removeItem(atPath: setup.key.path)
-        let noKey = try setup.run(["reconcile", "--original", "1"])
+        let noKey = try await setup.run(["reconcile", "--original", "1"])
         #expect(noKey.status == 1)
         #expect(noKey.stderr.contains("error: invalid_configuration: cannot read the in-app purchase key file"))
         #expect(server.requests.isEmpty)
     }
 
-    private func lastSeq(_ setup: Setup) throws -> UInt64 {
-        let out = try setup.run(["stats", "--json"])
+    private func lastSeq(_ setup: Setup) async throws -> UInt64 {
+        let out = try await setup.run(["stats", "--json"])
         let stats = try #require(try JSONSerialization.jsonObject(with: out.stdout.data(using: .utf8)!) as? [String: Any])
         return UInt64(try #require(stats["lastSeq"] as? Int))
     }
