@@ -38,6 +38,7 @@ public struct EventDocument: Encodable, Sendable {
         case renewal(RenewalInfoFact)
         case notification(NotificationFact)
         case binding(BindingClaim)
+        case reconciliation(ReconciliationFact)
 
         public func encode(to encoder: any Encoder) throws {
             switch self {
@@ -45,6 +46,7 @@ public struct EventDocument: Encodable, Sendable {
             case .renewal(let f): try f.encode(to: encoder)
             case .notification(let f): try f.encode(to: encoder)
             case .binding(let f): try f.encode(to: encoder)
+            case .reconciliation(let f): try f.encode(to: encoder)
             }
         }
     }
@@ -69,6 +71,7 @@ public struct EventDocument: Encodable, Sendable {
         case .renewal(let f): fact = .renewal(f)
         case .notification(let f): fact = .notification(f)
         case .binding(let f): fact = .binding(f)
+        case .reconciliation(let f): fact = .reconciliation(f)
         }
         self.raw = raw.map { Data($0).base64EncodedString() }
     }
@@ -149,6 +152,7 @@ extension EventDocument {
         case .renewal(let f): try json.encodable(f)
         case .notification(let f): try json.encodable(f)
         case .binding(let f): try json.encodable(f)
+        case .reconciliation(let f): try json.encodable(f)
         }
         json.key("key")
         json.string(e.fact.eventKey)
