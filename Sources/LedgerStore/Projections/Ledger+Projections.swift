@@ -42,6 +42,36 @@ extension Ledger {
         }
     }
 
+    /// Why `user` has, or has not, `entitlement` at `at`, as known after `asOf`: the customer's answer for it and
+    /// the chain of facts behind it (`Entitlements.explain`), each with its event's provenance.
+    public func explain(
+        _ user: AppUserID, entitlement: String, environment env: AppStoreEnvironment = .production, at: UnixMillis,
+        asOf: UInt64? = nil
+    ) throws -> EntitlementExplanation {
+        try environment.read { txn in
+            let last = try batch.lastSeq(txn)
+            let knownAsOf = min(asOf ?? last, last)
+            var timelines: [Timeline] = []
+            var events: [UInt64: LedgerEvent] = [:]
+            let cursor = try txn.cursor(layout.byUser)
+            var entry = try cursor.find(StoreLayout.userKey(env, user))
+            while let e = entry {
+                if let (_, otid) = StoreLayout.decodeSubscriptionKey(e.value),
+                    let (timeline, _) = try timeline(env, otid, asOf: asOf, txn)
+                {
+                    timelines.append(timeline)
+                    for event in try SubscriptionScan.events(layout, env, otid, upTo: knownAsOf, txn) {
+                        events[event.seq] = event
+                    }
+                }
+                entry = try cursor.nextDuplicate()
+            }
+            return Entitlements.explain(
+                entitlement: entitlement, user: user, environment: env, timelines: timelines, events: events, at: at,
+                asOf: knownAsOf, rules: rules)
+        }
+    }
+
     /// The timeline of (env, otid) as known after `asOf`, and the seq it reflects.
     func timeline(_ env: AppStoreEnvironment, _ otid: OriginalTransactionID, asOf: UInt64?, _ txn: Transaction) throws
         -> (Timeline, UInt64)?
