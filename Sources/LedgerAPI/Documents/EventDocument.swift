@@ -38,6 +38,7 @@ public struct EventDocument: Encodable, Sendable {
         case renewal(RenewalInfoFact)
         case notification(NotificationFact)
         case binding(BindingClaim)
+        case rules(RulesChange)
 
         public func encode(to encoder: any Encoder) throws {
             switch self {
@@ -45,8 +46,16 @@ public struct EventDocument: Encodable, Sendable {
             case .renewal(let f): try f.encode(to: encoder)
             case .notification(let f): try f.encode(to: encoder)
             case .binding(let f): try f.encode(to: encoder)
+            case .rules(let f):
+                // The configuration file's own keys (`products`, `bindingPolicy`) and when they were applied.
+                var c = encoder.container(keyedBy: RulesKeys.self)
+                try c.encode(f.appliedAt, forKey: .appliedAt)
+                try c.encode(f.rules.bindingPolicy, forKey: .bindingPolicy)
+                try c.encode(f.rules.catalog, forKey: .products)
             }
         }
+
+        private enum RulesKeys: String, CodingKey { case appliedAt, bindingPolicy, products }
     }
 
     public init(_ stored: StoredEvent, raw: [UInt8]? = nil) {
@@ -69,6 +78,7 @@ public struct EventDocument: Encodable, Sendable {
         case .renewal(let f): fact = .renewal(f)
         case .notification(let f): fact = .notification(f)
         case .binding(let f): fact = .binding(f)
+        case .rules(let f): fact = .rules(f)
         }
         self.raw = raw.map { Data($0).base64EncodedString() }
     }

@@ -75,3 +75,52 @@ public struct WhatIfDocument: JSONDocument {
         }
     }
 }
+
+// MARK: - Rules (`rules --json`, `rules apply --json`)
+
+/// The changes of rules a ledger's log records, each with what it changed.
+public struct RulesHistoryDocument: JSONDocument {
+    public var configured: FoldRules
+    public var changes: [(seq: UInt64, receivedAt: UnixMillis, change: RulesChange)]
+
+    public init(configured: FoldRules, changes: [(seq: UInt64, receivedAt: UnixMillis, change: RulesChange)]) {
+        self.configured = configured
+        self.changes = changes
+    }
+
+    public func write(to json: inout JSONWriter) {
+        json.object { o in
+            o.key("configurationInForce"); o.bool(changes.isEmpty)
+            o.key("changes")
+            var before = configured
+            o.array(changes) { j, c in
+                j.object { o in
+                    o.key("seq"); o.number(c.seq)
+                    o.key("appliedAt"); o.number(c.change.appliedAt)
+                    o.key("bindingPolicy"); o.string(c.change.rules.bindingPolicy.rawValue)
+                    o.key("products"); o.number(c.change.rules.catalog.products.count)
+                    o.key("changed"); o.array(WhatIfDocument.ruleChanges(before, c.change.rules)) { $0.string($1) }
+                }
+                before = c.change.rules
+            }
+        }
+    }
+}
+
+/// What `rules apply` did: the seq of the change (null: the rules were in force already) and what it changed.
+public struct RulesAppliedDocument: JSONDocument {
+    public var seq: UInt64?
+    public var changes: [String]
+
+    public init(seq: UInt64?, changes: [String]) {
+        self.seq = seq
+        self.changes = changes
+    }
+
+    public func write(to json: inout JSONWriter) {
+        json.object { o in
+            o.key("seq"); o.number(seq)
+            o.key("changes"); o.array(changes) { $0.string($1) }
+        }
+    }
+}

@@ -204,6 +204,9 @@ public enum Fact: Hashable, Sendable {
     indirect case renewal(RenewalInfoFact)
     indirect case notification(NotificationFact)
     indirect case binding(BindingClaim)
+    /// The ledger's fold rules (catalog and binding policy) from this event's log position on: about no
+    /// subscription, on no timeline.
+    indirect case rules(RulesChange)
 
     /// The kind, as named on the wire and in `events`.
     public var kind: Kind {
@@ -212,13 +215,14 @@ public enum Fact: Hashable, Sendable {
         case .renewal: .renewal
         case .notification: .notification
         case .binding: .binding
+        case .rules: .rules
         }
     }
 
     /// The kinds of fact, in fold order: at one instant transactions fold first, then renewal infos, notifications
-    /// and claims (`FoldPosition`).
+    /// and claims (`FoldPosition`). Rules changes are on no timeline: they decide which rules every fold uses.
     public enum Kind: String, Hashable, Codable, Sendable, CaseIterable, Comparable {
-        case transaction, renewal, notification, binding
+        case transaction, renewal, notification, binding, rules
 
         /// The kind's place in the fold order, from 1; also its code where events and timelines are stored
         /// (LedgerCodec), so a code is never reused or renumbered. Inlinable, as `init(code:)`: the codec reads and
@@ -230,6 +234,7 @@ public enum Fact: Hashable, Sendable {
             case .renewal: 2
             case .notification: 3
             case .binding: 4
+            case .rules: 5
             }
         }
 
@@ -251,6 +256,7 @@ public enum Fact: Hashable, Sendable {
         case .renewal(let r): "renewal:" + r.originalTransactionId.rawValue
         case .notification(let n): "notification:" + n.notificationUUID
         case .binding(let b): "binding:" + b.originalTransactionId.rawValue
+        case .rules: RulesChange.eventKey
         }
     }
 
@@ -261,6 +267,7 @@ public enum Fact: Hashable, Sendable {
         case .renewal(let r): r.originalTransactionId
         case .notification(let n): n.originalTransactionId
         case .binding(let b): b.originalTransactionId
+        case .rules: nil
         }
     }
 
@@ -279,6 +286,8 @@ public enum Fact: Hashable, Sendable {
         case .renewal(let r): r.environment
         case .notification(let n): n.environment
         case .binding(let b): b.environment
+        // About every environment; named Production only because every fact names one.
+        case .rules: .production
         }
     }
 
@@ -288,7 +297,7 @@ public enum Fact: Hashable, Sendable {
         case .transaction(let t): t.signedDate
         case .renewal(let r): r.signedDate
         case .notification(let n): n.signedDate
-        case .binding: nil
+        case .binding, .rules: nil
         }
     }
 }
@@ -307,6 +316,8 @@ public enum FactSource: String, Hashable, Codable, Sendable, CaseIterable {
     case decodedJSON
     /// A binding claim from the app's backend.
     case binding
+    /// The ledger's configuration (`storeledger rules apply`). New sources go last: a source's position is its code.
+    case configuration
 }
 
 /// Whether a fact's signature was checked.

@@ -25,6 +25,7 @@ package struct FoldPosition: Hashable, Sendable, Comparable {
         case .notification(let n):
             self.init(instant: event.effectiveDate, kind: .notification, id: CompactID(n.notificationUUID))
         case .binding(let b): self.init(instant: b.claimedAt, kind: .binding, id: CompactID(b.appUserId.rawValue))
+        case .rules(let r): self.init(instant: r.appliedAt, kind: .rules, id: .empty)
         }
     }
 

@@ -164,7 +164,7 @@ extension Timeline {
         switch fact {
         case .transaction(let t): !isSurelyNew(t, oneTime: isOneTimePurchase(t, rules: rules))
         case .notification(let n): n.notificationType == "REFUND_REVERSED"
-        case .renewal, .binding: false
+        case .renewal, .binding, .rules: false
         }
     }
 
@@ -189,6 +189,7 @@ extension Timeline {
         case .binding(let b):
             guard b.applies(to: environment), b.originalTransactionId == originalTransactionId else { return nil }
             return (b.claimedAt, .binding)
+        case .rules: return nil
         }
     }
 
@@ -207,6 +208,7 @@ extension Timeline {
         case .renewal(let r): stepRenewal(r, at: instant, seq: seq)
         case .notification(let n): stepNotification(n, at: instant, seq: seq)
         case .binding(let b): stepClaim(b, seq: seq, policy: rules.bindingPolicy)
+        case .rules: break  // On no timeline (`concerns` is false for it).
         }
     }
 

@@ -49,7 +49,9 @@ extension Ledger {
             do {
                 while let index = results.nextChunk(of: starts.count) {
                     let work = { (txn: Transaction) in
-                        try self.replayChunk(after: starts[index], limit: limit, mode: mode, txn)
+                        try self.replayChunk(
+                            after: starts[index], limit: limit, mode: mode,
+                            rules: self.history.rules(asOf: limit, self.layout, txn), txn)
                     }
                     let chunk = mode == .rewrite ? try self.environment.write(work) : try self.environment.read(work)
                     results.add(chunk, at: index)
@@ -86,9 +88,9 @@ extension Ledger {
     // MARK: - Chunks
 
     /// Folds up to `replayChunkSize` subscriptions after the key `resume` (from the first when nil).
-    private func replayChunk(after resume: [UInt8]?, limit: UInt64, mode: ReplayMode, _ txn: Transaction) throws
-        -> ReplayChunk
-    {
+    private func replayChunk(
+        after resume: [UInt8]?, limit: UInt64, mode: ReplayMode, rules: FoldRules, _ txn: Transaction
+    ) throws -> ReplayChunk {
         let cursor = try txn.cursor(layout.byOTID)
         var entry = try position(cursor, after: resume)
         var chunk = ReplayChunk()

@@ -28,6 +28,7 @@ extension Ledger {
         try environment.read { txn in
             let last = try batch.lastSeq(txn)
             let limit = min(asOf ?? last, last)
+            let rules = try history.rules(asOf: limit, layout, txn)
             var before: [Timeline] = []
             var after: [Timeline] = []
             // (environment, user) → indices of the subscriptions they own, owned or claimed under either rules.
