@@ -4,6 +4,7 @@ import LedgerAPI
 import LedgerCore
 import LedgerIngest
 import LedgerStore
+import LedgerWire
 
 /// `storeledger rules`: the rules the ledger folds with, versioned in its log.
 struct Rules: ParsableCommand {

@@ -4,6 +4,8 @@ import LedgerAPI
 import LedgerServer
 import LedgerWire
 import Logging
+import LedgerCore
+import LedgerStore
 
 /// `storeledger serve`: the HTTP/1.1 server on a Unix socket; SIGTERM/SIGINT drain and exit 0.
 struct Serve: AsyncParsableCommand {

@@ -17,7 +17,7 @@ import Testing
         ]))
 
     static func why(
-        _ user: AppUserID, _ entitlement: String = "premium", _ scenarios: [Scenario], at: UnixMillis,
+        _ user: AppUserID, _ scenarios: [Scenario], entitlement: String = "premium", at: UnixMillis,
         rules: FoldRules = rules
     ) -> EntitlementExplanation {
         var events: [UInt64: LedgerEvent] = [:]
@@ -152,7 +152,7 @@ import Testing
         #expect(both.active && both.reason == .purchase)
         #expect(both.expiresAt == Self.t0 + 366 * Scenario.day && both.originalTransactionId == "200")
         #expect(both.grantors.map(\.transactionId) == ["101", "201"])
-        #expect(both.grantors.allSatisfy(\.grants))
+        #expect(both.grantors.allSatisfy { $0.grants })
         #expect(Self.chain(both.grantors[1]) == ["purchase@10", "catalog_rule@-", "owner@11"])
 
         monthly.refund(m, at: Self.t0 + 3 * Scenario.day)  // seq 3
@@ -160,7 +160,7 @@ import Testing
         #expect(one.active, "losing one grantor never revokes what another grants")
         #expect(one.grantors.map(\.transactionId) == ["201"])
         // `extras` only the yearly plan grants.
-        #expect(Self.why("alice", "extras", [monthly, yearly], at: Self.t0 + 4 * Scenario.day).grantors.count == 1)
+        #expect(Self.why("alice", [monthly, yearly], entitlement: "extras", at: Self.t0 + 4 * Scenario.day).grantors.count == 1)
     }
 
     @Test func aClaimRefusedUnderKeepAndAUserWithNothing() throws {
@@ -206,7 +206,7 @@ import Testing
                         let context = "seed \(seed) at \(at) \(user) \(entitlement)"
                         #expect(why.active == (answer?.active ?? false), "\(context)")
                         #expect(why.reason.grants == why.active, "\(context): \(why.reason)")
-                        #expect(why.grantors.contains(where: \.grants) == why.active, "\(context)")
+                        #expect(why.grantors.contains { $0.grants } == why.active, "\(context)")
                         if let answer, answer.active {
                             active += 1
                             #expect(

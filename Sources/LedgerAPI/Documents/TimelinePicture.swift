@@ -236,7 +236,7 @@ public struct TimelinePicture {
         // Legend.
         var lx = 12.0
         for (cls, label) in Self.legend {
-            s += "<rect x=\"\(lx.svg)\" y=\"\((legendY - 10).svg)\" width=\"14\" height=\"10\" class=\"\(cls)\"/>"
+            s += "<rect x=\"\(lx.svg)\" y=\"\((legendY - 10).svg)\" width=\"14\" height=\"10\" class=\"swatch \(cls)\"/>"
             s += "<text x=\"\((lx + 18).svg)\" y=\"\(legendY.svg)\" class=\"legend\">\(label)</text>\n"
             lx += 26 + Double(label.count) * 6.5
         }
@@ -345,14 +345,14 @@ public struct TimelinePicture {
             if let u = c.until { instants.append(u) }
         }
         guard var lo = instants.min(), var hi = instants.max() else {
-            return (v.at.saturatingSubtract(43_200_000), v.at.saturatingAdd(43_200_000))
+            return (v.at.clampedMinus(43_200_000), v.at.clampedPlus(43_200_000))
         }
         if hi - lo < 60_000 {
-            lo = lo.saturatingSubtract(30_000)
-            hi = hi.saturatingAdd(30_000)
+            lo = lo.clampedMinus(30_000)
+            hi = hi.clampedPlus(30_000)
         }
         let margin = (hi - lo) / 40
-        return (lo.saturatingSubtract(margin), hi.saturatingAdd(margin))
+        return (lo.clampedMinus(margin), hi.clampedPlus(margin))
     }
 
     /// Spans of grace period and billing retry from the stated changes: a grace period until its stated end (or
@@ -394,7 +394,7 @@ public struct TimelinePicture {
         return notes
     }
 
-    static func shortened(_ s: String) -> String { s.count <= 30 ? s : String(s.prefix(14)) + "…" + String(s.suffix(14)) }
+    static func shortened(_ s: String) -> String { s.count <= 26 ? s : String(s.prefix(11)) + "…" + String(s.suffix(12)) }
 
     /// The spans where something is drawn (periods, owner moves, changes, grace periods), merged: what the
     /// scale keeps at full width.
@@ -473,7 +473,7 @@ public struct TimelinePicture {
             var gaps: [(UnixMillis, UnixMillis)] = []
             for (a, b) in zip(activity, activity.dropFirst()) {
                 let pad = total / 100
-                let from = a.1.saturatingAdd(pad), to = b.0.saturatingSubtract(pad)
+                let from = a.1.clampedPlus(pad), to = b.0.clampedMinus(pad)
                 if to > from, to - from > total / 5 { gaps.append((from, to)) }
             }
             let kept = Double(total - gaps.reduce(0) { $0 + ($1.1 - $1.0) })
@@ -589,4 +589,17 @@ extension Double {
 extension String {
     fileprivate var replacingUnderscores: String { String(map { $0 == "_" ? " " : $0 }) }
     fileprivate var replacingDashes: String { String(map { $0 == "-" ? " " : $0 }) }
+}
+
+extension Int64 {
+    /// Instants near the ends of Int64 (a ledger may hold one) never trap when the picture pads its range.
+    fileprivate func clampedPlus(_ n: Int64) -> Int64 {
+        let (r, o) = addingReportingOverflow(n)
+        return o ? (n > 0 ? .max : .min) : r
+    }
+
+    fileprivate func clampedMinus(_ n: Int64) -> Int64 {
+        let (r, o) = subtractingReportingOverflow(n)
+        return o ? (n > 0 ? .min : .max) : r
+    }
 }

@@ -195,7 +195,9 @@ struct ExplanationContext {
         let mineOver = intervals.filter {
             $0.appUserId == user && $0.from <= at && $0.from < (p.end ?? .max) && ($0.to.map { p.start < $0 } ?? true)
         }
-        let owned = mineOver.last { $0.covers(at) } ?? mineOver.last
+        // Owning it at the instant is what counts (a claim during a grace period owns a period begun before it);
+        // otherwise the last ownership over the period.
+        let owned = intervals.last { $0.appUserId == user && $0.covers(at) } ?? mineOver.last
         var lostAt: UnixMillis?
         if let o = owned {
             let claimed: String
