@@ -159,6 +159,7 @@ extension EventDocument {
         case .renewal(let f): try json.encodable(f)
         case .notification(let f): try json.encodable(f)
         case .binding(let f): try json.encodable(f)
+        case .rules(let f): try json.encodable(FactBody.rules(f))
         }
         json.key("key")
         json.string(e.fact.eventKey)
