@@ -8,6 +8,8 @@ import LedgerServer
 import LedgerStore
 import LedgerWire
 import Logging
+import LedgerCore
+import LedgerStore
 
 /// `storeledger serve`: the HTTP/1.1 server on a Unix socket; SIGTERM/SIGINT drain and exit 0.
 struct Serve: AsyncParsableCommand {
@@ -37,6 +39,11 @@ struct Serve: AsyncParsableCommand {
         logger.logLevel =
             ProcessInfo.processInfo.environment["STORELEDGER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
         let store = try ledger.openLedger(configuration, readOnly: false, json: false)
+        if let changes = try? store.rulesChanges(), let last = changes.last, last.change.rules != configuration.rules {
+            // The log's rules are in force; a configuration file edited since is not applied by a restart.
+            logger.warning(
+                "the configuration's products or bindingPolicy differ from the rules the ledger recorded at seq \(last.seq); the ledger folds with its own: review with `storeledger replay --what-if`, apply with `storeledger rules apply`")
+        }
         let service = LedgerService(ledger: store, configuration: configuration, socketPath: path, logger: logger)
         service.fastReads.isOn = !noFastReads
         let reconciliation = try startReconciliation(configuration, store, logger)

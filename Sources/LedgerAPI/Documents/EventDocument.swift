@@ -39,6 +39,7 @@ public struct EventDocument: Encodable, Sendable {
         case notification(NotificationFact)
         case binding(BindingClaim)
         case reconciliation(ReconciliationFact)
+        case rules(RulesChange)
 
         public func encode(to encoder: any Encoder) throws {
             switch self {
@@ -47,8 +48,16 @@ public struct EventDocument: Encodable, Sendable {
             case .notification(let f): try f.encode(to: encoder)
             case .binding(let f): try f.encode(to: encoder)
             case .reconciliation(let f): try f.encode(to: encoder)
+            case .rules(let f):
+                // The configuration file's own keys (`products`, `bindingPolicy`) and when they were applied.
+                var c = encoder.container(keyedBy: RulesKeys.self)
+                try c.encode(f.appliedAt, forKey: .appliedAt)
+                try c.encode(f.rules.bindingPolicy, forKey: .bindingPolicy)
+                try c.encode(f.rules.catalog, forKey: .products)
             }
         }
+
+        private enum RulesKeys: String, CodingKey { case appliedAt, bindingPolicy, products }
     }
 
     public init(_ stored: StoredEvent, raw: [UInt8]? = nil) {
@@ -72,6 +81,7 @@ public struct EventDocument: Encodable, Sendable {
         case .notification(let f): fact = .notification(f)
         case .binding(let f): fact = .binding(f)
         case .reconciliation(let f): fact = .reconciliation(f)
+        case .rules(let f): fact = .rules(f)
         }
         self.raw = raw.map { Data($0).base64EncodedString() }
     }
@@ -153,6 +163,7 @@ extension EventDocument {
         case .notification(let f): try json.encodable(f)
         case .binding(let f): try json.encodable(f)
         case .reconciliation(let f): try json.encodable(f)
+        case .rules(let f): try json.encodable(FactBody.rules(f))
         }
         json.key("key")
         json.string(e.fact.eventKey)

@@ -258,6 +258,9 @@ public enum Fact: Hashable, Sendable {
     indirect case notification(NotificationFact)
     indirect case binding(BindingClaim)
     indirect case reconciliation(ReconciliationFact)
+    /// The ledger's fold rules (catalog and binding policy) from this event's log position on: about no
+    /// subscription, on no timeline.
+    indirect case rules(RulesChange)
 
     /// The kind, as named on the wire and in `events`.
     public var kind: Kind {
@@ -267,13 +270,14 @@ public enum Fact: Hashable, Sendable {
         case .notification: .notification
         case .binding: .binding
         case .reconciliation: .reconciliation
+        case .rules: .rules
         }
     }
 
     /// The kinds of fact, in fold order: at one instant transactions fold first, then renewal infos, notifications
-    /// and claims (`FoldPosition`).
+    /// and claims (`FoldPosition`). Rules changes are on no timeline: they decide which rules every fold uses.
     public enum Kind: String, Hashable, Codable, Sendable, CaseIterable, Comparable {
-        case transaction, renewal, notification, binding, reconciliation
+        case transaction, renewal, notification, binding, reconciliation, rules
 
         /// The kind's place in the fold order, from 1; also its code where events and timelines are stored
         /// (LedgerCodec), so a code is never reused or renumbered. Inlinable, as `init(code:)`: the codec reads and
@@ -286,6 +290,7 @@ public enum Fact: Hashable, Sendable {
             case .notification: 3
             case .binding: 4
             case .reconciliation: 5
+            case .rules: 6
             }
         }
 
@@ -308,6 +313,7 @@ public enum Fact: Hashable, Sendable {
         case .notification(let n): "notification:" + n.notificationUUID
         case .binding(let b): "binding:" + b.originalTransactionId.rawValue
         case .reconciliation(let c): ReconciliationFact.eventKey(c.originalTransactionId)
+        case .rules: RulesChange.eventKey
         }
     }
 
@@ -321,6 +327,7 @@ public enum Fact: Hashable, Sendable {
         case .notification(let n): n.originalTransactionId
         case .binding(let b): b.originalTransactionId
         case .reconciliation: nil
+        case .rules: nil
         }
     }
 
@@ -340,6 +347,8 @@ public enum Fact: Hashable, Sendable {
         case .notification(let n): n.environment
         case .binding(let b): b.environment
         case .reconciliation(let c): c.environment
+        // About every environment; named Production only because every fact names one.
+        case .rules: .production
         }
     }
 
@@ -349,7 +358,7 @@ public enum Fact: Hashable, Sendable {
         case .transaction(let t): t.signedDate
         case .renewal(let r): r.signedDate
         case .notification(let n): n.signedDate
-        case .binding, .reconciliation: nil
+        case .binding, .reconciliation, .rules: nil
         }
     }
 }
@@ -370,6 +379,8 @@ public enum FactSource: String, Hashable, Codable, Sendable, CaseIterable {
     case binding
     /// A check against the App Store Server API, recorded by `storeledger reconcile`.
     case reconciliation
+    /// The ledger's configuration (`storeledger rules apply`). New sources go last: a source's position is its code.
+    case configuration
 }
 
 /// Whether a fact's signature was checked.

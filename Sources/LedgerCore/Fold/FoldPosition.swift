@@ -27,6 +27,7 @@ package struct FoldPosition: Hashable, Sendable, Comparable {
         case .binding(let b): self.init(instant: b.claimedAt, kind: .binding, id: CompactID(b.appUserId.rawValue))
         case .reconciliation(let c):
             self.init(instant: c.checkedAt, kind: .reconciliation, id: CompactID(c.originalTransactionId.rawValue))
+        case .rules(let r): self.init(instant: r.appliedAt, kind: .rules, id: .empty)
         }
     }
 

@@ -164,7 +164,7 @@ extension Timeline {
         switch fact {
         case .transaction(let t): !isSurelyNew(t, oneTime: isOneTimePurchase(t, rules: rules))
         case .notification(let n): n.notificationType == "REFUND_REVERSED"
-        case .renewal, .binding, .reconciliation: false
+        case .renewal, .binding, .reconciliation, .rules: false
         }
     }
 
@@ -192,6 +192,7 @@ extension Timeline {
         case .reconciliation:
             // A check of the subscription, never a step of its fold (`Fact.originalTransactionId`).
             return nil
+        case .rules: return nil
         }
     }
 
@@ -212,6 +213,7 @@ extension Timeline {
         case .notification(let n): stepNotification(n, at: instant, seq: seq)
         case .binding(let b): stepClaim(b, seq: seq, policy: rules.bindingPolicy)
         case .reconciliation: break
+        case .rules: break  // On no timeline (`concerns` is false for it).
         }
     }
 

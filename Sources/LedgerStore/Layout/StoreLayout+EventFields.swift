@@ -77,6 +77,7 @@ extension Fact {
         case .notification(let n):
             var uuid = n.notificationUUID
             return uuid.withUTF8 { prefixed("notification:", $0) }
+        case .rules: return key.hasSameBytes(as: Array(RulesChange.eventKey.utf8))
         }
     }
 }
