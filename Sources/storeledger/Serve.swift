@@ -25,6 +25,11 @@ struct Serve: AsyncParsableCommand {
         help: "Answer every request through the general router, the hot reads too (to compare with the fast read path).")
     var noFastReads = false
 
+    @Flag(
+        name: .long,
+        help: "Make every read's answer anew: keep no answers between the commits that change them (to compare).")
+    var noAnswerCache = false
+
     func run() async throws {
         let configuration = try ledger.loadConfiguration(json: false)
         let path =
@@ -33,7 +38,8 @@ struct Serve: AsyncParsableCommand {
         logger.logLevel =
             ProcessInfo.processInfo.environment["STORELEDGER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
         let store = try ledger.openLedger(configuration, readOnly: false, json: false)
-        let service = LedgerService(ledger: store, configuration: configuration, socketPath: path, logger: logger)
+        let service = LedgerService(
+            ledger: store, configuration: configuration, socketPath: path, logger: logger, keepAnswers: !noAnswerCache)
         service.fastReads.isOn = !noFastReads
         do {
             try await service.runUntilSignalled()

@@ -23,23 +23,32 @@ extension Ledger {
     public func customer(
         _ user: AppUserID, environment env: AppStoreEnvironment = .production, at: UnixMillis, asOf: UInt64? = nil
     ) throws -> CustomerView {
-        try environment.read { txn in
-            let last = try batch.lastSeq(txn)
-            let knownAsOf = min(asOf ?? last, last)
-            var timelines: [Timeline] = []
-            let cursor = try txn.cursor(layout.byUser)
-            var entry = try cursor.find(StoreLayout.userKey(env, user))
-            while let e = entry {
-                if let (_, otid) = StoreLayout.decodeSubscriptionKey(e.value),
-                    let (timeline, _) = try timeline(env, otid, asOf: asOf, txn)
-                {
-                    timelines.append(timeline)
-                }
-                entry = try cursor.nextDuplicate()
+        try environment.read { txn in try customer(user, env, at: at, asOf: asOf, txn).view }
+    }
+
+    /// A customer as read in `txn`, with what the answer rests on: the timelines evaluated and the `by_user` entries
+    /// (subscription keys) that named them, and the log's last seq in `txn`.
+    func customer(
+        _ user: AppUserID, _ env: AppStoreEnvironment, at: UnixMillis, asOf: UInt64?, _ txn: Transaction
+    ) throws -> (view: CustomerView, timelines: [Timeline], subscriptions: [[UInt8]], lastSeq: UInt64) {
+        let last = try batch.lastSeq(txn)
+        let knownAsOf = min(asOf ?? last, last)
+        var timelines: [Timeline] = []
+        var subscriptions: [[UInt8]] = []
+        let cursor = try txn.cursor(layout.byUser)
+        var entry = try cursor.find(StoreLayout.userKey(env, user))
+        while let e = entry {
+            subscriptions.append(Array(e.value))
+            if let (_, otid) = StoreLayout.decodeSubscriptionKey(e.value),
+                let (timeline, _) = try timeline(env, otid, asOf: asOf, txn)
+            {
+                timelines.append(timeline)
             }
-            return Entitlements.customer(
-                user: user, environment: env, timelines: timelines, at: at, asOf: knownAsOf, rules: rules)
+            entry = try cursor.nextDuplicate()
         }
+        let view = Entitlements.customer(
+            user: user, environment: env, timelines: timelines, at: at, asOf: knownAsOf, rules: rules)
+        return (view, timelines, subscriptions, last)
     }
 
     /// The timeline of (env, otid) as known after `asOf`, and the seq it reflects.

@@ -12,8 +12,9 @@ struct ProjectionEngine {
     let layout: StoreLayout
     let rules: FoldRules
 
-    /// Brings the timelines of every subscription `events` touch up to date; `events` are in log order.
-    func apply(_ events: [LedgerEvent], in txn: Transaction) throws {
+    /// Brings the timelines of every subscription `events` touch up to date; `events` are in log order. `changes`
+    /// learns each timeline written and each customer given a `by_user` entry.
+    func apply(_ events: [LedgerEvent], in txn: Transaction, changes: inout CommitChanges) throws {
         // Group by subscription, keeping log order inside each group.
         var order: [[UInt8]] = []
         var groups: [[UInt8]: [LedgerEvent]] = [:]
@@ -33,12 +34,13 @@ struct ProjectionEngine {
             for environment in AppStoreEnvironment.known {
                 let key = StoreLayout.subscriptionKey(environment, claim.originalTransactionId)
                 guard try groups[key] != nil || txn.get(layout.timelines, key: key) != nil else { continue }
-                try index(claim, seq: event.seq, in: environment, txn)
+                try index(claim, seq: event.seq, in: environment, txn, changes: &changes)
                 if groups[key] == nil { order.append(key) }
                 groups[key, default: []].append(event)
             }
         }
         for key in order {
+            changes.subscriptions.insert(key)
             let group = groups[key]!
             guard let (environment, otid) = key.withUnsafeBytes({ StoreLayout.decodeSubscriptionKey($0) }) else {
                 throw LedgerError.corrupted("a subscription key of \(key) does not decode")
@@ -56,7 +58,7 @@ struct ProjectionEngine {
                 if !timeline.apply(contentsOf: group, rules: rules) {
                     timeline = try refold(environment, otid, txn)
                 }
-            } else if try adoptClaimsOfEveryEnvironment(environment, otid, txn) {
+            } else if try adoptClaimsOfEveryEnvironment(environment, otid, txn, changes: &changes) {
                 // New in this environment, and claimed before without one: those claims apply here too.
                 timeline = try refold(environment, otid, txn)
             } else {
@@ -78,7 +80,8 @@ struct ProjectionEngine {
     /// Indexes the claims that named no environment of a subscription under `environment` (where it has just
     /// appeared); false when there are none.
     private func adoptClaimsOfEveryEnvironment(
-        _ environment: AppStoreEnvironment, _ otid: OriginalTransactionID, _ txn: Transaction
+        _ environment: AppStoreEnvironment, _ otid: OriginalTransactionID, _ txn: Transaction,
+        changes: inout CommitChanges
     ) throws -> Bool {
         let cursor = try txn.cursor(layout.bindingsAny)
         var entry = try cursor.find(StoreLayout.anyEnvironmentKey(otid))
@@ -89,14 +92,18 @@ struct ProjectionEngine {
                 let stored = try txn.get(layout.events, key: revisionKey),
                 case .binding(let claim) = try stored.withUnsafeBytes({ try LedgerEvent(seq: seq, decoding: $0) }).fact
             else { throw LedgerError.corrupted("bindings_any names a claim of \(otid) that is missing") }
-            try index(claim, seq: seq, in: environment, txn)
+            try index(claim, seq: seq, in: environment, txn, changes: &changes)
             entry = try cursor.nextDuplicate()
         }
         return true
     }
 
     /// `by_otid` and `by_user` entries of a claim that named no environment, in `environment`.
-    private func index(_ claim: BindingClaim, seq: UInt64, in environment: AppStoreEnvironment, _ txn: Transaction) throws {
+    private func index(
+        _ claim: BindingClaim, seq: UInt64, in environment: AppStoreEnvironment, _ txn: Transaction,
+        changes: inout CommitChanges
+    ) throws {
+        changes.customers.insert(StoreLayout.userKey(environment, claim.appUserId))
         for (database, key, value) in [
             (
                 layout.byOTID, StoreLayout.subscriptionKey(environment, claim.originalTransactionId),
