@@ -1,6 +1,7 @@
 import CoreMetrics
 import Foundation
 import Hummingbird
+import LedgerAPI
 import Logging
 import NIOCore
 import Synchronization

@@ -1,4 +1,5 @@
 import Foundation
+import Hummingbird
 import LedgerAPI
 import LedgerClient
 import LedgerStore
