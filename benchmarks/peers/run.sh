@@ -274,7 +274,7 @@ if wants ledger; then
             # loadgen-args are --mode read --connections C --users U.
             bounded 600 "loadgen" "$BIN/loadgen" --socket "$dir/ledger.sock" --json --fill-only "$@" \
                 > "$dir/fill.log" || die "loadgen could not fill the ledger for the $row row"
-            bounded $((DURATION + 60)) "readgen" "$SCRATCH/readgen" "$dir/ledger.sock" "$3" "$5" "$DURATION" \
+            bounded $((DURATION + 60)) "readgen" "$SCRATCH/readgen" "$dir/ledger.sock" "$4" "$6" "$DURATION" \
                 > "$dir/loadgen.json" || die "readgen failed on the ledger's $row row"
         else
             bounded $((DURATION + 180)) "loadgen" "$BIN/loadgen" --socket "$dir/ledger.sock" --duration "$DURATION" --json "$@" \
