@@ -69,6 +69,8 @@ public enum FactBounds {
                 try checkInstant(n.signedDate, "signedDate", of: "notification \(n.notificationType)")
             case .binding(let b):
                 try checkInstant(b.claimedAt, "claimedAt", of: "binding of \(b.originalTransactionId.rawValue)")
+            case .reconciliation(let c):
+                try checkInstant(c.checkedAt, "checkedAt", of: "reconciliation of \(c.originalTransactionId.rawValue)")
             }
         }
         try checkInstant(receivedAt, "receivedAt")

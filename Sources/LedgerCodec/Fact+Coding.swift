@@ -295,6 +295,48 @@ extension BindingClaim {
     }
 }
 
+extension ReconciliationFact {
+    func encode(into w: inout BinaryWriter) {
+        w.write(1, originalTransactionId.id)
+        w.write(2, environment, nameTag: 3)
+        w.write(4, checkedAt)
+        w.write(5, revision)
+        w.write(6, transactionsSeen)
+        for id in transactionsAdded { w.write(7, id) }
+        w.write(8, notificationsSeen)
+        for uuid in notificationsAdded { w.write(9, uuid) }
+        for uuid in notificationsUndelivered { w.write(10, uuid) }
+        if renewalInfoAdded { w.write(11, UInt64(1)) }
+        w.write(unknownFields)
+    }
+
+    init(reading r: inout BinaryReader) throws(FactDecodingError) {
+        var otid: CompactID?, at: Int64?
+        self = ReconciliationFact(originalTransactionId: OriginalTransactionID(.empty), environment: .production, checkedAt: 0)
+        while let (tag, wire) = try r.nextField() {
+            let s = wire == .bytes, n = wire == .varint
+            switch tag {
+            case 1 where s: otid = try r.readID()
+            case 2 where n: self.environment = try readEnvironment(&r)
+            case 3 where s: self.environment = try readEnvironmentName(&r)
+            case 4 where n: at = try r.readInt64()
+            case 5 where s: self.revision = try r.readString()
+            case 6 where n: self.transactionsSeen = try r.readInt64()
+            case 7 where s: self.transactionsAdded.append(try r.readString())
+            case 8 where n: self.notificationsSeen = try r.readInt64()
+            case 9 where s: self.notificationsAdded.append(try r.readString())
+            case 10 where s: self.notificationsUndelivered.append(try r.readString())
+            case 11 where n: self.renewalInfoAdded = try r.readBool()
+            case 1...11: throw FactDecodingError("reconciliation field \(tag) has the wrong wire type")
+            default: try r.readUnknown(tag: tag, wire: wire, into: &self.unknownFields)
+            }
+        }
+        guard let otid, let at else { throw FactDecodingError("reconciliation lacks otid or checkedAt") }
+        self.originalTransactionId = OriginalTransactionID(otid)
+        self.checkedAt = at
+    }
+}
+
 extension FactMetadata {
     func encode(into w: inout BinaryWriter) {
         w.write(1, UInt64(source.code))
@@ -407,6 +449,7 @@ extension Fact {
         case .renewal(let r): r.encode(into: &w)
         case .notification(let n): n.encode(into: &w)
         case .binding(let b): b.encode(into: &w)
+        case .reconciliation(let c): c.encode(into: &w)
         }
     }
 
@@ -437,6 +480,7 @@ extension Fact {
         case .renewal: self = .renewal(try RenewalInfoFact(reading: &r, strings: &strings))
         case .notification: self = .notification(try NotificationFact(reading: &r))
         case .binding: self = .binding(try BindingClaim(reading: &r))
+        case .reconciliation: self = .reconciliation(try ReconciliationFact(reading: &r))
         }
     }
 }

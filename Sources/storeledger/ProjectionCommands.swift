@@ -125,6 +125,23 @@ func printTimelineTable(_ t: TimelineView) {
             "  " + pad(o.appUserId, 24) + pad(formatInstant(o.from), 22) + "→ " + pad(formatInstant(o.to), 22)
                 + "seq \(o.seq)")
     }
+    print("\nCHECKED AGAINST APPLE")
+    if let r = t.reconciliation {
+        let c = r.check
+        print("  \(formatInstant(c.checkedAt))   history revision \(text(c.revision))   seq \(r.seq)")
+        print(
+            "  " + counted(c.transactionsSeen, "transaction") + " at Apple, \(c.transactionsAdded.count) missing"
+                + (c.transactionsAdded.isEmpty ? "" : ": " + c.transactionsAdded.joined(separator: ", ")))
+        print(
+            "  " + counted(c.notificationsSeen, "notification") + " at Apple, \(c.notificationsAdded.count) missing"
+                + (c.notificationsAdded.isEmpty ? "" : ": " + c.notificationsAdded.joined(separator: ", ")))
+        if !c.notificationsUndelivered.isEmpty {
+            print("  Apple could not deliver: " + c.notificationsUndelivered.joined(separator: ", "))
+        }
+        if c.renewalInfoAdded { print("  a newer renewal info was missing") }
+    } else {
+        print("  never (storeledger reconcile)")
+    }
 }
 
 func printCustomerTable(_ c: CustomerView) {

@@ -86,6 +86,7 @@ struct Export: ParsableCommand {
         name: .long,
         help: "Also a first line, every refused input and an end line (what `storeledger import` needs); not with --after.")
     var complete = false
+    @Flag(name: .long, help: "No progress line on a terminal (stderr).") var quiet = false
 
     func validate() throws {
         if complete && after > 0 {
@@ -95,29 +96,13 @@ struct Export: ParsableCommand {
 
     func run() throws {
         let store = try ledger.openLedger(try ledger.loadConfiguration(json: false), readOnly: true, json: false)
-        let lastSeq = try store.lastSeq()
-        let progress = ProgressLine("exporting")
+        let progress = ProgressLine("exporting", unit: "events", quiet: quiet)
         defer { progress.finish() }
         if complete {
             FileHandle.standardOutput.write(
                 Data(try JSONWriter.bytes(encoding: ExportBeginLine(), sortedKeys: true) + [UInt8(ascii: "\n")]))
         }
-        var next = after
-        var chainHead = [UInt8](repeating: 0, count: 32)
-        while true {
-            let page = try store.exportedEvents(after: next, limit: 1_000)
-            guard let last = page.last else { break }
-            var out = Data()
-            for exported in page {
-                out += try JSONWriter.bytes(encoding: EventDocument(exported), sortedKeys: true)
-                out += Data("\n".utf8)
-            }
-            FileHandle.standardOutput.write(out)
-            next = last.stored.event.seq
-            chainHead = last.stored.chainHash
-            // A server appending meanwhile may take the log past the seq read at the start.
-            progress.update(next - after, max(lastSeq, next) - after)
-        }
+        let events = try EventExport.write(store, after: after, to: STDOUT_FILENO, progress: progress.update)
         guard complete else { return }
         var refusals = RefusalChainHead()
         while true {
@@ -132,7 +117,9 @@ struct Export: ParsableCommand {
             FileHandle.standardOutput.write(out)
         }
         let end = ExportEndLine(
-            .init(lastSeq: next, chainHead: lowercaseHex(chainHead), rejected: refusals.last, rejectedHead: refusals.hexLink))
+            .init(
+                lastSeq: events.lastSeq, chainHead: lowercaseHex(events.chainHead ?? [UInt8](repeating: 0, count: 32)),
+                rejected: refusals.last, rejectedHead: refusals.hexLink))
         FileHandle.standardOutput.write(Data(try JSONWriter.bytes(encoding: end, sortedKeys: true) + [UInt8(ascii: "\n")]))
     }
 }
@@ -170,10 +157,11 @@ struct Verify: ParsableCommand {
 
     @OptionGroup var ledger: LedgerOptions
     @Flag(name: .long, help: "One JSON document on stdout.") var json = false
+    @Flag(name: .long, help: "No progress line on a terminal (stderr).") var quiet = false
 
     func run() throws {
         let store = try ledger.openLedger(try ledger.loadConfiguration(json: json), readOnly: true, json: json)
-        let progress = ProgressLine("verifying")
+        let progress = ProgressLine("verifying", unit: "events", quiet: quiet)
         let report: VerificationReport
         do {
             report = try store.verify(progress: progress.update)
@@ -212,7 +200,7 @@ struct Replay: ParsableCommand {
         let configuration = try ledger.loadConfiguration(json: json)
         let store = try ledger.openLedger(configuration, readOnly: check || until != nil, json: json)
         defer { store.close() }
-        let progress = ProgressLine("replaying")
+        let progress = ProgressLine("replaying", unit: "subscriptions")
         let report = try store.replay(until: until, check: check, progress: progress.update)
         progress.finish()
         if json {

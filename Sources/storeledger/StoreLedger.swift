@@ -17,7 +17,7 @@ struct StoreLedger: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             Serve.self, Ingest.self, Timeline.self, Customer.self, Events.self, Replay.self, Verify.self, Export.self,
-            Stats.self, Rejected.self, Backup.self, Restore.self, Import.self, Demo.self,
+            Stats.self, Rejected.self, Backup.self, Restore.self, Import.self, Reconcile.self, Demo.self,
         ]
     )
 

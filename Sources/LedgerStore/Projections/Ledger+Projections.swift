@@ -15,8 +15,50 @@ extension Ledger {
     ) throws -> TimelineView? {
         try environment.read { txn in
             guard let (timeline, knownAsOf) = try timeline(env, otid, asOf: asOf, txn) else { return nil }
-            return timeline.view(at: at, asOf: knownAsOf, rules: rules)
+            var view = timeline.view(at: at, asOf: knownAsOf, rules: rules)
+            view.reconciliation = try lastReconciliation(env, otid, asOf: knownAsOf, txn)
+            return view
         }
+    }
+
+    /// The subscriptions of `env` that may have been active at or after `since`: a period that ends then or later,
+    /// or has no end. What `storeledger reconcile --active-since` asks Apple about; it reads every stored timeline.
+    public func subscriptions(environment env: AppStoreEnvironment, activeSince since: UnixMillis) throws
+        -> [OriginalTransactionID]
+    {
+        try environment.read { txn in
+            var out: [OriginalTransactionID] = []
+            let cursor = try txn.cursor(layout.timelines)
+            var entry = try cursor.first()
+            while let e = entry {
+                if let (environment, otid) = e.key.withUnsafeBytes({ StoreLayout.decodeSubscriptionKey($0) }),
+                    environment == env,
+                    try StoredTimeline.decode(e.value).periods.contains(where: { ($0.end ?? .max) >= since })
+                {
+                    out.append(otid)
+                }
+                entry = try cursor.next()
+            }
+            return out
+        }
+    }
+
+    /// The subscription's latest reconciliation with seq ≤ `asOf` (its revisions under `reconciliation:<otid>`,
+    /// oldest first; usually a handful).
+    func lastReconciliation(
+        _ env: AppStoreEnvironment, _ otid: OriginalTransactionID, asOf: UInt64, _ txn: Transaction
+    ) throws -> ReconciliationView? {
+        var last: ReconciliationView?
+        try layout.forEachRevision(of: ReconciliationFact.eventKey(otid), txn) { seq, stored in
+            guard seq <= asOf else { return false }
+            if case .reconciliation(let check) = try StoreLayout.decodeEvent(seq: seq, stored).fact,
+                check.environment == env
+            {
+                last = ReconciliationView(seq: seq, check: check)
+            }
+            return true
+        }
+        return last
     }
 
     /// One app user's entitlements, subscriptions and binding history at `at`, as known after `asOf`.
