@@ -59,9 +59,6 @@ public struct JSONWriter {
     /// How many containers are open.
     public var depth: Int { open.count }
 
-    /// Bytes written so far (where the next value begins, without `sortedKeys`).
-    public var byteCount: Int { count }
-
     /// Reads the JSON text written so far in place.
     public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try body(UnsafeRawBufferPointer(start: storage.base, count: count))
