@@ -35,8 +35,12 @@ public final class LedgerService: Service, Sendable {
     ///   - ledger: an open, writable ledger. The service closes it when it stops.
     ///   - configuration: limits, writers, socket mode, Apple decoding.
     ///   - socketPath: where to listen.
-    public init(ledger: Ledger, configuration: LedgerConfiguration, socketPath: String, logger: Logger) {
-        self.api = LedgerRoutes(ledger: ledger, configuration: configuration, logger: logger)
+    ///   - keepAnswers: whether the hot reads' answers are kept between the commits that change them
+    ///     (`AnswerCache`; `serve --no-answer-cache` turns it off).
+    public init(
+        ledger: Ledger, configuration: LedgerConfiguration, socketPath: String, logger: Logger, keepAnswers: Bool = true
+    ) {
+        self.api = LedgerRoutes(ledger: ledger, configuration: configuration, logger: logger, keepAnswers: keepAnswers)
         self.socketPath = socketPath
         self.logger = logger
     }

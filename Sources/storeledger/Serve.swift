@@ -31,6 +31,11 @@ struct Serve: AsyncParsableCommand {
         help: "Answer every request through the general router, the hot reads too (to compare with the fast read path).")
     var noFastReads = false
 
+    @Flag(
+        name: .long,
+        help: "Make every read's answer anew: keep no answers between the commits that change them (to compare).")
+    var noAnswerCache = false
+
     func run() async throws {
         let configuration = try ledger.loadConfiguration(json: false)
         let path =
@@ -44,7 +49,8 @@ struct Serve: AsyncParsableCommand {
             logger.warning(
                 "the configuration's products or bindingPolicy differ from the rules the ledger recorded at seq \(last.seq); the ledger folds with its own: review with `storeledger replay --what-if`, apply with `storeledger rules apply`")
         }
-        let service = LedgerService(ledger: store, configuration: configuration, socketPath: path, logger: logger)
+        let service = LedgerService(
+            ledger: store, configuration: configuration, socketPath: path, logger: logger, keepAnswers: !noAnswerCache)
         service.fastReads.isOn = !noFastReads
         let reconciliation = try startReconciliation(configuration, store, logger)
         let outcome: Result<Void, any Error>
