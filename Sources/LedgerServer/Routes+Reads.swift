@@ -100,6 +100,12 @@ extension LedgerRoutes {
     /// `GET /v1/subscriptions/{otid}`.
     func subscriptionAnswer(otid: String, _ clocks: ReadClocks) throws -> BufferedResponse {
         if let kept = try subscriptionRead(otid: otid, clocks) { return kept.buffered }
+        let view = try timelineView(otid: otid, clocks)
+        return JSONBody.buffered(view)
+    }
+
+    /// The subscription's timeline at the request's clocks; `not_found` when nothing is known of it.
+    private func timelineView(otid: String, _ clocks: ReadClocks) throws -> TimelineView {
         guard
             let view = try read({
                 try ledger.timeline(
@@ -108,7 +114,7 @@ extension LedgerRoutes {
         else {
             throw CodedError(.notFound, "no \(clocks.environment.rawValue) subscription \(otid) is known")
         }
-        return JSONBody.buffered(view)
+        return view
     }
 
     /// `GET /v1/customers/{appUserId}`.
@@ -122,14 +128,7 @@ extension LedgerRoutes {
 
     /// `GET /v1/subscriptions/{otid}/timeline.svg` and `.html`: the timeline's picture (`TimelinePicture`).
     func pictureAnswer(otid: String, _ clocks: ReadClocks, page: Bool, contentType: String) throws -> Response {
-        guard
-            let view = try read({
-                try ledger.timeline(
-                    OriginalTransactionID(otid), environment: clocks.environment, at: clocks.at, asOf: clocks.asOf)
-            })
-        else {
-            throw CodedError(.notFound, "no \(clocks.environment.rawValue) subscription \(otid) is known")
-        }
+        let view = try timelineView(otid: otid, clocks)
         let picture = TimelinePicture(view)
         return Response(
             status: .ok, headers: [.contentType: contentType],

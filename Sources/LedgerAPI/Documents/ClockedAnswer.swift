@@ -4,6 +4,18 @@ import LedgerCore
 struct ClockSpans {
     var at: Range<Int> = 0..<0
     var asOf: Range<Int> = 0..<0
+
+    /// Writes the members `at` and `asOf` into the object `o` is writing, noting where their digits lie.
+    mutating func writeClocks(at: UnixMillis, asOf: UInt64?, to o: inout JSONWriter) {
+        o.key("at")
+        let atStart = o.byteCount
+        o.number(at)
+        self.at = atStart..<o.byteCount
+        o.key("asOf")
+        let asOfStart = o.byteCount
+        o.number(asOf)
+        self.asOf = asOfStart..<o.byteCount
+    }
 }
 
 /// The body of a customer's or a subscription's answer (its JSON text and a newline) with the digits of its two

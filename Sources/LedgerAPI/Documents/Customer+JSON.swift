@@ -12,14 +12,7 @@ extension CustomerView: JSONDocument {
         json.object { o in
             o.key("appUserId"); o.string(appUserId)
             o.key("environment"); o.string(environment)
-            o.key("at")
-            let atStart = o.byteCount
-            o.number(at)
-            spans.at = atStart..<o.byteCount
-            o.key("asOf")
-            let asOfStart = o.byteCount
-            o.number(asOf)
-            spans.asOf = asOfStart..<o.byteCount
+            spans.writeClocks(at: at, asOf: asOf, to: &o)
             o.key("entitlements")
             o.object { e in
                 for name in entitlements.keys.sorted() {

@@ -12,14 +12,7 @@ extension TimelineView: JSONDocument {
         json.object { o in
             o.key("originalTransactionId"); o.string(originalTransactionId)
             o.key("environment"); o.string(environment)
-            o.key("at")
-            let atStart = o.byteCount
-            o.number(at)
-            spans.at = atStart..<o.byteCount
-            o.key("asOf")
-            let asOfStart = o.byteCount
-            o.number(asOf)
-            spans.asOf = asOfStart..<o.byteCount
+            spans.writeClocks(at: at, asOf: asOf, to: &o)
             o.key("status"); o.string(status)
             o.key("productId"); o.string(productId)
             o.key("expiresAt"); o.number(expiresAt)

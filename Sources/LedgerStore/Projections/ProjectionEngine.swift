@@ -19,11 +19,6 @@ struct ProjectionEngine {
     /// subscription checked against Apple (its timeline answer shows the latest check).
     func apply(_ events: [LedgerEvent], in txn: Transaction, changes: inout CommitChanges) throws {
         let rules = try history.rules(asOf: .max, layout, txn)
-        for event in events {
-            if case .reconciliation(let check) = event.fact {
-                changes.subscriptions.insert(StoreLayout.subscriptionKey(check.environment, check.originalTransactionId))
-            }
-        }
         if events.contains(where: { $0.fact.kind == .rules }) {
             changes.everything = true
             try refoldEverySubscription(rules, txn)
@@ -34,7 +29,12 @@ struct ProjectionEngine {
         var groups: [[UInt8]: [LedgerEvent]] = [:]
         var claimsOfEveryEnvironment: [(BindingClaim, LedgerEvent)] = []
         for event in events {
-            guard let otid = event.fact.originalTransactionId else { continue }
+            guard let otid = event.fact.originalTransactionId else {
+                if case .reconciliation(let check) = event.fact {
+                    changes.subscriptions.insert(StoreLayout.subscriptionKey(check.environment, check.originalTransactionId))
+                }
+                continue
+            }
             if case .binding(let claim) = event.fact, claim.everyEnvironment {
                 claimsOfEveryEnvironment.append((claim, event))
                 continue
