@@ -276,8 +276,17 @@ final class FetchCollector: @unchecked Sendable {
     func add(_ message: NATSMessage) {
         condition.lock()
         if let status = message.status {
-            if status == -1 { failure = .notConnected }
-            finished = true
+            switch status {
+            case 100: break  // an idle heartbeat
+            case 404, 408: finished = true  // no messages; the request expired
+            case -1:
+                failure = .notConnected
+                finished = true
+            default:
+                // 409: the consumer was deleted or changed leader; 503: no consumer answers. The caller makes it again.
+                failure = .server("the fetch ended with status \(status) \(message.statusDescription ?? "")")
+                finished = true
+            }
         } else if let js = JetStreamMessage(message) {
             messages.append(js)
             if messages.count >= batch { finished = true }
