@@ -162,7 +162,7 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
         do {
             return try await ledger.append(inputs)
         } catch let error as LedgerError {
-            throw CodedError(error)
+            throw CodedError(error.code, error.message)
         }
     }
 
@@ -295,12 +295,8 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
             inputs.append(pipeline.prepare(decoded.raw, options: decoded.options(streamMillis: streamMillis), now: streamMillis))
             counts.append(1)
         }
-        let results: [AppendResult]
-        do {
-            results = inputs.isEmpty ? [] : try await ledger.append(inputs)
-        } catch {
-            throw error
-        }
+        // A failure (disk full, closing) appends nothing: the caller re-creates the consumer at the same place.
+        let results = inputs.isEmpty ? [] : try await ledger.append(inputs)
         let last = messages.last!.streamSequence
         var perMessage: [(UInt64, [AppendResult])] = []
         var offset = 0

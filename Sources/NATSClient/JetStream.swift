@@ -322,6 +322,10 @@ final class FetchCollector: @unchecked Sendable {
             }
         }
         timer.cancel()
+        return try outcome()
+    }
+
+    private func outcome() throws -> [JetStreamMessage] {
         condition.lock()
         defer { condition.unlock() }
         if let failure, messages.isEmpty { throw failure }

@@ -4,6 +4,7 @@ import LedgerAPI
 import LedgerIngest
 import LedgerIntake
 import LedgerServer
+import LedgerStore
 import LedgerWire
 import Logging
 import NATSClient

@@ -4,12 +4,13 @@ import Glibc
 import Foundation
 import LedgerTestSupport
 import NATSClient
+import Testing
 
 /// `nats-server` where the distribution installs it (`apt-get install nats-server`; .ci/run does), else nil: the
 /// tests that need it are skipped with that message.
 let natsServerPath: String? = ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"]
     .first { FileManager.default.isExecutableFile(atPath: $0) }
-let natsMissing = "nats-server is not installed (apt-get install nats-server; .ci/run does)"
+let natsMissing: Comment = "nats-server is not installed (apt-get install nats-server; .ci/run does)"
 
 /// A TCP port nobody listens on right now (the kernel's choice for port 0).
 func freePort() -> Int {

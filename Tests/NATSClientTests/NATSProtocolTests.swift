@@ -24,8 +24,8 @@ struct NATSFrameTests {
     @Test("MSG, HMSG with a status and headers, PING, INFO and -ERR, whole or a byte at a time")
     func parsesEveryOperation() throws {
         let text = "INFO {\"server_id\":\"x\"}\r\nPING\r\nMSG a.b 7 _INBOX.r 5\r\nhello\r\n"
-            + "HMSG $JS.x 2 23 23\r\nNATS/1.0 408 Timeout\r\n\r\n\r\n"
-            + "HMSG s 3 r 22 25\r\nNATS/1.0\r\nA: one\r\n\r\nabc\r\n-ERR 'Unknown Protocol Operation'\r\n+OK\r\n"
+            + "HMSG $JS.x 2 24 24\r\nNATS/1.0 408 Timeout\r\n\r\n\r\n"
+            + "HMSG s 3 r 20 23\r\nNATS/1.0\r\nA: one\r\n\r\nabc\r\n-ERR 'Unknown Protocol Operation'\r\n+OK\r\n"
         for chunk in [1, 7, text.utf8.count] {
             let parsed = try frames(text, chunk: chunk)
             #expect(parsed.count == 7)

@@ -21,7 +21,7 @@ final class ReplicaProcess: @unchecked Sendable {
         self.arguments = arguments
         socketPath = data + "/ledger.sock"
         logPath = data + ".log"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         try start()
     }
 
@@ -124,12 +124,13 @@ struct ReplicatedLedgerTests {
         let total = 600
         let acknowledged = Acknowledgements()
         let next = Counter()
+        let pair = replicas
         let writers = (0..<4).map { _ in
             Task(executorPreference: TestExecutor.shared) {
                 while let n = next.take(below: total) {
                     let body = Array(intakeInput(n, statedReceivedAt: n % 2 == 0).utf8)
                     for attempt in 0..<2 {
-                        let replica = replicas[(n + attempt) % 2]
+                        let replica = pair[(n + attempt) % 2]
                         guard let client = try? AsyncLedgerClient(socketPath: replica.socketPath, timeoutSeconds: 60),
                             let answer = try? await client.post("/v1/events", body: body)
                         else { continue }
