@@ -167,10 +167,12 @@ public struct JetStream: Sendable {
             var batch: Int
             var expires: Int64
         }
-        let (inbox, token) = connection.newInbox()
+        // A subscription of its own: JetStream delivers the messages with their own subjects to the pull request's
+        // subscription (by its sid), so the request-reply inbox, which routes by subject, cannot take them.
+        let inbox = connection.fetchInbox()
         let collector = FetchCollector(batch: batch)
-        connection.setResponder(token) { collector.add($0) }
-        defer { connection.removeResponder(token) }
+        let sid = connection.subscribe(inbox) { collector.add($0) }
+        defer { connection.unsubscribe(sid) }
         let body = try JSONEncoder.jetStream.encode(Next(batch: batch, expires: expires.nanoseconds))
         try connection.publish(
             "$JS.API.CONSUMER.MSG.NEXT.\(stream).\(consumer)", payload: Array(body), replyTo: inbox)

@@ -294,6 +294,16 @@ public final class NATSConnection: @unchecked Sendable {
         return (inboxPrefix + token, token)
     }
 
+    /// A fresh subject for one pull request, outside the request-reply inbox's wildcard (so its messages reach only
+    /// the subscription made for it).
+    func fetchInbox() -> String {
+        let token = lock.withLock { () -> String in
+            nextToken += 1
+            return String(nextToken, radix: 36)
+        }
+        return String(inboxPrefix.dropLast()) + "-fetch." + token
+    }
+
     private func ensureInboxSubscription() {
         let needed = lock.withLock { () -> Bool in
             if subscriptions.values.contains(where: { $0.subject == inboxPrefix + "*" }) { return false }
