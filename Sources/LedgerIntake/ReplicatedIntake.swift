@@ -33,6 +33,10 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
         public var applyTimeout: Duration = .seconds(30)
         /// Messages per fetch (and at most per write transaction of the replica).
         public var fetchBatch = 1_000
+        /// How long one fetch stays open. A pull request answers when its batch is full or it expires, and the
+        /// messages it got so far are appended then: this bounds the latency a replica adds when the stream is not
+        /// busy enough to fill a batch (and costs an empty round trip this often when idle).
+        public var fetchExpires: Duration = .milliseconds(50)
 
         public init(servers: [NATSServer], node: String) {
             self.servers = servers
@@ -241,7 +245,7 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
                     recreate = false
                 }
                 let messages = try await jetStream.fetch(
-                    stream: settings.stream, consumer: settings.consumer, batch: settings.fetchBatch, expires: .seconds(1))
+                    stream: settings.stream, consumer: settings.consumer, batch: settings.fetchBatch, expires: settings.fetchExpires)
                 var next = appliedSequence + 1
                 var batch: [JetStreamMessage] = []
                 for message in messages {
