@@ -28,6 +28,12 @@ public final class LedgerRoutes: Sendable {
     let logger: Logger
     let commits: CommitSignal
     let followers = FollowerCount()
+    /// The hot reads' answers kept between the commits that change them (`AnswerCache`); nil: every read is made
+    /// anew (`storeledger serve --no-answer-cache`, and the tests that compare both).
+    let answers: AnswerCache<ClockedAnswer>?
+
+    /// Answers kept at most: a customer's or subscription's JSON is typically 0.5–2 KB, so about 32 MB.
+    static let answerCacheCapacity = 16_384
 
     /// At most this many `follow=true` streams at once; more get 503.
     static let maxFollowers = 256
@@ -36,10 +42,15 @@ public final class LedgerRoutes: Sendable {
     ///   - ledger: an open, writable ledger; the API registers a commit observer on it.
     ///   - configuration: limits, writers and the Apple decoding configuration.
     ///   - logger: requests are logged at debug, failures at error.
+    ///   - keepAnswers: whether the hot reads' answers are kept between the commits that change them.
     ///   - intake: a replicated intake that appends in the place of the ledger (`serve --intake`); nil by default.
-    public init(ledger: Ledger, configuration: LedgerConfiguration, logger: Logger, intake: (any Intake)? = nil) {
+    public init(
+        ledger: Ledger, configuration: LedgerConfiguration, logger: Logger, keepAnswers: Bool = true,
+        intake: (any Intake)? = nil
+    ) {
         self.ledger = ledger
         self.intake = intake
+        self.answers = keepAnswers ? AnswerCache(ledger: ledger, capacity: Self.answerCacheCapacity) : nil
         self.configuration = configuration
         self.logger = logger
         self.pipeline = IngestPipeline(ledger: ledger, configuration: Self.decoding(configuration))

@@ -32,6 +32,11 @@ struct Serve: AsyncParsableCommand {
         help: "Answer every request through the general router, the hot reads too (to compare with the fast read path).")
     var noFastReads = false
 
+    @Flag(
+        name: .long,
+        help: "Make every read's answer anew: keep no answers between the commits that change them (to compare).")
+    var noAnswerCache = false
+
     @Option(
         name: .long,
         help: "Replicate through NATS JetStream: nats://host:port[,nats://host:port…] (the servers of one cluster).")
@@ -105,7 +110,8 @@ struct Serve: AsyncParsableCommand {
             }
         }
         let service = LedgerService(
-            ledger: store, configuration: configuration, socketPath: path, logger: logger, intake: replicated)
+            ledger: store, configuration: configuration, socketPath: path, logger: logger, keepAnswers: !noAnswerCache,
+            intake: replicated)
         service.fastReads.isOn = !noFastReads
         // The periodic reconciliation appends to the ledger directly; with a replicated intake that would write past
         // the stream (and differ between replicas), so it is not started then (docs/scaling.md).

@@ -93,7 +93,7 @@ import Testing
         let fact = Fact.rules(RulesChange(rules: rules, appliedAt: Self.start))
         let bytes = fact.encoded()
         #expect(try Fact(decoding: bytes) == fact)
-        #expect(fact.kind == .rules && fact.kind.code == 5 && fact.originalTransactionId == nil)
+        #expect(fact.kind == .rules && fact.kind.code == 6 && fact.originalTransactionId == nil)
         // The same rules in another dictionary order are the same bytes.
         var reordered = FoldRules(bindingPolicy: .share)
         for id in rules.catalog.products.keys.sorted().reversed() { reordered.catalog.products[id] = rules.catalog.products[id] }
