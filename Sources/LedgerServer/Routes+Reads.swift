@@ -55,8 +55,57 @@ extension LedgerRoutes {
 
     // The hot reads, shared by the router and the fast read path (`FastReadHandler`), so both answer alike.
 
+    /// A hot read's 200 answer: its body with the clocks to write into it.
+    struct ClockedRead {
+        var body: ClockedAnswer
+        var at: UnixMillis
+        var asOf: UInt64
+
+        var buffered: BufferedResponse {
+            var buffer = ByteBuffer()
+            let count = body.count(at: at, asOf: asOf)
+            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { raw in
+                body.write(at: at, asOf: asOf, to: raw.baseAddress!)
+            }
+            return BufferedResponse(status: .ok, contentType: "application/json", body: buffer)
+        }
+    }
+
+    /// `GET /v1/subscriptions/{otid}` from the answer cache (nil when there is none).
+    func subscriptionRead(otid: String, _ clocks: ReadClocks) throws -> ClockedRead? {
+        guard let answers else { return nil }
+        guard
+            let (body, asOf) = try read({
+                try answers.timeline(
+                    OriginalTransactionID(otid), environment: clocks.environment, at: clocks.at, asOf: clocks.asOf,
+                    answer: ClockedAnswer.init)
+            })
+        else {
+            throw CodedError(.notFound, "no \(clocks.environment.rawValue) subscription \(otid) is known")
+        }
+        return ClockedRead(body: body, at: clocks.at, asOf: asOf)
+    }
+
+    /// `GET /v1/customers/{appUserId}` from the answer cache (nil when there is none).
+    func customerRead(user: String, _ clocks: ReadClocks) throws -> ClockedRead? {
+        guard let answers else { return nil }
+        let (body, asOf) = try read {
+            try answers.customer(
+                AppUserID(user), environment: clocks.environment, at: clocks.at, asOf: clocks.asOf,
+                answer: ClockedAnswer.init)
+        }
+        return ClockedRead(body: body, at: clocks.at, asOf: asOf)
+    }
+
     /// `GET /v1/subscriptions/{otid}`.
     func subscriptionAnswer(otid: String, _ clocks: ReadClocks) throws -> BufferedResponse {
+        if let kept = try subscriptionRead(otid: otid, clocks) { return kept.buffered }
+        let view = try timelineView(otid: otid, clocks)
+        return JSONBody.buffered(view)
+    }
+
+    /// The subscription's timeline at the request's clocks; `not_found` when nothing is known of it.
+    private func timelineView(otid: String, _ clocks: ReadClocks) throws -> TimelineView {
         guard
             let view = try read({
                 try ledger.timeline(
@@ -65,15 +114,25 @@ extension LedgerRoutes {
         else {
             throw CodedError(.notFound, "no \(clocks.environment.rawValue) subscription \(otid) is known")
         }
-        return JSONBody.buffered(view)
+        return view
     }
 
     /// `GET /v1/customers/{appUserId}`.
     func customerAnswer(user: String, _ clocks: ReadClocks) throws -> BufferedResponse {
+        if let kept = try customerRead(user: user, clocks) { return kept.buffered }
         let view = try read {
             try ledger.customer(AppUserID(user), environment: clocks.environment, at: clocks.at, asOf: clocks.asOf)
         }
         return JSONBody.buffered(view)
+    }
+
+    /// `GET /v1/subscriptions/{otid}/timeline.svg` and `.html`: the timeline's picture (`TimelinePicture`).
+    func pictureAnswer(otid: String, _ clocks: ReadClocks, page: Bool, contentType: String) throws -> Response {
+        let view = try timelineView(otid: otid, clocks)
+        let picture = TimelinePicture(view)
+        return Response(
+            status: .ok, headers: [.contentType: contentType],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: page ? picture.html : picture.svg)))
     }
 
     /// `GET /v1/health`.
@@ -92,6 +151,27 @@ extension LedgerRoutes {
             let user = try context.parameters.require("appUserId")
             return try self.customerAnswer(user: user, ReadClocks(request, route: "GET " + Self.customerRoute)).response
         }
+        for (route, contentType, page) in [
+            (Self.timelineSVGRoute, "image/svg+xml; charset=utf-8", false),
+            (Self.timelineHTMLRoute, "text/html; charset=utf-8", true),
+        ] {
+            router.get(RouterPath(stringLiteral: route)) { request, context in
+                let otid = try context.parameters.require("otid")
+                let clocks = try ReadClocks(request, route: "GET " + route)
+                return try self.pictureAnswer(otid: otid, clocks, page: page, contentType: contentType)
+            }
+        }
+        router.get(RouterPath(stringLiteral: Self.whyRoute)) { request, context in
+            let user = try context.parameters.require("appUserId")
+            let entitlement = try context.parameters.require("entitlement")
+            let clocks = try ReadClocks(request, route: "GET " + Self.whyRoute)
+            let explanation = try self.read {
+                try self.ledger.explain(
+                    AppUserID(user), entitlement: entitlement, environment: clocks.environment, at: clocks.at,
+                    asOf: clocks.asOf)
+            }
+            return JSONBody.buffered(explanation).response
+        }
         router.get("/v1/transactions/{transactionId}") { request, context in
             try Self.checkQuery(request.uri.queryParameters.map(\.key), route: "GET /v1/transactions/{transactionId}")
             let id = try context.parameters.require("transactionId")
@@ -106,6 +186,11 @@ extension LedgerRoutes {
     /// metrics).
     static let subscriptionRoute = "/v1/subscriptions/{otid}"
     static let customerRoute = "/v1/customers/{appUserId}"
+    /// A subscription's timeline as a picture, alone or in a page (`TimelinePicture`).
+    static let timelineSVGRoute = "/v1/subscriptions/{otid}/timeline.svg"
+    static let timelineHTMLRoute = "/v1/subscriptions/{otid}/timeline.html"
+    /// Why a customer has, or has not, an entitlement (`Entitlements.explain`).
+    static let whyRoute = "/v1/customers/{appUserId}/entitlements/{entitlement}/why"
     static let healthRoute = "/v1/health"
 
     /// Runs a store read; its failures become coded refusals (a damaged ledger is a 500, never a crash).

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LedgerAPI
 import LedgerCore
+import LedgerIngest
 import LedgerStore
 import LedgerWire
 
@@ -195,9 +196,26 @@ struct Replay: ParsableCommand {
     @Option(name: .long, help: "Fold only events up to this sequence number (reports, writes nothing).") var until: UInt64?
     @Flag(name: .long, help: "Compare with the stored projections; exit 1 on any difference.") var check = false
     @Flag(name: .long, help: "One JSON document on stdout.") var json = false
+    @Option(
+        name: .customLong("what-if"),
+        help: "Fold the log under this configuration file's catalog and binding policy too, and print the customers whose entitlements would differ (writes nothing).")
+    var whatIf: String?
+    @Option(name: .long, help: "With --what-if: the instant the customers are compared at (default: now).") var at: String?
+
+    func validate() throws {
+        if whatIf != nil && check { throw ValidationError("--what-if compares other rules; it cannot be combined with --check") }
+        if whatIf == nil && at != nil { throw ValidationError("--at is for --what-if") }
+        if let at, Instant.parse(at) == nil {
+            throw ValidationError("--at '\(at)' is neither ISO-8601 nor milliseconds since epoch")
+        }
+    }
 
     func run() throws {
         let configuration = try ledger.loadConfiguration(json: json)
+        if let whatIf {
+            try runWhatIf(configuration, whatIf)
+            return
+        }
         let store = try ledger.openLedger(configuration, readOnly: check || until != nil, json: json)
         defer { store.close() }
         let progress = ProgressLine("replaying", unit: "subscriptions")
@@ -218,6 +236,43 @@ struct Replay: ParsableCommand {
             throw ExitCode(1)
         }
         if check && !json { print("ok: every stored projection is byte-identical to the replay") }
+    }
+}
+
+extension Replay {
+    /// `replay --what-if FILE`: the customers whose entitlements would differ under FILE's rules.
+    func runWhatIf(_ configuration: LedgerConfiguration, _ path: String) throws {
+        let other: LedgerConfiguration
+        do {
+            other = try LedgerConfiguration(contentsOf: path)
+        } catch {
+            throw CommandFailure(code: .invalidConfiguration, message: "\(path): \(error)", json: json)
+        }
+        let store = try ledger.openLedger(configuration, readOnly: true, json: json)
+        defer { store.close() }
+        let report = try store.whatIf(other.rules, at: at.flatMap(Instant.parse) ?? currentMillis(), asOf: until)
+        if json {
+            printJSON(WhatIfDocument(report: report, before: configuration.rules, after: other.rules))
+            return
+        }
+        for line in WhatIfDocument.ruleChanges(configuration.rules, other.rules) { print("what if: \(line)") }
+        print(
+            "at \(formatInstant(report.at)), as of seq \(report.asOf): \(counted(report.subscriptions, "subscription")), "
+                + "\(counted(report.customers, "customer")) compared; "
+                + "\(counted(Set(report.differences.map { $0.environment + "/" + $0.appUserId }).count, "customer")) would differ")
+        guard !report.differences.isEmpty else { return }
+        print("\n  " + pad("USER", 24) + pad("ENV", 11) + pad("ENTITLEMENT", 24) + pad("NOW", 40) + "WOULD BE")
+        for d in report.differences {
+            print(
+                "  " + pad(d.appUserId, 24) + pad(d.environment, 11) + pad(d.entitlement, 24)
+                    + pad(Self.stateText(d.before), 40) + Self.stateText(d.after))
+        }
+    }
+
+    static func stateText(_ state: EntitlementState?) -> String {
+        guard let state else { return "never had it" }
+        if state.active { return "active until \(formatInstant(state.expiresAt))" + " (\(state.originalTransactionId))" }
+        return "inactive since \(formatInstant(state.expiresAt))"
     }
 }
 

@@ -16,9 +16,9 @@ struct StoreLedger: AsyncParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [
-            Serve.self, Ingest.self, Timeline.self, Customer.self, Events.self, Replay.self, Verify.self, Export.self,
-            Stats.self, Rejected.self, Backup.self, Restore.self, Import.self, Demo.self, LifecycleCommand.self,
-            WebhookCommand.self,
+            Serve.self, Ingest.self, Timeline.self, Customer.self, Why.self, Events.self, Replay.self, Rules.self, Verify.self,
+            Export.self, Stats.self, Rejected.self, Backup.self, Restore.self, Import.self, Reconcile.self, Demo.self,
+            LifecycleCommand.self, WebhookCommand.self,
         ]
     )
 

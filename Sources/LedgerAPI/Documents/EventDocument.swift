@@ -38,6 +38,8 @@ public struct EventDocument: Encodable, Sendable {
         case renewal(RenewalInfoFact)
         case notification(NotificationFact)
         case binding(BindingClaim)
+        case reconciliation(ReconciliationFact)
+        case rules(RulesChange)
 
         public func encode(to encoder: any Encoder) throws {
             switch self {
@@ -45,8 +47,17 @@ public struct EventDocument: Encodable, Sendable {
             case .renewal(let f): try f.encode(to: encoder)
             case .notification(let f): try f.encode(to: encoder)
             case .binding(let f): try f.encode(to: encoder)
+            case .reconciliation(let f): try f.encode(to: encoder)
+            case .rules(let f):
+                // The configuration file's own keys (`products`, `bindingPolicy`) and when they were applied.
+                var c = encoder.container(keyedBy: RulesKeys.self)
+                try c.encode(f.appliedAt, forKey: .appliedAt)
+                try c.encode(f.rules.bindingPolicy, forKey: .bindingPolicy)
+                try c.encode(f.rules.catalog, forKey: .products)
             }
         }
+
+        private enum RulesKeys: String, CodingKey { case appliedAt, bindingPolicy, products }
     }
 
     public init(_ stored: StoredEvent, raw: [UInt8]? = nil) {
@@ -69,6 +80,8 @@ public struct EventDocument: Encodable, Sendable {
         case .renewal(let f): fact = .renewal(f)
         case .notification(let f): fact = .notification(f)
         case .binding(let f): fact = .binding(f)
+        case .reconciliation(let f): fact = .reconciliation(f)
+        case .rules(let f): fact = .rules(f)
         }
         self.raw = raw.map { Data($0).base64EncodedString() }
     }
@@ -149,6 +162,8 @@ extension EventDocument {
         case .renewal(let f): try json.encodable(f)
         case .notification(let f): try json.encodable(f)
         case .binding(let f): try json.encodable(f)
+        case .reconciliation(let f): try json.encodable(f)
+        case .rules(let f): try json.encodable(FactBody.rules(f))
         }
         json.key("key")
         json.string(e.fact.eventKey)

@@ -73,9 +73,11 @@ extension Fact {
         case .transaction(let t): return t.transactionId.id.withUTF8 { key.hasSameBytes(as: UnsafeRawBufferPointer($0)) }
         case .renewal(let r): return r.originalTransactionId.withUTF8 { prefixed("renewal:", $0) }
         case .binding(let b): return b.originalTransactionId.withUTF8 { prefixed("binding:", $0) }
+        case .reconciliation(let c): return c.originalTransactionId.withUTF8 { prefixed("reconciliation:", $0) }
         case .notification(let n):
             var uuid = n.notificationUUID
             return uuid.withUTF8 { prefixed("notification:", $0) }
+        case .rules: return key.hasSameBytes(as: Array(RulesChange.eventKey.utf8))
         }
     }
 }

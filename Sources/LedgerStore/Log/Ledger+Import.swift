@@ -195,6 +195,8 @@ public final class LedgerImport {
             next = check
             var (written, inputs) = carriedBefore
             written.reserveCapacity(written.count + events.count)
+            // An import fills a ledger no server serves yet: no reader keeps answers to tell of these changes.
+            var changes = CommitChanges()
             for e in events {
                 let event = try next.check(e)
                 let fact = event.fact
@@ -217,7 +219,9 @@ public final class LedgerImport {
                         layout.byOTID, key: StoreLayout.subscriptionKey(fact.environment, otid),
                         value: EventReference.encode(seq: e.seq, eventKey: key), flags: .appendDuplicate)
                     if case .binding(let claim) = fact {
-                        try batch.index(user: claim.appUserId, otid: claim.originalTransactionId, claim.environment, txn)
+                        try batch.index(
+                            user: claim.appUserId, otid: claim.originalTransactionId, claim.environment, txn,
+                            changes: &changes)
                     }
                 }
                 written.append(event)
@@ -226,7 +230,8 @@ public final class LedgerImport {
             // The last input may go on in the next write.
             var cut = written.count
             while cut > 0, inputs[cut - 1] == inputs.last { cut -= 1 }
-            try batch.projections.apply(Array(written[..<cut]), inputs: Array(inputs[..<cut]), in: txn)
+            try batch.projections.apply(
+                Array(written[..<cut]), inputs: Array(inputs[..<cut]), in: txn, changes: &changes)
             carriedAfter = (Array(written[cut...]), Array(inputs[cut...]))
             try txn.put(
                 layout.meta, key: StoreLayout.metaChainHead,
@@ -259,7 +264,10 @@ public final class LedgerImport {
     public func finish() throws {
         if !carried.events.isEmpty {
             let (events, inputs) = carried
-            try ledger.environment.write { txn in try ledger.batch.projections.apply(events, inputs: inputs, in: txn) }
+            try ledger.environment.write { txn in
+                var changes = CommitChanges()  // no server serves an import yet
+                try ledger.batch.projections.apply(events, inputs: inputs, in: txn, changes: &changes)
+            }
             carried = ([], [])
         }
         try ledger.environment.sync(force: true)

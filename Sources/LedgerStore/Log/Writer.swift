@@ -29,11 +29,14 @@ final class Writer: @unchecked Sendable {
     private var stopped = false
     private var thread: Thread?
 
-    /// What one commit did (for metrics and followers).
+    /// What one commit did (for metrics, followers and the answer cache).
     struct CommitInfo: Sendable {
         var inputs: Int
         var lastSeq: UInt64?
         var durationNanoseconds: UInt64
+        /// The LMDB id of the committed transaction (`Transaction.id`).
+        var transactionID: Int
+        var changes: CommitChanges
     }
 
     init(
@@ -116,8 +119,16 @@ final class Writer: @unchecked Sendable {
         let inputs = requests.flatMap(\.inputs)
         let start = DispatchTime.now().uptimeNanoseconds
         let outcome: Result<[AppendResult], LedgerError>
+        // Of the attempt that committed (`write` runs the body again after growing the map).
+        var transactionID = 0
+        var changes = CommitChanges()
         do {
-            outcome = .success(try environment.write { txn in try batch.run(inputs, in: txn) })
+            outcome = .success(
+                try environment.write { txn in
+                    transactionID = txn.id
+                    changes = CommitChanges()
+                    return try batch.run(inputs, in: txn, changes: &changes)
+                })
         } catch let error as LedgerError {
             outcome = .failure(error)
         } catch {
@@ -128,8 +139,11 @@ final class Writer: @unchecked Sendable {
         let elapsed = DispatchTime.now().uptimeNanoseconds - start
         switch outcome {
         case .success(let results):
+            // Before any caller hears of it: an acknowledged append is seen by every read that follows.
             onCommit(
-                CommitInfo(inputs: inputCount, lastSeq: results.compactMap(\.seq).max(), durationNanoseconds: elapsed))
+                CommitInfo(
+                    inputs: inputCount, lastSeq: results.compactMap(\.seq).max(), durationNanoseconds: elapsed,
+                    transactionID: transactionID, changes: changes))
             var offset = 0
             for request in requests {
                 request.completion(.success(Array(results[offset..<(offset + request.inputs.count)])))

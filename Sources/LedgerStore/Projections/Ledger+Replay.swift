@@ -64,7 +64,9 @@ extension Ledger {
                 while let index = results.nextChunk(of: starts.count) {
                     let work = { (txn: Transaction) in
                         try self.replayChunk(
-                            after: starts[index], limit: limit, mode: mode, validatingIndexes: validatingIndexes && check, txn)
+                            after: starts[index], limit: limit, mode: mode,
+                            rules: self.history.rules(asOf: limit, self.layout, txn),
+                            validatingIndexes: validatingIndexes && check, txn)
                     }
                     let chunk = mode == .rewrite ? try self.environment.write(work) : try self.environment.read(work)
                     results.add(chunk, at: index)
@@ -112,7 +114,8 @@ extension Ledger {
 
     /// Folds up to `replayChunkSize` subscriptions after the key `resume` (from the first when nil).
     private func replayChunk(
-        after resume: [UInt8]?, limit: UInt64, mode: ReplayMode, validatingIndexes: Bool, _ txn: Transaction
+        after resume: [UInt8]?, limit: UInt64, mode: ReplayMode, rules: FoldRules, validatingIndexes: Bool,
+        _ txn: Transaction
     ) throws -> ReplayChunk {
         let cursor = try txn.cursor(layout.byOTID)
         var entry = try position(cursor, after: resume)

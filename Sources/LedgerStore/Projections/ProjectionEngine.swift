@@ -10,18 +10,34 @@ import LedgerCore
 /// are read through `by_user` from the timelines they own.
 struct ProjectionEngine {
     let layout: StoreLayout
-    let rules: FoldRules
+    /// The rules in force (the log's latest change, else the configuration's), read in each write transaction.
+    let history: RulesHistory
 
     /// Brings the timelines of every subscription `events` touch up to date, and writes the lifecycle events each
     /// input said about each of them (`Lifecycle.events`, at the input's last seq about the subscription); `events`
-    /// are in log order, `inputs[i]` names the input of `events[i]` (the seq of its first event).
-    func apply(_ events: [LedgerEvent], inputs: [UInt64], in txn: Transaction) throws {
+    /// are in log order, `inputs[i]` names the input of `events[i]` (the seq of its first event). A change of rules
+    /// among them refolds every subscription and derives its lifecycle events again under the new rules instead (as
+    /// a replay does). `changes` learns each timeline written and each customer given a `by_user` entry (every
+    /// answer, after a change of rules), and each subscription checked against Apple (its timeline answer shows the
+    /// latest check).
+    func apply(_ events: [LedgerEvent], inputs: [UInt64], in txn: Transaction, changes: inout CommitChanges) throws {
+        let rules = try history.rules(asOf: .max, layout, txn)
+        if events.contains(where: { $0.fact.kind == .rules }) {
+            changes.everything = true
+            try refoldEverySubscription(rules, txn)
+            return
+        }
         // Group by subscription, keeping log order inside each group.
         var order: [[UInt8]] = []
         var groups: [[UInt8]: [(event: LedgerEvent, input: UInt64)]] = [:]
         var claimsOfEveryEnvironment: [(BindingClaim, LedgerEvent, UInt64)] = []
         for (event, input) in zip(events, inputs) {
-            guard let otid = event.fact.originalTransactionId else { continue }
+            guard let otid = event.fact.originalTransactionId else {
+                if case .reconciliation(let check) = event.fact {
+                    changes.subscriptions.insert(StoreLayout.subscriptionKey(check.environment, check.originalTransactionId))
+                }
+                continue
+            }
             if case .binding(let claim) = event.fact, claim.everyEnvironment {
                 claimsOfEveryEnvironment.append((claim, event, input))
                 continue
@@ -35,12 +51,13 @@ struct ProjectionEngine {
             for environment in AppStoreEnvironment.known {
                 let key = StoreLayout.subscriptionKey(environment, claim.originalTransactionId)
                 guard try groups[key] != nil || txn.get(layout.timelines, key: key) != nil else { continue }
-                try index(claim, seq: event.seq, in: environment, txn)
+                try index(claim, seq: event.seq, in: environment, txn, changes: &changes)
                 if groups[key] == nil { order.append(key) }
                 groups[key, default: []].append((event, input))
             }
         }
         for key in order {
+            changes.subscriptions.insert(key)
             // Such claims joined their groups last: back into log order.
             var group = groups[key]!
             if !claimsOfEveryEnvironment.isEmpty { group.sort { $0.event.seq < $1.event.seq } }
@@ -60,7 +77,8 @@ struct ProjectionEngine {
                 timeline = try StoredTimeline.decode(stored)
             }
             // Input by input, so that each says what it changed, as a replay of the log derives it.
-            let adopting = timeline == nil ? try adoptClaimsOfEveryEnvironment(environment, otid, txn) : false
+            let adopting =
+                timeline == nil ? try adoptClaimsOfEveryEnvironment(environment, otid, txn, changes: &changes) : false
             for run in runs {
                 let seq = run.last!.seq
                 guard var next = timeline else {
@@ -69,7 +87,7 @@ struct ProjectionEngine {
                     if run.allSatisfy({ Self.namesNoEnvironment($0) }) { continue }
                     let after =
                         adopting
-                        ? try refold(environment, otid, upTo: seq, txn)
+                        ? try refold(environment, otid, upTo: seq, rules, txn)
                         : Timeline.fold(
                             group.prefix { $0.event.seq <= seq }.map(\.event), originalTransactionId: otid,
                             environment: environment, rules: rules, ties: .canonical)
@@ -79,7 +97,7 @@ struct ProjectionEngine {
                 }
                 // `apply` leaves the timeline untouched when it declines, so a refold starts from the facts alone.
                 if !next.apply(contentsOf: run, rules: rules) {
-                    next = try refold(environment, otid, upTo: seq, txn)
+                    next = try refold(environment, otid, upTo: seq, rules, txn)
                 }
                 try write(Lifecycle.events(before: timeline, after: next, seq: seq, rules: rules), txn)
                 timeline = next
@@ -115,9 +133,41 @@ struct ProjectionEngine {
         }
     }
 
+    /// Every stored timeline refolded from its events under `rules` (a change of rules: periods' ends, owners and
+    /// the kinds of plan changes may all follow from them), and every lifecycle event derived again under them, as
+    /// a replay derives them (docs/lifecycle.md: a change of rules restates the stream). One pass over `by_otid`, in
+    /// this write transaction.
+    /// - Complexity: O(events of the ledger).
+    private func refoldEverySubscription(_ rules: FoldRules, _ txn: Transaction) throws {
+        try txn.clear(layout.lifecycle)
+        let cursor = try txn.cursor(layout.byOTID)
+        var scan = SubscriptionScan()
+        var entry = try cursor.first()
+        while let e = entry {
+            let key = Array(e.key)  // Valid until the cursor moves on.
+            guard let (environment, otid) = StoreLayout.decodeSubscriptionKey(e.key) else {
+                throw LedgerError.corrupted("by_otid key is malformed")
+            }
+            try scan.read(e, cursor, upTo: nil, metadata: .forFold, layout, txn)
+            if !scan.events.isEmpty {
+                let timeline = Timeline.fold(
+                    scan.events, originalTransactionId: otid, environment: environment, rules: rules, ties: .canonical)
+                try txn.put(layout.timelines, key: key, value: StoredTimeline.encode(timeline))
+                let inputs = try LifecycleReplay.inputs(of: scan.events, layout, txn)
+                for said in LifecycleReplay.entries(
+                    scan.events, inputs: inputs, otid: otid, environment: environment, rules: rules)
+                {
+                    try txn.put(layout.lifecycle, key: said.key, value: said.event.encoded())
+                }
+            }
+            entry = try cursor.nextKey()
+        }
+    }
+
     /// The subscription folded from every event the store has of it up to `seq`.
     private func refold(
-        _ environment: AppStoreEnvironment, _ otid: OriginalTransactionID, upTo seq: UInt64, _ txn: Transaction
+        _ environment: AppStoreEnvironment, _ otid: OriginalTransactionID, upTo seq: UInt64, _ rules: FoldRules,
+        _ txn: Transaction
     ) throws -> Timeline {
         let all = try SubscriptionScan.events(layout, environment, otid, upTo: seq, metadata: .forFold, txn)
         return Timeline.fold(all, originalTransactionId: otid, environment: environment, rules: rules, ties: .canonical)
@@ -126,7 +176,8 @@ struct ProjectionEngine {
     /// Indexes the claims that named no environment of a subscription under `environment` (where it has just
     /// appeared); false when there are none.
     private func adoptClaimsOfEveryEnvironment(
-        _ environment: AppStoreEnvironment, _ otid: OriginalTransactionID, _ txn: Transaction
+        _ environment: AppStoreEnvironment, _ otid: OriginalTransactionID, _ txn: Transaction,
+        changes: inout CommitChanges
     ) throws -> Bool {
         let cursor = try txn.cursor(layout.bindingsAny)
         var entry = try cursor.find(StoreLayout.anyEnvironmentKey(otid))
@@ -137,14 +188,18 @@ struct ProjectionEngine {
                 let stored = try txn.get(layout.events, key: revisionKey),
                 case .binding(let claim) = try stored.withUnsafeBytes({ try LedgerEvent(seq: seq, decoding: $0) }).fact
             else { throw LedgerError.corrupted("bindings_any names a claim of \(otid) that is missing") }
-            try index(claim, seq: seq, in: environment, txn)
+            try index(claim, seq: seq, in: environment, txn, changes: &changes)
             entry = try cursor.nextDuplicate()
         }
         return true
     }
 
     /// `by_otid` and `by_user` entries of a claim that named no environment, in `environment`.
-    private func index(_ claim: BindingClaim, seq: UInt64, in environment: AppStoreEnvironment, _ txn: Transaction) throws {
+    private func index(
+        _ claim: BindingClaim, seq: UInt64, in environment: AppStoreEnvironment, _ txn: Transaction,
+        changes: inout CommitChanges
+    ) throws {
+        changes.customers.insert(StoreLayout.userKey(environment, claim.appUserId))
         for (database, key, value) in [
             (
                 layout.byOTID, StoreLayout.subscriptionKey(environment, claim.originalTransactionId),
