@@ -180,7 +180,7 @@ extension Ledger {
                     }
                 }
                 if different { chunk.differences.append("\(env.rawValue)/\(otid)") }
-                if try replayLifecycle(scan.events, env, otid, mode: mode, into: &chunk, digest: &digest, txn) {
+                if try replayLifecycle(scan.events, env, otid, rules, mode: mode, into: &chunk, digest: &digest, txn) {
                     chunk.differences.append("lifecycle events of \(env.rawValue)/\(otid)")
                 }
             }
@@ -193,8 +193,8 @@ extension Ledger {
     /// Derives the lifecycle events of one subscription again (`LifecycleReplay`), digests them, and compares them
     /// with the stored ones (`check`, true when one differs or is missing) or writes them (`rewrite`).
     private func replayLifecycle(
-        _ events: [LedgerEvent], _ env: AppStoreEnvironment, _ otid: OriginalTransactionID, mode: ReplayMode,
-        into chunk: inout ReplayChunk, digest: inout SHA256, _ txn: Transaction
+        _ events: [LedgerEvent], _ env: AppStoreEnvironment, _ otid: OriginalTransactionID, _ rules: FoldRules,
+        mode: ReplayMode, into chunk: inout ReplayChunk, digest: inout SHA256, _ txn: Transaction
     ) throws -> Bool {
         let inputs = try LifecycleReplay.inputs(of: events, layout, txn)
         var different = false
