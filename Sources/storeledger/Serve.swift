@@ -25,6 +25,11 @@ struct Serve: AsyncParsableCommand {
         help: "Answer every request through the general router, the hot reads too (to compare with the fast read path).")
     var noFastReads = false
 
+    @Flag(
+        name: .long,
+        help: "Make inputs durable with LMDB's own sync on every commit instead of the write-ahead journal (to compare).")
+    var noJournal = false
+
     func run() async throws {
         let configuration = try ledger.loadConfiguration(json: false)
         let path =
@@ -32,7 +37,7 @@ struct Serve: AsyncParsableCommand {
         var logger = Logger(label: "storeledger.server")
         logger.logLevel =
             ProcessInfo.processInfo.environment["STORELEDGER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
-        let store = try ledger.openLedger(configuration, readOnly: false, json: false)
+        let store = try ledger.openLedger(configuration, readOnly: false, json: false, journal: !noJournal)
         let service = LedgerService(ledger: store, configuration: configuration, socketPath: path, logger: logger)
         service.fastReads.isOn = !noFastReads
         do {

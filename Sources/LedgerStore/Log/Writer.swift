@@ -6,6 +6,10 @@ import Logging
 /// The single writer thread with group commit: inputs queue up while a commit is in flight, and the next write
 /// transaction takes all of them (up to `maxBatchInputs`), so many requests share one fsync. A request is answered
 /// only after its transaction committed.
+///
+/// With a journal, the group's record is written and synced inside the transaction, after the batch ran and before
+/// LMDB commits (without a sync of its own): a reader sees the group only once it is durable, and the answer follows
+/// the commit, so a reader sees every input it was told is stored.
 final class Writer: @unchecked Sendable {
     typealias Completion = @Sendable (Result<[AppendResult], LedgerError>) -> Void
 
@@ -16,6 +20,7 @@ final class Writer: @unchecked Sendable {
 
     private let environment: Environment
     private let batch: AppendBatch
+    private let journal: Journal?
     private let logger: Logger
     private let maxQueuedInputs: Int
     private let maxBatchInputs: Int
@@ -37,11 +42,12 @@ final class Writer: @unchecked Sendable {
     }
 
     init(
-        environment: Environment, batch: AppendBatch, logger: Logger, maxQueuedInputs: Int, maxBatchInputs: Int,
-        onCommit: @escaping @Sendable (CommitInfo) -> Void
+        environment: Environment, batch: AppendBatch, journal: Journal?, logger: Logger, maxQueuedInputs: Int,
+        maxBatchInputs: Int, onCommit: @escaping @Sendable (CommitInfo) -> Void
     ) {
         self.environment = environment
         self.batch = batch
+        self.journal = journal
         self.logger = logger
         self.maxQueuedInputs = maxQueuedInputs
         self.maxBatchInputs = maxBatchInputs
@@ -112,15 +118,29 @@ final class Writer: @unchecked Sendable {
         }
     }
 
+    /// The batch, and with a journal its record, durable before the transaction commits. A group that stores nothing
+    /// (duplicates only) needs no record: what it found is already durable.
+    private func run(_ inputs: [LedgerInput], in txn: Transaction) throws -> [AppendResult] {
+        guard let journal else { return try batch.run(inputs, in: txn) }
+        let before = try batch.position(txn)
+        let results = try batch.run(inputs, in: txn)
+        let after = try batch.position(txn)
+        if after != before { try journal.write(JournalRecord(before: before, after: after, inputs: inputs)) }
+        return results
+    }
+
     private func commit(_ requests: [Request], inputCount: Int) {
         let inputs = requests.flatMap(\.inputs)
         let start = DispatchTime.now().uptimeNanoseconds
         let outcome: Result<[AppendResult], LedgerError>
         do {
-            outcome = .success(try environment.write { txn in try batch.run(inputs, in: txn) })
+            outcome = .success(try environment.write { txn in try run(inputs, in: txn) })
+            journal?.committed()
         } catch let error as LedgerError {
+            journal?.discard()
             outcome = .failure(error)
         } catch {
+            journal?.discard()
             // Every waiting caller gets the error and reports it (the server logs it, the CLI prints its one line).
             logger.debug("write transaction failed", metadata: ["error": "\(error)", "inputs": "\(inputCount)"])
             outcome = .failure(.storage(error))
