@@ -69,8 +69,10 @@ public final class Ledger: Sendable {
                 try Self.checkNoRecoveryPending(directory, bootID: bootID)
             } else {
                 try Self.makeDirectory(directory)
-                (lock, checkpoint) = try Self.prepareWritableOpen(
+                let prepared = try Self.prepareWritableOpen(
                     directory, journaled: options.journal, bootID: bootID, logger: logger)
+                lock = prepared.0
+                checkpoint = prepared.1
             }
         } catch let error as LedgerError {
             throw error

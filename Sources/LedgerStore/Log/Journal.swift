@@ -269,7 +269,7 @@ final class Journal: @unchecked Sendable {
             throw LedgerError(code: .storageError, message: "journal: cannot read \(path)")
         }
         let bytes = [UInt8](data)
-        var found: [(Int, Int, [UInt8])] = []
+        var found: [(offset: Int, end: Int, payload: [UInt8])] = []
         var at = offset
         func number(_ from: Int, _ count: Int) -> UInt64 {
             bytes[from..<(from + count)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
@@ -281,7 +281,7 @@ final class Journal: @unchecked Sendable {
             else { break }
             let payload = Array(bytes[(at + headerSize)..<(at + headerSize + length)])
             guard payload.withUnsafeBytes({ checksum(segment: segment, $0) }) == number(at + 16, 8) else { break }
-            found.append((at, at + headerSize + length, payload))
+            found.append((offset: at, end: at + headerSize + length, payload: payload))
             at += headerSize + length
         }
         return found

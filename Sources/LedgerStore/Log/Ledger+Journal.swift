@@ -26,6 +26,9 @@ final class DataFileLock: @unchecked Sendable {
     deinit { close(fd) }
 }
 
+/// `open(2)` of the data file (`Ledger.open` is another function's name inside `Ledger`).
+private func openForWriting(_ path: String) -> Int32 { open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o640) }
+
 /// Opening a ledger that has (or is to have) a journal: the steps around LMDB's own open.
 extension Ledger {
     static func journalDirectory(_ directory: String) -> String {
@@ -39,7 +42,7 @@ extension Ledger {
         -> (DataFileLock, JournalCheckpoint?)
     {
         let dataPath = (directory as NSString).appendingPathComponent("data.mdb")
-        let fd = open(dataPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o640)
+        let fd = openForWriting(dataPath)
         guard fd >= 0 else { throw LMDBError(code: errno, operation: "open(\(dataPath))") }
         var st = stat()
         fstat(fd, &st)
@@ -125,7 +128,7 @@ extension Ledger {
                 do {
                     record = try found.payload.withUnsafeBytes { (b) throws(FactDecodingError) in try JournalRecord(decoding: b) }
                 } catch {
-                    throw LedgerError.corrupted("journal \(segment.name) at \(found.offset): \(error.reason)")
+                    throw LedgerError.corrupted("journal \(segment.name) at \(found.offset): \(error)")
                 }
                 if try apply(record, environment, batch) { applied += 1 }
             }
