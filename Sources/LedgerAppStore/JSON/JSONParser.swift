@@ -175,8 +175,8 @@ struct JSONParser {
         i += 1
         let start = i
         // The high bits of every byte seen: an ASCII string needs no UTF-8 validation. `String(validating:as:)` is
-        // generic and, unspecialised, looks up type metadata for every string (~1,000 instructions each, callgrind; a batched input
-        // has ~30 strings).
+        // generic and, unspecialised, looks up type metadata for every string (~1,000 instructions each, callgrind;
+        // a batched input has ~30 strings).
         var highBits: UInt64 = 0
         // Fast path: no escapes. Eight bytes at a time while none is a quote, a backslash or a control character.
         if let base = bytes.baseAddress {
