@@ -1,6 +1,7 @@
 import Foundation
 @testable import LMDB
 import LedgerCore
+import LedgerWire
 @testable import LedgerStore
 import Logging
 import Testing
