@@ -159,9 +159,14 @@ struct ServeProcessTests {
         let server = try ServerProcess(data: data)
         try await server.waitUntilAnswering()
 
+        // On the same ledger, the journal's lock refuses it first; on another ledger, the live socket does.
         let refused = try runProcess(storeledgerExecutable(), ["serve", "--data", data, "--socket", server.socketPath])
         #expect(refused.status == 1)
-        #expect(refused.stderr.contains("socket_in_use"))
+        #expect(refused.stderr.hasPrefix("error: ledger_in_use: "), "\(refused.stderr)")
+        let other = try runProcess(
+            storeledgerExecutable(), ["serve", "--data", directory.path + "/other", "--socket", server.socketPath])
+        #expect(other.status == 1)
+        #expect(other.stderr.contains("socket_in_use"), "\(other.stderr)")
 
         // An acknowledged append before SIGINT is there after it.
         let client = try AsyncLedgerClient(socketPath: server.socketPath, timeoutSeconds: 5)
