@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "LedgerIngest", targets: ["LedgerIngest"]),
         .library(name: "LedgerServer", targets: ["LedgerServer"]),
         .library(name: "LedgerClient", targets: ["LedgerClient"]),
+        .library(name: "LedgerAppleAPI", targets: ["LedgerAppleAPI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -33,6 +34,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // The App Store Server API client (LedgerAppleAPI): HTTPS with its own trust roots when configured.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // Test-only: the OpenAPI document is parsed and validated by a real OpenAPI library (LedgerServerTests).
@@ -114,6 +118,24 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "LedgerClient", dependencies: ["LedgerWire"], swiftSettings: swiftSettings),
+        // Asking Apple: the App Store Server API client (JWT, paging, 429) and reconciliation through the ingest path.
+        .target(
+            name: "LedgerAppleAPI",
+            dependencies: [
+                "LedgerCore",
+                "LedgerWire",
+                "LedgerAppStore",
+                "LedgerStore",
+                "LedgerIngest",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "storeledger",
             dependencies: [
@@ -125,6 +147,7 @@ let package = Package(
                 "LedgerIngest",
                 "LedgerServer",
                 "LedgerClient",
+                "LedgerAppleAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -202,6 +225,23 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "OpenAPIKit", package: "OpenAPIKit"),
                 .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LedgerAppleAPITests",
+            dependencies: [
+                "LedgerAppleAPI", "LedgerAPI", "LedgerIngest", "LedgerWire", "LedgerStore", "LedgerCore", "LedgerAppStore",
+                "LedgerTestSupport",
+                // Built first: ReconcileCommandTests run the executable.
+                "storeledger",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
         ),

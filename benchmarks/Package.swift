@@ -20,6 +20,7 @@ let package = Package(
         benchmark("Import", uses: ["LedgerCore", "LedgerStore"]),
         benchmark("Fold", uses: ["LedgerCore", "LedgerCodec"], local: ["FoldWorkload"]),
         benchmark("Decode", uses: ["LedgerCore", "LedgerAppStore"], local: ["TestFixtures"]),
+        benchmark("Audit", uses: ["LedgerStore", "LedgerAPI"], local: ["AuditWorkload"]),
         // The root's test fixtures, which it does not ship as a product: `Support/TestFixtures` links to
         // `Tests/LedgerTestSupport`.
         .target(
@@ -46,6 +47,20 @@ let package = Package(
                 "FoldWorkload", .product(name: "LedgerCore", package: root), .product(name: "LedgerCodec", package: root),
             ]
         ),
+        // The Audit benchmark's ledger (a million events of Apple's documents, cached under /tmp), and the tool that
+        // prints its directory for timing the CLI by hand.
+        .target(
+            name: "AuditWorkload",
+            dependencies: [
+                "TestFixtures",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "LedgerCore", package: root),
+                .product(name: "LedgerAppStore", package: root),
+                .product(name: "LedgerIngest", package: root),
+                .product(name: "LedgerStore", package: root),
+            ]
+        ),
+        .executableTarget(name: "audit-ledger", dependencies: ["AuditWorkload"]),
     ]
 )
 

@@ -38,6 +38,18 @@ public final class ForwardCursors {
         return try findCursorForward(handle, database, key)
     }
 
+    /// Moves cursor `index` to the entry before its current one (nil at the first, or when it stands nowhere yet).
+    public func previous(through index: Int) throws -> Cursor.Entry? {
+        guard let handle = handles[index] else { return nil }
+        return try moveCursor(handle, database, MDB_PREV)
+    }
+
+    /// Moves cursor `index` to the entry after its current one (nil at the last, or when it stands nowhere yet).
+    public func next(through index: Int) throws -> Cursor.Entry? {
+        guard let handle = handles[index] else { return nil }
+        return try moveCursor(handle, database, MDB_NEXT)
+    }
+
     private func open(_ index: Int) throws -> OpaquePointer {
         let handle = try openCursor(transaction, database)
         handles[index] = handle

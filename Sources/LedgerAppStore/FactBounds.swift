@@ -69,6 +69,10 @@ public enum FactBounds {
                 try checkInstant(n.signedDate, "signedDate", of: "notification \(n.notificationType)")
             case .binding(let b):
                 try checkInstant(b.claimedAt, "claimedAt", of: "binding of \(b.originalTransactionId.rawValue)")
+            case .reconciliation(let c):
+                try checkInstant(c.checkedAt, "checkedAt", of: "reconciliation of \(c.originalTransactionId.rawValue)")
+            case .rules(let r):
+                try checkInstant(r.appliedAt, "appliedAt", of: "rules")
             }
         }
         try checkInstant(receivedAt, "receivedAt")

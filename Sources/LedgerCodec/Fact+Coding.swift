@@ -295,6 +295,143 @@ extension BindingClaim {
     }
 }
 
+extension ReconciliationFact {
+    func encode(into w: inout BinaryWriter) {
+        w.write(1, originalTransactionId.id)
+        w.write(2, environment, nameTag: 3)
+        w.write(4, checkedAt)
+        w.write(5, revision)
+        w.write(6, transactionsSeen)
+        for id in transactionsAdded { w.write(7, id) }
+        w.write(8, notificationsSeen)
+        for uuid in notificationsAdded { w.write(9, uuid) }
+        for uuid in notificationsUndelivered { w.write(10, uuid) }
+        if renewalInfoAdded { w.write(11, UInt64(1)) }
+        w.write(unknownFields)
+    }
+
+    init(reading r: inout BinaryReader) throws(FactDecodingError) {
+        var otid: CompactID?, at: Int64?
+        self = ReconciliationFact(originalTransactionId: OriginalTransactionID(.empty), environment: .production, checkedAt: 0)
+        while let (tag, wire) = try r.nextField() {
+            let s = wire == .bytes, n = wire == .varint
+            switch tag {
+            case 1 where s: otid = try r.readID()
+            case 2 where n: self.environment = try readEnvironment(&r)
+            case 3 where s: self.environment = try readEnvironmentName(&r)
+            case 4 where n: at = try r.readInt64()
+            case 5 where s: self.revision = try r.readString()
+            case 6 where n: self.transactionsSeen = try r.readInt64()
+            case 7 where s: self.transactionsAdded.append(try r.readString())
+            case 8 where n: self.notificationsSeen = try r.readInt64()
+            case 9 where s: self.notificationsAdded.append(try r.readString())
+            case 10 where s: self.notificationsUndelivered.append(try r.readString())
+            case 11 where n: self.renewalInfoAdded = try r.readBool()
+            case 1...11: throw FactDecodingError("reconciliation field \(tag) has the wrong wire type")
+            default: try r.readUnknown(tag: tag, wire: wire, into: &self.unknownFields)
+            }
+        }
+        guard let otid, let at else { throw FactDecodingError("reconciliation lacks otid or checkedAt") }
+        self.originalTransactionId = OriginalTransactionID(otid)
+        self.checkedAt = at
+    }
+}
+
+extension RulesChange {
+    /// The rules field by field, products in id order (so equal rules have equal bytes): the binding policy, the
+    /// instant, then one nested record per product.
+    func encode(into w: inout BinaryWriter) {
+        w.write(1, rules.bindingPolicy.rawValue)
+        w.write(2, appliedAt)
+        for id in rules.catalog.products.keys.sorted() {
+            let p = rules.catalog.products[id]!
+            w.writeNested(3) { n in
+                n.write(1, id)
+                if let type = p.type { n.write(2, UInt64(type.code)) }
+                if let list = p.entitlements {
+                    n.write(3, UInt64(1))  // Configured, possibly empty: not the same as no list.
+                    for e in list { n.write(4, e) }
+                }
+                n.write(5, p.group)
+                n.write(6, p.duration?.description)
+                for name in p.credits.keys.sorted() {
+                    n.writeNested(7) { c in
+                        c.write(1, name)
+                        c.write(2, p.credits[name]!)
+                    }
+                }
+                n.write(8, p.level.map(Int64.init))
+            }
+        }
+    }
+
+    init(reading r: inout BinaryReader) throws(FactDecodingError) {
+        var policy: BindingPolicy?, at: Int64?
+        var products: [String: ProductConfiguration] = [:]
+        while let (tag, wire) = try r.nextField() {
+            let s = wire == .bytes, n = wire == .varint
+            switch tag {
+            case 1 where s:
+                let name = try r.readString()
+                guard let p = BindingPolicy(rawValue: name) else { throw FactDecodingError("unknown binding policy \(name)") }
+                policy = p
+            case 2 where n: at = try r.readInt64()
+            case 3 where s:
+                var nested = BinaryReader(try r.readBytes())
+                let (id, product) = try Self.readProduct(&nested)
+                products[id] = product
+            case 1...3: throw FactDecodingError("rules field \(tag) has the wrong wire type")
+            default: try r.skip(wire)
+            }
+        }
+        guard let policy, let at else { throw FactDecodingError("rules lack the binding policy or the instant") }
+        self.init(rules: FoldRules(catalog: Catalog(products: products), bindingPolicy: policy), appliedAt: at)
+    }
+
+    private static func readProduct(_ r: inout BinaryReader) throws(FactDecodingError) -> (String, ProductConfiguration) {
+        var id: String?
+        var p = ProductConfiguration()
+        var listed = false
+        var list: [String] = []
+        while let (tag, wire) = try r.nextField() {
+            let s = wire == .bytes, n = wire == .varint
+            switch tag {
+            case 1 where s: id = try r.readString()
+            case 2 where n:
+                guard let t = ProductType(code: UInt8(truncatingIfNeeded: try r.readVarint())) else {
+                    throw FactDecodingError("unknown product type")
+                }
+                p.type = t
+            case 3 where n: listed = try r.readBool()
+            case 4 where s: list.append(try r.readString())
+            case 5 where s: p.group = try r.readString()
+            case 6 where s:
+                let text = try r.readString()
+                guard let d = CalendarDuration(iso8601: text) else { throw FactDecodingError("bad duration \(text)") }
+                p.duration = d
+            case 7 where s:
+                var c = BinaryReader(try r.readBytes())
+                var name: String?, amount: Int64?
+                while let (ctag, cwire) = try c.nextField() {
+                    switch ctag {
+                    case 1 where cwire == .bytes: name = try c.readString()
+                    case 2 where cwire == .varint: amount = try c.readInt64()
+                    default: try c.skip(cwire)
+                    }
+                }
+                guard let name, let amount else { throw FactDecodingError("a credit lacks its name or amount") }
+                p.credits[name] = amount
+            case 8 where n: p.level = Int(truncatingIfNeeded: try r.readInt64())
+            case 1...8: throw FactDecodingError("product field \(tag) has the wrong wire type")
+            default: try r.skip(wire)
+            }
+        }
+        guard let id else { throw FactDecodingError("a product lacks its id") }
+        if listed { p.entitlements = list }
+        return (id, p)
+    }
+}
+
 extension FactMetadata {
     func encode(into w: inout BinaryWriter) {
         w.write(1, UInt64(source.code))
@@ -407,6 +544,8 @@ extension Fact {
         case .renewal(let r): r.encode(into: &w)
         case .notification(let n): n.encode(into: &w)
         case .binding(let b): b.encode(into: &w)
+        case .reconciliation(let c): c.encode(into: &w)
+        case .rules(let r): r.encode(into: &w)
         }
     }
 
@@ -437,6 +576,8 @@ extension Fact {
         case .renewal: self = .renewal(try RenewalInfoFact(reading: &r, strings: &strings))
         case .notification: self = .notification(try NotificationFact(reading: &r))
         case .binding: self = .binding(try BindingClaim(reading: &r))
+        case .reconciliation: self = .reconciliation(try ReconciliationFact(reading: &r))
+        case .rules: self = .rules(try RulesChange(reading: &r))
         }
     }
 }

@@ -37,6 +37,25 @@ struct RepeatedStringField {
     }
 }
 
+/// The terms of the period decoded last and the bytes they were read from: the encoder writes a period's terms as its
+/// last fields (tags 16–21), so a period whose record ends in the same bytes has the same terms, and its decoder takes
+/// the instance made before without reading them (two-byte keys, strings made and compared, for each period).
+struct RepeatedPeriodTerms {
+    /// The terms of the period decoded last.
+    var terms: PeriodTerms?
+    /// The end of that period's record, from its first term field, when nothing but term fields followed it; the
+    /// bytes live as long as the buffer being decoded.
+    var bytes: UnsafeRawBufferPointer?
+
+    /// True when `tail` (the rest of a record, from its first term field) is the same bytes as the last period's.
+    @inline(__always)
+    func repeats(_ tail: UnsafeRawBufferPointer) -> Bool {
+        guard terms != nil, let bytes, bytes.count == tail.count else { return false }
+        for i in 0..<tail.count where bytes[i] != tail[i] { return false }
+        return true
+    }
+}
+
 /// The fields of a period that usually repeat those of the period before it (the product, the terms), and where
 /// they were last written, so a repeat is a copy of those bytes.
 struct RepeatedPeriodFields {

@@ -152,7 +152,7 @@ extension Timeline {
         var changes: [TimelineChange] = []
         changes.reserveCapacity(changeCount)
         var product = ""
-        var terms: PeriodTerms?
+        var terms = RepeatedPeriodTerms()
         var bounds: IDBounds?
         var renewal: RenewalState?
         var owners: [OwnerInterval] = []
@@ -270,11 +270,11 @@ extension Period {
         }
     }
 
-    /// Decodes a period; `previousProduct` and `previousTerms` are shared across a timeline's periods so a repeated
-    /// product id or terms are not allocated again.
+    /// Decodes a period; `previousProduct` and `previous` are shared across a timeline's periods so a repeated
+    /// product id or terms are not allocated again (nor, for terms, read again: see `RepeatedPeriodTerms`).
     init(
         decoding bytes: UnsafeRawBufferPointer, product previousProduct: inout String,
-        terms previousTerms: inout PeriodTerms?
+        terms previous: inout RepeatedPeriodTerms
     ) throws(FactDecodingError) {
         var r = BinaryReader(bytes)
         var tid: CompactID?, product: String?, start: Int64?
@@ -286,7 +286,23 @@ extension Period {
         var revokingTransactions: [TransactionID] = []
         var price: Int64?, currency: String?, transactionReason: String?, billingPlanType: String?
         var commitmentExpiresDate: Int64?, originalApplicationVersion: String?
-        while let (tag, wire) = try r.nextField() {
+        // Where the first term field starts, whether only term fields follow it, and whether they repeat the last
+        // period's bytes.
+        var termsAt: Int?, onlyTerms = true, repeated = false
+        while true {
+            let at = r.offset
+            guard let (tag, wire) = try r.nextField() else { break }
+            if 16...21 ~= tag {
+                if termsAt == nil {
+                    termsAt = at
+                    if previous.repeats(UnsafeRawBufferPointer(rebasing: bytes[at...])) {
+                        repeated = true
+                        break
+                    }
+                }
+            } else if termsAt != nil {
+                onlyTerms = false
+            }
             let s = wire == .bytes, n = wire == .varint
             switch tag {
             case 1 where s: tid = try r.readID()
@@ -351,11 +367,16 @@ extension Period {
             expiresDate: expiresDate, end: end, originalPurchaseDate: originalPurchaseDate, type: type,
             quantity: quantity, offer: offer, upgraded: upgraded, observedAs: observedAs, revocations: revocations,
             seq: seq, revokingTransactions: revokingTransactions,
-            terms: PeriodTerms.sharing(
-                previousTerms, price: price, currency: currency, transactionReason: transactionReason,
-                billingPlanType: billingPlanType, commitmentExpiresDate: commitmentExpiresDate,
-                originalApplicationVersion: originalApplicationVersion))
-        previousTerms = terms
+            terms: repeated
+                ? previous.terms
+                : PeriodTerms.sharing(
+                    previous.terms, price: price, currency: currency, transactionReason: transactionReason,
+                    billingPlanType: billingPlanType, commitmentExpiresDate: commitmentExpiresDate,
+                    originalApplicationVersion: originalApplicationVersion))
+        if !repeated {
+            previous.terms = terms
+            previous.bytes = termsAt.flatMap { onlyTerms ? UnsafeRawBufferPointer(rebasing: bytes[$0...]) : nil }
+        }
     }
 }
 

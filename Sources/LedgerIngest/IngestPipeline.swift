@@ -102,6 +102,17 @@ public struct IngestPipeline: Sendable {
         }
         return results
     }
+
+    /// Appends inputs already decoded by `prepare` (a caller that reads the facts before deciding what to append:
+    /// the reconciler); one result per input once durable.
+    public func append(_ prepared: [LedgerInput]) async throws(LedgerError) -> [AppendResult] {
+        guard !prepared.isEmpty else { return [] }
+        do {
+            return try await ledger.append(prepared)
+        } catch {
+            throw LedgerError.from(error)
+        }
+    }
 }
 
 /// The current time in milliseconds since epoch: when an input without a stated `receivedAt` arrived.

@@ -76,6 +76,22 @@ extension LedgerRoutes {
         return JSONBody.buffered(view)
     }
 
+    /// `GET /v1/subscriptions/{otid}/timeline.svg` and `.html`: the timeline's picture (`TimelinePicture`).
+    func pictureAnswer(otid: String, _ clocks: ReadClocks, page: Bool, contentType: String) throws -> Response {
+        guard
+            let view = try read({
+                try ledger.timeline(
+                    OriginalTransactionID(otid), environment: clocks.environment, at: clocks.at, asOf: clocks.asOf)
+            })
+        else {
+            throw CodedError(.notFound, "no \(clocks.environment.rawValue) subscription \(otid) is known")
+        }
+        let picture = TimelinePicture(view)
+        return Response(
+            status: .ok, headers: [.contentType: contentType],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: page ? picture.html : picture.svg)))
+    }
+
     /// `GET /v1/health`.
     func healthAnswer() throws -> BufferedResponse {
         let seq = try read { try ledger.lastSeq() }
@@ -92,6 +108,27 @@ extension LedgerRoutes {
             let user = try context.parameters.require("appUserId")
             return try self.customerAnswer(user: user, ReadClocks(request, route: "GET " + Self.customerRoute)).response
         }
+        for (route, contentType, page) in [
+            (Self.timelineSVGRoute, "image/svg+xml; charset=utf-8", false),
+            (Self.timelineHTMLRoute, "text/html; charset=utf-8", true),
+        ] {
+            router.get(RouterPath(stringLiteral: route)) { request, context in
+                let otid = try context.parameters.require("otid")
+                let clocks = try ReadClocks(request, route: "GET " + route)
+                return try self.pictureAnswer(otid: otid, clocks, page: page, contentType: contentType)
+            }
+        }
+        router.get(RouterPath(stringLiteral: Self.whyRoute)) { request, context in
+            let user = try context.parameters.require("appUserId")
+            let entitlement = try context.parameters.require("entitlement")
+            let clocks = try ReadClocks(request, route: "GET " + Self.whyRoute)
+            let explanation = try self.read {
+                try self.ledger.explain(
+                    AppUserID(user), entitlement: entitlement, environment: clocks.environment, at: clocks.at,
+                    asOf: clocks.asOf)
+            }
+            return JSONBody.buffered(explanation).response
+        }
         router.get("/v1/transactions/{transactionId}") { request, context in
             try Self.checkQuery(request.uri.queryParameters.map(\.key), route: "GET /v1/transactions/{transactionId}")
             let id = try context.parameters.require("transactionId")
@@ -106,6 +143,11 @@ extension LedgerRoutes {
     /// metrics).
     static let subscriptionRoute = "/v1/subscriptions/{otid}"
     static let customerRoute = "/v1/customers/{appUserId}"
+    /// A subscription's timeline as a picture, alone or in a page (`TimelinePicture`).
+    static let timelineSVGRoute = "/v1/subscriptions/{otid}/timeline.svg"
+    static let timelineHTMLRoute = "/v1/subscriptions/{otid}/timeline.html"
+    /// Why a customer has, or has not, an entitlement (`Entitlements.explain`).
+    static let whyRoute = "/v1/customers/{appUserId}/entitlements/{entitlement}/why"
     static let healthRoute = "/v1/health"
 
     /// Runs a store read; its failures become coded refusals (a damaged ledger is a 500, never a crash).

@@ -42,7 +42,11 @@ public final class Ledger: Sendable {
     }
 
     public let directory: String
+    /// The rules of the configuration file: what the ledger folds with until its log records a change of rules
+    /// (`applyRules`); from then on the log's rules are in force (`rules(asOf:)`).
     public let rules: FoldRules
+    /// The rules at each log position.
+    let history: RulesHistory
     let environment: Environment
     let layout: StoreLayout
     let batch: AppendBatch
@@ -80,13 +84,15 @@ public final class Ledger: Sendable {
             throw LedgerError.cannotOpen(directory, error)
         }
         dataFileLock = lock
+        let history = RulesHistory(configured: rules)
+        self.history = history
         let (environment, layout, upgrade) = try Self.open(directory, options)
         self.environment = environment
         if environment.staleReadersCleared > 0 {
             logger.notice("cleared stale LMDB readers", metadata: ["count": "\(environment.staleReadersCleared)"])
         }
         self.layout = layout
-        let batch = AppendBatch(layout: layout, projections: ProjectionEngine(layout: layout, rules: rules))
+        let batch = AppendBatch(layout: layout, projections: ProjectionEngine(layout: layout, history: history))
         self.batch = batch
         var journal: Journal?
         if let lock {

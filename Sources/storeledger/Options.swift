@@ -125,21 +125,26 @@ private func printLine(_ bytes: [UInt8]) {
 }
 
 /// Shows progress on stderr, and only where someone watches: when stderr is a terminal (never in a pipe, a file or a
-/// test), once the work has lasted half a second (a short command prints nothing), then at most five times a second.
+/// test) and no `--quiet` was given, once the work has lasted half a second (a short command prints nothing), then at
+/// most five times a second: done / total, the share done, and the rate since the start.
 final class ProgressLine: @unchecked Sendable {
     private let label: String
+    private let unit: String?
     private let enabled: Bool
     private let started = DispatchTime.now().uptimeNanoseconds
     private var last: UInt64 = 0
+    private var lastDone: UInt64?
     private var shown = false
     private let lock = NSLock()
 
     static let delay: UInt64 = 500_000_000
     static let interval: UInt64 = 200_000_000
 
-    init(_ label: String) {
+    /// A line for `label` (`verifying`), its rate in `unit`s per second (`events`; a bare number without one).
+    init(_ label: String, unit: String? = nil, quiet: Bool = false) {
         self.label = label
-        self.enabled = isatty(STDERR_FILENO) != 0
+        self.unit = unit
+        self.enabled = !quiet && isatty(STDERR_FILENO) != 0
     }
 
     /// Whether anything is shown at all: the caller may skip work done only for the display (counting inputs).
@@ -150,11 +155,18 @@ final class ProgressLine: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         let now = DispatchTime.now().uptimeNanoseconds
-        guard now - started >= Self.delay, !shown || now - last >= Self.interval || done == total else { return }
+        guard now - started >= Self.delay,
+            !shown || now - last >= Self.interval || (done == total && done != lastDone)
+        else { return }
         last = now
+        lastDone = done
         shown = true
         let pct = total > 0 ? Double(done) * 100 / Double(total) : 100
-        FileHandle.standardError.write(Data(String(format: "\r%@ %llu/%llu (%.0f%%)", label, done, total, pct).utf8))
+        let rate = Double(done) / (Double(now - started) / 1e9)
+        // Cleared to the end: a shorter line leaves nothing of the one before.
+        let line = String(format: "\r%@ %llu/%llu (%.0f%%), ", label, done, total, pct) + Self.short(rate)
+            + (unit.map { " " + $0 } ?? "") + "/s\u{1B}[K"
+        FileHandle.standardError.write(Data(line.utf8))
     }
 
     /// Ends the line, if one was shown.
@@ -164,6 +176,14 @@ final class ProgressLine: @unchecked Sendable {
         guard shown else { return }
         shown = false
         FileHandle.standardError.write(Data("\n".utf8))
+    }
+
+    /// 950, 12.3k, 1.24M.
+    static func short(_ value: Double) -> String {
+        if value >= 1e6 { return String(format: "%.2fM", value / 1e6) }
+        if value >= 1e4 { return String(format: "%.0fk", value / 1e3) }
+        if value >= 1e3 { return String(format: "%.1fk", value / 1e3) }
+        return String(format: "%.0f", value)
     }
 }
 

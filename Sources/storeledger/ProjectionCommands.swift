@@ -13,6 +13,15 @@ struct Timeline: ParsableCommand {
     @OptionGroup var clocks: ClockOptions
     @Argument(help: "The original transaction id.") var originalTransactionId: String
     @Flag(name: .long, help: "One JSON document on stdout.") var json = false
+    @Option(name: .long, help: "Also draw the timeline as an SVG picture into FILE ('-': stdout, instead of the table).")
+    var svg: String?
+    @Option(name: .long, help: "Also write a self-contained HTML page of the picture into FILE ('-': stdout).")
+    var html: String?
+
+    func validate() throws {
+        if svg == "-" && html == "-" { throw ValidationError("only one of --svg and --html can write to stdout") }
+        if json && (svg == "-" || html == "-") { throw ValidationError("--json prints to stdout: give --svg/--html a FILE") }
+    }
 
     func run() throws {
         let store = try ledger.openLedger(try ledger.loadConfiguration(json: json), readOnly: true, json: json)
@@ -24,7 +33,24 @@ struct Timeline: ParsableCommand {
             throw CommandFailure(
                 code: .notFound, message: "no \(clocks.environment) subscription \(originalTransactionId) is known", json: json)
         }
-        if json {
+        let picture = TimelinePicture(view)
+        var toStdout: String?
+        for (path, text) in [(svg, picture.svg), (html, picture.html)] {
+            guard let path else { continue }
+            if path == "-" {
+                toStdout = text
+                continue
+            }
+            do {
+                try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+            } catch {
+                throw CommandFailure(
+                    code: .storageError, message: "cannot write \(path): \(error.localizedDescription)", json: json)
+            }
+        }
+        if let toStdout {
+            FileHandle.standardOutput.write(Data(toStdout.utf8))
+        } else if json {
             printJSON(view)
         } else {
             printTimelineTable(view)
@@ -124,6 +150,23 @@ func printTimelineTable(_ t: TimelineView) {
         print(
             "  " + pad(o.appUserId, 24) + pad(formatInstant(o.from), 22) + "→ " + pad(formatInstant(o.to), 22)
                 + "seq \(o.seq)")
+    }
+    print("\nCHECKED AGAINST APPLE")
+    if let r = t.reconciliation {
+        let c = r.check
+        print("  \(formatInstant(c.checkedAt))   history revision \(text(c.revision))   seq \(r.seq)")
+        print(
+            "  " + counted(c.transactionsSeen, "transaction") + " at Apple, \(c.transactionsAdded.count) missing"
+                + (c.transactionsAdded.isEmpty ? "" : ": " + c.transactionsAdded.joined(separator: ", ")))
+        print(
+            "  " + counted(c.notificationsSeen, "notification") + " at Apple, \(c.notificationsAdded.count) missing"
+                + (c.notificationsAdded.isEmpty ? "" : ": " + c.notificationsAdded.joined(separator: ", ")))
+        if !c.notificationsUndelivered.isEmpty {
+            print("  Apple could not deliver: " + c.notificationsUndelivered.joined(separator: ", "))
+        }
+        if c.renewalInfoAdded { print("  a newer renewal info was missing") }
+    } else {
+        print("  never (storeledger reconcile)")
     }
 }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LedgerAPI
 import LedgerCore
+import LedgerIngest
 import LedgerStore
 import LedgerWire
 
@@ -86,6 +87,7 @@ struct Export: ParsableCommand {
         name: .long,
         help: "Also a first line, every refused input and an end line (what `storeledger import` needs); not with --after.")
     var complete = false
+    @Flag(name: .long, help: "No progress line on a terminal (stderr).") var quiet = false
 
     func validate() throws {
         if complete && after > 0 {
@@ -95,29 +97,13 @@ struct Export: ParsableCommand {
 
     func run() throws {
         let store = try ledger.openLedger(try ledger.loadConfiguration(json: false), readOnly: true, json: false)
-        let lastSeq = try store.lastSeq()
-        let progress = ProgressLine("exporting")
+        let progress = ProgressLine("exporting", unit: "events", quiet: quiet)
         defer { progress.finish() }
         if complete {
             FileHandle.standardOutput.write(
                 Data(try JSONWriter.bytes(encoding: ExportBeginLine(), sortedKeys: true) + [UInt8(ascii: "\n")]))
         }
-        var next = after
-        var chainHead = [UInt8](repeating: 0, count: 32)
-        while true {
-            let page = try store.exportedEvents(after: next, limit: 1_000)
-            guard let last = page.last else { break }
-            var out = Data()
-            for exported in page {
-                out += try JSONWriter.bytes(encoding: EventDocument(exported), sortedKeys: true)
-                out += Data("\n".utf8)
-            }
-            FileHandle.standardOutput.write(out)
-            next = last.stored.event.seq
-            chainHead = last.stored.chainHash
-            // A server appending meanwhile may take the log past the seq read at the start.
-            progress.update(next - after, max(lastSeq, next) - after)
-        }
+        let events = try EventExport.write(store, after: after, to: STDOUT_FILENO, progress: progress.update)
         guard complete else { return }
         var refusals = RefusalChainHead()
         while true {
@@ -132,7 +118,9 @@ struct Export: ParsableCommand {
             FileHandle.standardOutput.write(out)
         }
         let end = ExportEndLine(
-            .init(lastSeq: next, chainHead: lowercaseHex(chainHead), rejected: refusals.last, rejectedHead: refusals.hexLink))
+            .init(
+                lastSeq: events.lastSeq, chainHead: lowercaseHex(events.chainHead ?? [UInt8](repeating: 0, count: 32)),
+                rejected: refusals.last, rejectedHead: refusals.hexLink))
         FileHandle.standardOutput.write(Data(try JSONWriter.bytes(encoding: end, sortedKeys: true) + [UInt8(ascii: "\n")]))
     }
 }
@@ -170,10 +158,11 @@ struct Verify: ParsableCommand {
 
     @OptionGroup var ledger: LedgerOptions
     @Flag(name: .long, help: "One JSON document on stdout.") var json = false
+    @Flag(name: .long, help: "No progress line on a terminal (stderr).") var quiet = false
 
     func run() throws {
         let store = try ledger.openLedger(try ledger.loadConfiguration(json: json), readOnly: true, json: json)
-        let progress = ProgressLine("verifying")
+        let progress = ProgressLine("verifying", unit: "events", quiet: quiet)
         let report: VerificationReport
         do {
             report = try store.verify(progress: progress.update)
@@ -207,12 +196,29 @@ struct Replay: ParsableCommand {
     @Option(name: .long, help: "Fold only events up to this sequence number (reports, writes nothing).") var until: UInt64?
     @Flag(name: .long, help: "Compare with the stored projections; exit 1 on any difference.") var check = false
     @Flag(name: .long, help: "One JSON document on stdout.") var json = false
+    @Option(
+        name: .customLong("what-if"),
+        help: "Fold the log under this configuration file's catalog and binding policy too, and print the customers whose entitlements would differ (writes nothing).")
+    var whatIf: String?
+    @Option(name: .long, help: "With --what-if: the instant the customers are compared at (default: now).") var at: String?
+
+    func validate() throws {
+        if whatIf != nil && check { throw ValidationError("--what-if compares other rules; it cannot be combined with --check") }
+        if whatIf == nil && at != nil { throw ValidationError("--at is for --what-if") }
+        if let at, Instant.parse(at) == nil {
+            throw ValidationError("--at '\(at)' is neither ISO-8601 nor milliseconds since epoch")
+        }
+    }
 
     func run() throws {
         let configuration = try ledger.loadConfiguration(json: json)
+        if let whatIf {
+            try runWhatIf(configuration, whatIf)
+            return
+        }
         let store = try ledger.openLedger(configuration, readOnly: check || until != nil, json: json)
         defer { store.close() }
-        let progress = ProgressLine("replaying")
+        let progress = ProgressLine("replaying", unit: "subscriptions")
         let report = try store.replay(until: until, check: check, progress: progress.update)
         progress.finish()
         if json {
@@ -230,6 +236,43 @@ struct Replay: ParsableCommand {
             throw ExitCode(1)
         }
         if check && !json { print("ok: every stored projection is byte-identical to the replay") }
+    }
+}
+
+extension Replay {
+    /// `replay --what-if FILE`: the customers whose entitlements would differ under FILE's rules.
+    func runWhatIf(_ configuration: LedgerConfiguration, _ path: String) throws {
+        let other: LedgerConfiguration
+        do {
+            other = try LedgerConfiguration(contentsOf: path)
+        } catch {
+            throw CommandFailure(code: .invalidConfiguration, message: "\(path): \(error)", json: json)
+        }
+        let store = try ledger.openLedger(configuration, readOnly: true, json: json)
+        defer { store.close() }
+        let report = try store.whatIf(other.rules, at: at.flatMap(Instant.parse) ?? currentMillis(), asOf: until)
+        if json {
+            printJSON(WhatIfDocument(report: report, before: configuration.rules, after: other.rules))
+            return
+        }
+        for line in WhatIfDocument.ruleChanges(configuration.rules, other.rules) { print("what if: \(line)") }
+        print(
+            "at \(formatInstant(report.at)), as of seq \(report.asOf): \(counted(report.subscriptions, "subscription")), "
+                + "\(counted(report.customers, "customer")) compared; "
+                + "\(counted(Set(report.differences.map { $0.environment + "/" + $0.appUserId }).count, "customer")) would differ")
+        guard !report.differences.isEmpty else { return }
+        print("\n  " + pad("USER", 24) + pad("ENV", 11) + pad("ENTITLEMENT", 24) + pad("NOW", 40) + "WOULD BE")
+        for d in report.differences {
+            print(
+                "  " + pad(d.appUserId, 24) + pad(d.environment, 11) + pad(d.entitlement, 24)
+                    + pad(Self.stateText(d.before), 40) + Self.stateText(d.after))
+        }
+    }
+
+    static func stateText(_ state: EntitlementState?) -> String {
+        guard let state else { return "never had it" }
+        if state.active { return "active until \(formatInstant(state.expiresAt))" + " (\(state.originalTransactionId))" }
+        return "inactive since \(formatInstant(state.expiresAt))"
     }
 }
 

@@ -16,8 +16,8 @@ struct StoreLedger: AsyncParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [
-            Serve.self, Ingest.self, Timeline.self, Customer.self, Events.self, Replay.self, Verify.self, Export.self,
-            Stats.self, Rejected.self, Backup.self, Restore.self, Import.self, Demo.self,
+            Serve.self, Ingest.self, Timeline.self, Customer.self, Why.self, Events.self, Replay.self, Rules.self, Verify.self,
+            Export.self, Stats.self, Rejected.self, Backup.self, Restore.self, Import.self, Reconcile.self, Demo.self,
         ]
     )
 

@@ -90,4 +90,36 @@ import Testing
         #expect(decoded.periods == shared.periods)
         #expect(decoded.periods[1].terms === decoded.periods[2].terms)
     }
+
+    /// The decoder takes a period's terms from the period before when its record ends in the same bytes (without
+    /// reading them): only then. Terms that differ in one byte of the price, in a currency's length, or are absent in
+    /// between are read, and every period decodes to what was encoded.
+    @Test func decodedPeriodsReuseTheTermsOfThePeriodBeforeOnlyWhenTheirBytesRepeat() throws {
+        func period(_ i: Int64, price: Int64?, currency: String?, reason: String? = "RENEWAL") -> Period {
+            var t = TransactionFact(
+                transactionId: TransactionID("20000000000\(i)"), originalTransactionId: OriginalTransactionID("200000000001"),
+                productId: "com.example.monthly", purchaseDate: 1_700_000_000_000 + i * 2_592_000_000)
+            t.expiresDate = t.purchaseDate + 2_592_000_000
+            t.transactionReason = reason
+            t.price = price
+            t.currency = currency
+            return Period(bought: t, seq: UInt64(i + 1), rules: Self.rules)
+        }
+        var timeline = Timeline(originalTransactionId: OriginalTransactionID("200000000001"), environment: .production)
+        timeline.periods = [
+            period(0, price: 4_990, currency: "EUR"), period(1, price: 4_990, currency: "EUR"),
+            period(2, price: 4_991, currency: "EUR"), period(3, price: nil, currency: nil, reason: nil),
+            period(4, price: 4_991, currency: "EUR"), period(5, price: 4_991, currency: "EURO"),
+            period(6, price: 4_991, currency: "EURO"), period(7, price: 4_991, currency: "EUR"),
+        ]
+        let bytes = timeline.encoded()
+        let decoded = try Timeline(decoding: bytes)
+        #expect(decoded.periods == timeline.periods)
+        #expect(decoded.periods.map { $0.terms?.price } == [4_990, 4_990, 4_991, nil, 4_991, 4_991, 4_991, 4_991])
+        #expect(decoded.periods.map { $0.terms?.currency } == ["EUR", "EUR", "EUR", nil, "EUR", "EURO", "EURO", "EUR"])
+        #expect(decoded.periods[0].terms === decoded.periods[1].terms)
+        #expect(decoded.periods[5].terms === decoded.periods[6].terms)
+        #expect(decoded.periods[1].terms !== decoded.periods[2].terms)
+        #expect(decoded.encoded() == bytes)
+    }
 }

@@ -9,7 +9,7 @@ import Testing
 
 /// The router without a socket (HummingbirdTesting). The OpenAPI document is checked against it in
 /// OpenAPIDocumentTests.
-@Suite("Router", .timeLimit(.minutes(1)))
+@Suite("Router", .timeLimit(.minutes(3)))
 struct RouterTests {
     static func makeAPI(_ json: String? = nil) throws -> (LedgerRoutes, String) {
         let directory = try TestServer.makeDirectory()

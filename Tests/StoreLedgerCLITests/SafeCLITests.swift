@@ -280,7 +280,8 @@ extension LiveProcesses {
     /// it does not slow the timing-bound process tests beside it.
     @Suite("Progress on a terminal", .serialized, .timeLimit(.minutes(5)))
     struct ProgressCLITests {
-        /// On a terminal a long ingest and export show their progress on stderr; in a pipe nothing.
+        /// On a terminal a long ingest and export show their progress on stderr (not with `--quiet`); in a pipe
+        /// nothing (verify neither).
         @Test func progressShowsOnATerminalOnly() throws {
             let dir = try TemporaryDirectory()
             defer { dir.remove() }
@@ -303,7 +304,13 @@ extension LiveProcesses {
             let exportCommand = "'\(storeledgerExecutable())' export --data '\(ledger)' > /dev/null"
             let export = try runProcess("/usr/bin/script", ["-qec", exportCommand, "/dev/null"], deadline: 300)
             #expect(export.status == 0, "\(export.stdout)")
-            #expect(export.stdout.contains("exporting \(count)/\(count) (100%)"), "\(export.stdout.suffix(300))")
+            #expect(export.stdout.contains("exporting \(count)/\(count) (100%), "), "\(export.stdout.suffix(300))")
+            #expect(export.stdout.contains(" events/s"), "\(export.stdout.suffix(300))")
+
+            // --quiet: the same export on a terminal, no progress.
+            let quietCommand = "'\(storeledgerExecutable())' export --quiet --data '\(ledger)' > /dev/null"
+            let quiet = try runProcess("/usr/bin/script", ["-qec", quietCommand, "/dev/null"], deadline: 300)
+            #expect(quiet.status == 0 && !quiet.stdout.contains("exporting"), "\(quiet.stdout.suffix(300))")
 
             // The same work in pipes: not a byte of progress.
             let piped = try storeledger(["ingest", "--quiet", "--data", ledger, file])
@@ -313,6 +320,9 @@ extension LiveProcesses {
             let exported = try storeledger(["export", "--data", ledger])
             #expect(exported.stderr == "")
             #expect(exported.stdout.split(separator: "\n").count == count)
+            let verified = try storeledger(["verify", "--data", ledger])
+            #expect(verified.status == 0 && verified.stderr == "")
+            #expect(verified.stdout.hasPrefix("ok: \(count) events chained to "))
         }
     }
 }

@@ -38,6 +38,8 @@ public struct EventDocument: Encodable, Sendable {
         case renewal(RenewalInfoFact)
         case notification(NotificationFact)
         case binding(BindingClaim)
+        case reconciliation(ReconciliationFact)
+        case rules(RulesChange)
 
         public func encode(to encoder: any Encoder) throws {
             switch self {
@@ -45,8 +47,17 @@ public struct EventDocument: Encodable, Sendable {
             case .renewal(let f): try f.encode(to: encoder)
             case .notification(let f): try f.encode(to: encoder)
             case .binding(let f): try f.encode(to: encoder)
+            case .reconciliation(let f): try f.encode(to: encoder)
+            case .rules(let f):
+                // The configuration file's own keys (`products`, `bindingPolicy`) and when they were applied.
+                var c = encoder.container(keyedBy: RulesKeys.self)
+                try c.encode(f.appliedAt, forKey: .appliedAt)
+                try c.encode(f.rules.bindingPolicy, forKey: .bindingPolicy)
+                try c.encode(f.rules.catalog, forKey: .products)
             }
         }
+
+        private enum RulesKeys: String, CodingKey { case appliedAt, bindingPolicy, products }
     }
 
     public init(_ stored: StoredEvent, raw: [UInt8]? = nil) {
@@ -69,6 +80,8 @@ public struct EventDocument: Encodable, Sendable {
         case .renewal(let f): fact = .renewal(f)
         case .notification(let f): fact = .notification(f)
         case .binding(let f): fact = .binding(f)
+        case .reconciliation(let f): fact = .reconciliation(f)
+        case .rules(let f): fact = .rules(f)
         }
         self.raw = raw.map { Data($0).base64EncodedString() }
     }
@@ -118,5 +131,70 @@ public struct RejectedDocument: Encodable, Sendable {
         raw = Data(r.raw).base64EncodedString()
         request = r.request
         headerBytes = r.headerBytes
+    }
+}
+
+// MARK: - The export's lines
+
+extension EventDocument {
+    /// Writes the export's line of an event (without its newline): the bytes
+    /// `json.encodable(EventDocument(ExportedEvent(stored:bytes:raw:)))` writes with sorted keys (a test compares
+    /// them), written member by member in key order from the bytes where they lie, so that no document, hex or base64
+    /// string is made and no member is moved. The fact is written through its `Codable` form, as there. `raw` writes
+    /// the raw input's base64 string (an export encodes each input once for all its events). `json` must sort keys.
+    public static func writeExportLine(
+        _ stored: StoredEvent, bytes: UnsafeRawBufferPointer, to json: inout JSONWriter, raw: (inout JSONWriter) -> Void
+    ) throws {
+        precondition(json.sortedKeys, "the export's documents have sorted keys")
+        let e = stored.event
+        json.beginObject()
+        if let user = e.metadata.appUserId {
+            json.key("appUserId")
+            json.string(user.rawValue)
+        }
+        json.key("chainHash")
+        json.string(hexOf: stored.chainHash)
+        json.key("environment")
+        json.string(e.fact.environment.rawValue)
+        json.key("fact")
+        switch e.fact {
+        case .transaction(let f): try json.encodable(f)
+        case .renewal(let f): try json.encodable(f)
+        case .notification(let f): try json.encodable(f)
+        case .binding(let f): try json.encodable(f)
+        case .reconciliation(let f): try json.encodable(f)
+        case .rules(let f): try json.encodable(FactBody.rules(f))
+        }
+        json.key("key")
+        json.string(e.fact.eventKey)
+        json.key("kind")
+        json.string(e.fact.kind.rawValue)
+        json.key("observedAt")
+        json.number(e.metadata.observedAt)
+        if let otid = e.fact.originalTransactionId {
+            json.key("originalTransactionId")
+            json.string(otid.rawValue)
+        }
+        json.key("raw")
+        raw(&json)
+        json.key("rawDigest")
+        json.string(hexOf: e.metadata.rawDigest)
+        json.key("rawKey")
+        json.number(stored.rawKey)
+        json.key("receivedAt")
+        json.number(e.metadata.receivedAt)
+        json.key("seq")
+        json.number(e.seq)
+        json.key("signature")
+        json.string(e.metadata.signature.rawValue)
+        json.key("source")
+        json.string(e.metadata.source.rawValue)
+        json.key("stored")
+        json.string(base64Of: bytes)
+        if let tid = e.fact.transactionId {
+            json.key("transactionId")
+            json.string(tid.rawValue)
+        }
+        json.endObject()
     }
 }

@@ -29,6 +29,27 @@ extension TimelineView: JSONDocument {
             o.key("renewalCurrency"); o.string(renewalCurrency)
             o.key("eligibleWinBackOfferIds")
             if let ids = eligibleWinBackOfferIds { o.array(ids) { $0.string($1) } } else { o.null() }
+            o.key("reconciliation")
+            if let reconciliation { reconciliation.write(to: &o) } else { o.null() }
+        }
+    }
+}
+
+/// The latest check against Apple: what an auditor needs to know which answers were checked, when, and what the
+/// check found (`complete` when the ledger lacked nothing).
+extension ReconciliationView: JSONDocument {
+    public func write(to json: inout JSONWriter) {
+        json.object { o in
+            o.key("seq"); o.number(seq)
+            o.key("checkedAt"); o.number(check.checkedAt)
+            o.key("revision"); o.string(check.revision)
+            o.key("complete"); o.bool(check.complete)
+            o.key("transactionsSeen"); o.number(check.transactionsSeen)
+            o.key("transactionsAdded"); o.array(check.transactionsAdded) { $0.string($1) }
+            o.key("renewalInfoAdded"); o.bool(check.renewalInfoAdded)
+            o.key("notificationsSeen"); o.number(check.notificationsSeen)
+            o.key("notificationsAdded"); o.array(check.notificationsAdded) { $0.string($1) }
+            o.key("notificationsUndelivered"); o.array(check.notificationsUndelivered) { $0.string($1) }
         }
     }
 }

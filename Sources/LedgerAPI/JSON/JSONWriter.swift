@@ -260,6 +260,66 @@ public struct JSONWriter {
     @inline(__always)
     public mutating func document(_ document: some JSONDocument) { document.write(to: &self) }
 
+    /// `bytes` as a string of lowercase hex digits, two per byte (digests and chain links).
+    public mutating func string(hexOf bytes: some Collection<UInt8>) {
+        beginValue()
+        let n = bytes.count * 2 + 2
+        reserve(n)
+        let digits: StaticString = "0123456789abcdef"
+        digits.withUTF8Buffer { digits in
+            var at = storage.base + count
+            at.pointee = UInt8(ascii: "\"")
+            for b in bytes {
+                at[1] = digits[Int(b >> 4)]
+                at[2] = digits[Int(b & 15)]
+                at += 2
+            }
+            at[1] = UInt8(ascii: "\"")
+        }
+        count += n
+    }
+
+    /// `bytes` in standard base64 (RFC 4648 alphabet, `=` padding, no line breaks: what Foundation's
+    /// `base64EncodedString()` writes), as a string, encoded straight into the text: the raw inputs of an export,
+    /// which would otherwise be made into a `String` and scanned for escapes they never need.
+    public mutating func string(base64Of bytes: UnsafeRawBufferPointer) {
+        beginValue()
+        let n = Base64Text.length(of: bytes.count) + 2
+        reserve(n)
+        storage.base[count] = UInt8(ascii: "\"")
+        Base64Text.encode(bytes, into: storage.base + count + 1)
+        storage.base[count + n - 1] = UInt8(ascii: "\"")
+        count += n
+    }
+
+    /// `text` as a string: base64 made once (`Base64Text`) and written as often as needed.
+    public mutating func string(_ text: Base64Text) {
+        beginValue()
+        reserve(text.bytes.count + 2)
+        put(UInt8(ascii: "\""))
+        text.bytes.withUnsafeBufferPointer { putReserved($0) }
+        put(UInt8(ascii: "\""))
+    }
+
+    // MARK: - Lines (NDJSON)
+
+    /// How many bytes of text are written.
+    public var byteCount: Int { count }
+
+    /// Ends a line of NDJSON: a newline after a whole value (no container open).
+    public mutating func endLine() {
+        precondition(open.isEmpty && !afterKey, "a line ends after a whole value")
+        put(UInt8(ascii: "\n"))
+    }
+
+    /// Forgets the text written so far, keeping the memory for what comes next (a buffer of lines written out
+    /// whenever it holds enough). No container may be open.
+    public mutating func removeAll() {
+        precondition(open.isEmpty && !afterKey, "text is forgotten between values")
+        reserve(0)
+        count = 0
+    }
+
     /// A floating-point value JSON cannot write.
     public struct NonFiniteNumber: Error, Hashable, Sendable {
         public var value: Double
@@ -355,6 +415,13 @@ public struct JSONWriter {
     /// Rewrites the members of the object just closed in key order (they sit between `object.start` and the end).
     private mutating func sortMembers(_ object: (start: Int, keys: [(key: String, at: Int)])) {
         guard object.keys.count > 1 else { return }
+        // Members written in key order already (documents that write themselves that way) stay as they are.
+        var inOrder = true
+        for i in 1..<object.keys.count where !(object.keys[i - 1].key < object.keys[i].key) {
+            inOrder = false
+            break
+        }
+        if inOrder { return }
         let end = count
         var spans: [(key: String, range: Range<Int>)] = []
         spans.reserveCapacity(object.keys.count)
@@ -373,6 +440,63 @@ public struct JSONWriter {
             sorted.append(contentsOf: text[span.range])
         }
         sorted.withUnsafeBufferPointer { (storage.base + object.start).update(from: $0.baseAddress!, count: $0.count) }
+    }
+}
+
+// MARK: - Base64Text
+
+/// Bytes in standard base64 (RFC 4648 alphabet, `=` padding, no line breaks: what Foundation's
+/// `base64EncodedString()` writes), made once to be written many times (`JSONWriter.string(_:)`): an export repeats an
+/// input's raw bytes on each of the events it produced.
+public struct Base64Text {
+    /// The base64 characters.
+    public private(set) var bytes: [UInt8] = []
+
+    public init() {}
+
+    /// The base64 text of `source`.
+    public init(of source: UnsafeRawBufferPointer) {
+        bytes = [UInt8](unsafeUninitializedCapacity: Self.length(of: source.count)) { buffer, initialized in
+            Self.encode(source, into: buffer.baseAddress!)
+            initialized = buffer.count
+        }
+    }
+
+    /// How many characters the base64 of `count` bytes takes.
+    static func length(of count: Int) -> Int { (count + 2) / 3 * 4 }
+
+    /// Writes the base64 of `source` (`length(of: source.count)` bytes) at `out`.
+    static func encode(_ source: UnsafeRawBufferPointer, into out: UnsafeMutablePointer<UInt8>) {
+        let alphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+        alphabet.withUTF8Buffer { table in
+            var o = 0
+            var i = 0
+            let whole = source.count - source.count % 3
+            while i < whole {
+                let word = UInt32(source[i]) << 16 | UInt32(source[i + 1]) << 8 | UInt32(source[i + 2])
+                out[o] = table[Int(word >> 18)]
+                out[o + 1] = table[Int(word >> 12 & 63)]
+                out[o + 2] = table[Int(word >> 6 & 63)]
+                out[o + 3] = table[Int(word & 63)]
+                i += 3
+                o += 4
+            }
+            switch source.count - whole {
+            case 1:
+                let word = UInt32(source[i]) << 16
+                out[o] = table[Int(word >> 18)]
+                out[o + 1] = table[Int(word >> 12 & 63)]
+                out[o + 2] = UInt8(ascii: "=")
+                out[o + 3] = UInt8(ascii: "=")
+            case 2:
+                let word = UInt32(source[i]) << 16 | UInt32(source[i + 1]) << 8
+                out[o] = table[Int(word >> 18)]
+                out[o + 1] = table[Int(word >> 12 & 63)]
+                out[o + 2] = table[Int(word >> 6 & 63)]
+                out[o + 3] = UInt8(ascii: "=")
+            default: break
+            }
+        }
     }
 }
 

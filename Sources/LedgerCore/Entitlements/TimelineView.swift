@@ -27,6 +27,19 @@ public struct TimelineView: Hashable, Sendable {
     public var renewalCurrency: String?
     /// Win-back offers the customer may redeem, per the latest renewal info.
     public var eligibleWinBackOfferIds: [String]?
+    /// The latest check of this subscription against Apple (`storeledger reconcile`) as known at `asOf`, and its
+    /// seq; nil when it was never checked. Set by the store, which finds it by its key: it is not part of the fold.
+    public var reconciliation: ReconciliationView?
+}
+
+/// A recorded reconciliation: the check and where it stands in the log.
+public struct ReconciliationView: Hashable, Sendable {
+    public var seq: UInt64
+    public var check: ReconciliationFact
+    public init(seq: UInt64, check: ReconciliationFact) {
+        self.seq = seq
+        self.check = check
+    }
 }
 
 /// One period in a `TimelineView`.

@@ -196,6 +196,59 @@ public struct BindingClaim: Hashable, Codable, Sendable {
     }
 }
 
+/// A check of one subscription against Apple's App Store Server API (`storeledger reconcile`): when Apple was asked,
+/// up to which history revision, what Apple listed and what of it the ledger lacked. It is the reconciler's own
+/// statement, not an input from outside (no route or input type makes one), and not a step of the fold: it changes
+/// no period, owner or entitlement. Its revisions are stored under `reconciliation:<otid>`, one per check, so the
+/// subscription's answer can show the latest check as known at any `asOf`, and an auditor can list them all.
+public struct ReconciliationFact: Hashable, Codable, Sendable {
+    public var originalTransactionId: OriginalTransactionID
+    public var environment: AppStoreEnvironment
+    /// When Apple was asked (the start of the check).
+    public var checkedAt: UnixMillis
+    /// Get Transaction History's `revision` after its last page: Apple's token for "everything up to here".
+    public var revision: String?
+    /// Transactions Apple listed for the subscription (its history), and renewal infos and notifications it holds.
+    public var transactionsSeen: Int64
+    /// Ids of Apple's transactions the ledger lacked, or held only in another revision, appended by this check.
+    public var transactionsAdded: [String]
+    /// Notifications Apple's history holds for the subscription (within the window asked).
+    public var notificationsSeen: Int64
+    /// UUIDs of those the ledger lacked, appended by this check.
+    public var notificationsAdded: [String]
+    /// UUIDs of notifications whose every send attempt Apple reports as failed (`sendAttempts`), whether or not the
+    /// ledger holds them now.
+    public var notificationsUndelivered: [String]
+    /// Whether a newer renewal info was appended.
+    public var renewalInfoAdded: Bool
+    public var unknownFields: UnknownFields
+
+    public init(
+        originalTransactionId: OriginalTransactionID, environment: AppStoreEnvironment, checkedAt: UnixMillis,
+        revision: String? = nil, transactionsSeen: Int64 = 0, transactionsAdded: [String] = [],
+        notificationsSeen: Int64 = 0, notificationsAdded: [String] = [], notificationsUndelivered: [String] = [],
+        renewalInfoAdded: Bool = false
+    ) {
+        self.originalTransactionId = originalTransactionId
+        self.environment = environment
+        self.checkedAt = checkedAt
+        self.revision = revision
+        self.transactionsSeen = transactionsSeen
+        self.transactionsAdded = transactionsAdded
+        self.notificationsSeen = notificationsSeen
+        self.notificationsAdded = notificationsAdded
+        self.notificationsUndelivered = notificationsUndelivered
+        self.renewalInfoAdded = renewalInfoAdded
+        self.unknownFields = UnknownFields()
+    }
+
+    /// The event key of a subscription's reconciliations.
+    public static func eventKey(_ otid: OriginalTransactionID) -> String { "reconciliation:" + otid.rawValue }
+
+    /// True when the check found nothing missing.
+    public var complete: Bool { transactionsAdded.isEmpty && notificationsAdded.isEmpty && !renewalInfoAdded }
+}
+
 /// One canonical fact: what the ledger stores as an immutable event. One reference in size: a transaction is its
 /// copy-on-write box, the other kinds (large structs, rarer) are boxed by the enum (`indirect`), so copying a fact
 /// never copies its fields and a decoded transaction costs one allocation, not two.
@@ -204,6 +257,10 @@ public enum Fact: Hashable, Sendable {
     indirect case renewal(RenewalInfoFact)
     indirect case notification(NotificationFact)
     indirect case binding(BindingClaim)
+    indirect case reconciliation(ReconciliationFact)
+    /// The ledger's fold rules (catalog and binding policy) from this event's log position on: about no
+    /// subscription, on no timeline.
+    indirect case rules(RulesChange)
 
     /// The kind, as named on the wire and in `events`.
     public var kind: Kind {
@@ -212,13 +269,15 @@ public enum Fact: Hashable, Sendable {
         case .renewal: .renewal
         case .notification: .notification
         case .binding: .binding
+        case .reconciliation: .reconciliation
+        case .rules: .rules
         }
     }
 
     /// The kinds of fact, in fold order: at one instant transactions fold first, then renewal infos, notifications
-    /// and claims (`FoldPosition`).
+    /// and claims (`FoldPosition`). Rules changes are on no timeline: they decide which rules every fold uses.
     public enum Kind: String, Hashable, Codable, Sendable, CaseIterable, Comparable {
-        case transaction, renewal, notification, binding
+        case transaction, renewal, notification, binding, reconciliation, rules
 
         /// The kind's place in the fold order, from 1; also its code where events and timelines are stored
         /// (LedgerCodec), so a code is never reused or renumbered. Inlinable, as `init(code:)`: the codec reads and
@@ -230,6 +289,8 @@ public enum Fact: Hashable, Sendable {
             case .renewal: 2
             case .notification: 3
             case .binding: 4
+            case .reconciliation: 5
+            case .rules: 6
             }
         }
 
@@ -251,16 +312,22 @@ public enum Fact: Hashable, Sendable {
         case .renewal(let r): "renewal:" + r.originalTransactionId.rawValue
         case .notification(let n): "notification:" + n.notificationUUID
         case .binding(let b): "binding:" + b.originalTransactionId.rawValue
+        case .reconciliation(let c): ReconciliationFact.eventKey(c.originalTransactionId)
+        case .rules: RulesChange.eventKey
         }
     }
 
-    /// The subscription this fact belongs to, if any.
+    /// The subscription this fact belongs to, if any: the subscription whose fold it is a step of (and whose
+    /// `by_otid` index names it). Nil for a reconciliation, which is a check of its subscription, not a step of it;
+    /// it is found by its key (`ReconciliationFact.eventKey`).
     public var originalTransactionId: OriginalTransactionID? {
         switch self {
         case .transaction(let t): t.originalTransactionId
         case .renewal(let r): r.originalTransactionId
         case .notification(let n): n.originalTransactionId
         case .binding(let b): b.originalTransactionId
+        case .reconciliation: nil
+        case .rules: nil
         }
     }
 
@@ -279,6 +346,9 @@ public enum Fact: Hashable, Sendable {
         case .renewal(let r): r.environment
         case .notification(let n): n.environment
         case .binding(let b): b.environment
+        case .reconciliation(let c): c.environment
+        // About every environment; named Production only because every fact names one.
+        case .rules: .production
         }
     }
 
@@ -288,7 +358,7 @@ public enum Fact: Hashable, Sendable {
         case .transaction(let t): t.signedDate
         case .renewal(let r): r.signedDate
         case .notification(let n): n.signedDate
-        case .binding: nil
+        case .binding, .reconciliation, .rules: nil
         }
     }
 }
@@ -307,6 +377,10 @@ public enum FactSource: String, Hashable, Codable, Sendable, CaseIterable {
     case decodedJSON
     /// A binding claim from the app's backend.
     case binding
+    /// A check against the App Store Server API, recorded by `storeledger reconcile`.
+    case reconciliation
+    /// The ledger's configuration (`storeledger rules apply`). New sources go last: a source's position is its code.
+    case configuration
 }
 
 /// Whether a fact's signature was checked.

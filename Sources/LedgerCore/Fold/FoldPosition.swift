@@ -25,6 +25,9 @@ package struct FoldPosition: Hashable, Sendable, Comparable {
         case .notification(let n):
             self.init(instant: event.effectiveDate, kind: .notification, id: CompactID(n.notificationUUID))
         case .binding(let b): self.init(instant: b.claimedAt, kind: .binding, id: CompactID(b.appUserId.rawValue))
+        case .reconciliation(let c):
+            self.init(instant: c.checkedAt, kind: .reconciliation, id: CompactID(c.originalTransactionId.rawValue))
+        case .rules(let r): self.init(instant: r.appliedAt, kind: .rules, id: .empty)
         }
     }
 

@@ -164,7 +164,7 @@ extension Timeline {
         switch fact {
         case .transaction(let t): !isSurelyNew(t, oneTime: isOneTimePurchase(t, rules: rules))
         case .notification(let n): n.notificationType == "REFUND_REVERSED"
-        case .renewal, .binding: false
+        case .renewal, .binding, .reconciliation, .rules: false
         }
     }
 
@@ -189,6 +189,10 @@ extension Timeline {
         case .binding(let b):
             guard b.applies(to: environment), b.originalTransactionId == originalTransactionId else { return nil }
             return (b.claimedAt, .binding)
+        case .reconciliation:
+            // A check of the subscription, never a step of its fold (`Fact.originalTransactionId`).
+            return nil
+        case .rules: return nil
         }
     }
 
@@ -196,6 +200,7 @@ extension Timeline {
         if case .binding(let b) = fact {
             return b.applies(to: environment) && b.originalTransactionId == originalTransactionId
         }
+        if case .reconciliation = fact { return false }
         return fact.environment == environment && fact.originalTransactionId == originalTransactionId
     }
 
@@ -207,6 +212,8 @@ extension Timeline {
         case .renewal(let r): stepRenewal(r, at: instant, seq: seq)
         case .notification(let n): stepNotification(n, at: instant, seq: seq)
         case .binding(let b): stepClaim(b, seq: seq, policy: rules.bindingPolicy)
+        case .reconciliation: break
+        case .rules: break  // On no timeline (`concerns` is false for it).
         }
     }
 

@@ -1,6 +1,7 @@
 import LMDB
 import LedgerCodec
 import LedgerCore
+import LedgerWire
 
 // MARK: - Queries on the projections (two clocks: `at` = valid time, `asOf` = knowledge, a log seq)
 
@@ -15,8 +16,50 @@ extension Ledger {
     ) throws -> TimelineView? {
         try environment.read { txn in
             guard let (timeline, knownAsOf) = try timeline(env, otid, asOf: asOf, txn) else { return nil }
-            return timeline.view(at: at, asOf: knownAsOf, rules: rules)
+            var view = timeline.view(at: at, asOf: knownAsOf, rules: try history.rules(asOf: knownAsOf, layout, txn))
+            view.reconciliation = try lastReconciliation(env, otid, asOf: knownAsOf, txn)
+            return view
         }
+    }
+
+    /// The subscriptions of `env` that may have been active at or after `since`: a period that ends then or later,
+    /// or has no end. What `storeledger reconcile --active-since` asks Apple about; it reads every stored timeline.
+    public func subscriptions(environment env: AppStoreEnvironment, activeSince since: UnixMillis) throws
+        -> [OriginalTransactionID]
+    {
+        try environment.read { txn in
+            var out: [OriginalTransactionID] = []
+            let cursor = try txn.cursor(layout.timelines)
+            var entry = try cursor.first()
+            while let e = entry {
+                if let (environment, otid) = e.key.withUnsafeBytes({ StoreLayout.decodeSubscriptionKey($0) }),
+                    environment == env,
+                    try StoredTimeline.decode(e.value).periods.contains(where: { ($0.end ?? .max) >= since })
+                {
+                    out.append(otid)
+                }
+                entry = try cursor.next()
+            }
+            return out
+        }
+    }
+
+    /// The subscription's latest reconciliation with seq ≤ `asOf` (its revisions under `reconciliation:<otid>`,
+    /// oldest first; usually a handful).
+    func lastReconciliation(
+        _ env: AppStoreEnvironment, _ otid: OriginalTransactionID, asOf: UInt64, _ txn: Transaction
+    ) throws -> ReconciliationView? {
+        var last: ReconciliationView?
+        try layout.forEachRevision(of: ReconciliationFact.eventKey(otid), txn) { seq, stored in
+            guard seq <= asOf else { return false }
+            if case .reconciliation(let check) = try StoreLayout.decodeEvent(seq: seq, stored).fact,
+                check.environment == env
+            {
+                last = ReconciliationView(seq: seq, check: check)
+            }
+            return true
+        }
+        return last
     }
 
     /// One app user's entitlements, subscriptions and binding history at `at`, as known after `asOf`.
@@ -38,8 +81,64 @@ extension Ledger {
                 entry = try cursor.nextDuplicate()
             }
             return Entitlements.customer(
-                user: user, environment: env, timelines: timelines, at: at, asOf: knownAsOf, rules: rules)
+                user: user, environment: env, timelines: timelines, at: at, asOf: knownAsOf,
+                rules: try history.rules(asOf: knownAsOf, layout, txn))
         }
+    }
+
+    /// Why `user` has, or has not, `entitlement` at `at`, as known after `asOf`: the customer's answer for it and
+    /// the chain of facts behind it (`Entitlements.explain`), each with its event's provenance.
+    public func explain(
+        _ user: AppUserID, entitlement: String, environment env: AppStoreEnvironment = .production, at: UnixMillis,
+        asOf: UInt64? = nil
+    ) throws -> EntitlementExplanation {
+        try environment.read { txn in
+            let last = try batch.lastSeq(txn)
+            let knownAsOf = min(asOf ?? last, last)
+            var timelines: [Timeline] = []
+            var events: [UInt64: LedgerEvent] = [:]
+            let cursor = try txn.cursor(layout.byUser)
+            var entry = try cursor.find(StoreLayout.userKey(env, user))
+            while let e = entry {
+                if let (_, otid) = StoreLayout.decodeSubscriptionKey(e.value),
+                    let (timeline, _) = try timeline(env, otid, asOf: asOf, txn)
+                {
+                    timelines.append(timeline)
+                    for event in try SubscriptionScan.events(layout, env, otid, upTo: knownAsOf, txn) {
+                        events[event.seq] = event
+                    }
+                }
+                entry = try cursor.nextDuplicate()
+            }
+            return Entitlements.explain(
+                entitlement: entitlement, user: user, environment: env, timelines: timelines, events: events, at: at,
+                asOf: knownAsOf, rules: try history.rules(asOf: knownAsOf, layout, txn))
+        }
+    }
+
+    /// The rules in force as of log position `asOf` (default: the latest): the configuration file's until the log
+    /// records a change (`applyRules`), then the latest change at or before `asOf`.
+    public func rules(asOf: UInt64? = nil) throws -> FoldRules {
+        try environment.read { txn in try history.rules(asOf: asOf ?? .max, layout, txn) }
+    }
+
+    /// Every change of rules the log records: its seq, when it was applied, and the rules.
+    public func rulesChanges() throws -> [(seq: UInt64, receivedAt: UnixMillis, change: RulesChange)] {
+        try environment.read { txn in try history.changes(layout, txn) }
+    }
+
+    /// Records `rules` as the ledger's rules from the next log position on (a `RulesChange` event, whose raw input
+    /// is `raw`, the configuration file's bytes) and refolds every subscription under them in the same write
+    /// transaction, so the stored projections always follow the rules in force. Answers as of earlier positions
+    /// keep the rules of their time. Nil, and nothing written, when `rules` are the rules in force already.
+    /// - Complexity: O(events of the ledger) in one write transaction: a change of rules is rare.
+    public func applyRules(_ rules: FoldRules, raw: [UInt8], at instant: UnixMillis) throws -> UInt64? {
+        guard try self.rules() != rules else { return nil }
+        let change = Fact.rules(RulesChange(rules: rules, appliedAt: instant))
+        let input = LedgerInput.facts([change], metadata: FactMetadata(source: .configuration, receivedAt: instant), raw: raw)
+        guard let result = try appendAndWait([input]).first else { return nil }
+        if let error = result.error { throw LedgerError(code: ErrorCode(error.code), message: error.message) }
+        return result.seq
     }
 
     /// The timeline of (env, otid) as known after `asOf`, and the seq it reflects.
@@ -54,6 +153,6 @@ extension Ledger {
         }
         let events = try SubscriptionScan.events(layout, env, otid, upTo: asOf, metadata: .forFold, txn)
         guard !events.isEmpty else { return nil }
-        return (Timeline.fold(events, rules: rules, ties: .canonical), asOf!)
+        return (Timeline.fold(events, rules: try history.rules(asOf: asOf!, layout, txn), ties: .canonical), asOf!)
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import LMDB
 import LedgerCodec
 import LedgerCore
+import LedgerWire
 
 // MARK: - Replay: every projection rebuilt from the events alone
 
@@ -36,6 +37,14 @@ extension Ledger {
     /// projections reflect the whole log and stay). Reading replays use every core: chunks of subscriptions are
     /// folded by several threads, each taking the next chunk when done, each chunk in its own short read transaction.
     public func replay(until: UInt64? = nil, check: Bool, progress: ProgressHandler? = nil) throws -> ReplayReport {
+        try replay(until: until, check: check, validatingIndexes: false, progress: progress).report
+    }
+
+    /// `replay(until:check:progress:)`; with `validatingIndexes` (and `check`), every `by_otid` entry read is also
+    /// checked against the event it names (`indexFault`, the first one in key order).
+    func replay(until: UInt64?, check: Bool, validatingIndexes: Bool, progress: ProgressHandler?) throws
+        -> (report: ReplayReport, indexFault: String?)
+    {
         let last = try lastSeq()
         let limit = min(until ?? last, last)
         let mode: ReplayMode = check ? .check : (limit == last ? .rewrite : .report)
@@ -49,7 +58,10 @@ extension Ledger {
             do {
                 while let index = results.nextChunk(of: starts.count) {
                     let work = { (txn: Transaction) in
-                        try self.replayChunk(after: starts[index], limit: limit, mode: mode, txn)
+                        try self.replayChunk(
+                            after: starts[index], limit: limit, mode: mode,
+                            rules: self.history.rules(asOf: limit, self.layout, txn),
+                            validatingIndexes: validatingIndexes && check, txn)
                     }
                     let chunk = mode == .rewrite ? try self.environment.write(work) : try self.environment.read(work)
                     results.add(chunk, at: index)
@@ -75,20 +87,25 @@ extension Ledger {
                 report.differences.append("\(orphans) stored timelines have no events")
             }
         }
-        return report
+        return (report, results.firstIndexFault)
     }
 
-    func compareProjectionsWithReplay(progress: ProgressHandler?) throws -> (compared: Int, firstDifference: String?) {
-        let report = try replay(check: true, progress: progress)
-        return (report.subscriptions, report.differences.first.map { "projection of \($0) differs from a replay" })
+    /// Every stored projection against a replay; with `validatingIndexes`, every `by_otid` entry against the event
+    /// it names too (a wrong entry is named before any projection that differs).
+    func compareProjectionsWithReplay(validatingIndexes: Bool = false, progress: ProgressHandler?) throws
+        -> (compared: Int, firstDifference: String?)
+    {
+        let (report, indexFault) = try replay(until: nil, check: true, validatingIndexes: validatingIndexes, progress: progress)
+        return (report.subscriptions, indexFault ?? report.differences.first.map { "projection of \($0) differs from a replay" })
     }
 
     // MARK: - Chunks
 
     /// Folds up to `replayChunkSize` subscriptions after the key `resume` (from the first when nil).
-    private func replayChunk(after resume: [UInt8]?, limit: UInt64, mode: ReplayMode, _ txn: Transaction) throws
-        -> ReplayChunk
-    {
+    private func replayChunk(
+        after resume: [UInt8]?, limit: UInt64, mode: ReplayMode, rules: FoldRules, validatingIndexes: Bool,
+        _ txn: Transaction
+    ) throws -> ReplayChunk {
         let cursor = try txn.cursor(layout.byOTID)
         var entry = try position(cursor, after: resume)
         var chunk = ReplayChunk()
@@ -98,12 +115,31 @@ extension Ledger {
         var rebuilt = BinaryWriter(capacity: 4096)
         // The stored projections, in the same key order: looked up going forward through their own cursor.
         let stored = mode == .check ? try txn.cursor(layout.timelines) : nil
+        // A subscription's claims that named no environment may have joined it in an environment where its first
+        // event came after `limit`: it is seen as claims alone unless nothing was appended since.
+        let wholeLog = validatingIndexes ? try batch.lastSeq(txn) == limit : false
         while let e = entry, chunk.keys < Self.replayChunkSize {
             let key = e.key  // Valid until the cursor moves on to the next subscription.
             guard let (env, otid) = StoreLayout.decodeSubscriptionKey(key) else {
                 throw LedgerError.corrupted("by_otid key is malformed")
             }
-            try scan.read(e, cursor, upTo: limit, metadata: .forFold, layout, txn)
+            if validatingIndexes {
+                // Verifying: what a replay reports as corruption (an entry naming an event that is missing, or that
+                // does not decode, or is not the key's) is a fault of the indexes or the events, named as the first.
+                do {
+                    try scan.read(e, cursor, upTo: limit, metadata: .forFold, checkingKeys: true, layout, txn)
+                } catch let error as LedgerError where error.code == .corrupted {
+                    if chunk.indexFault == nil { chunk.indexFault = error.message }
+                    chunk.keys += 1
+                    entry = try cursor.nextKey()
+                    continue
+                }
+                if chunk.indexFault == nil {
+                    chunk.indexFault = Self.indexFault(scan.events, of: env, otid, wholeLog: wholeLog)
+                }
+            } else {
+                try scan.read(e, cursor, upTo: limit, metadata: .forFold, layout, txn)
+            }
             chunk.events += scan.events.count
             chunk.keys += 1
             if !scan.events.isEmpty {
@@ -138,6 +174,31 @@ extension Ledger {
         }
         chunk.digest = Array(digest.finalize())
         return chunk
+    }
+
+    /// What is wrong with the `by_otid` entries of one subscription, which name `events`: each must name an event of
+    /// that subscription in that environment, or a claim of it that named no environment; and unless the entries
+    /// read stop short of the log's end (`wholeLog` false), at least one of them must be of the subscription's own.
+    static func indexFault(
+        _ events: [LedgerEvent], of env: AppStoreEnvironment, _ otid: OriginalTransactionID, wholeLog: Bool
+    ) -> String? {
+        var own = false
+        for e in events {
+            if case .binding(let claim) = e.fact, claim.everyEnvironment {
+                guard claim.originalTransactionId == otid else {
+                    return "by_otid entry of \(otid) in \(env.rawValue) names claim \(e.seq), which is of \(claim.originalTransactionId)"
+                }
+            } else {
+                guard e.fact.environment == env, e.fact.originalTransactionId == otid else {
+                    return "by_otid entry of \(otid) in \(env.rawValue) names event \(e.seq), which is of another subscription"
+                }
+                own = true
+            }
+        }
+        if wholeLog, !own, let first = events.first {
+            return "by_otid holds claim \(first.seq) of \(otid) in \(env.rawValue), where the subscription has no events"
+        }
+        return nil
     }
 
     /// The key each chunk of `replayChunkSize` subscriptions starts after (nil for the first chunk): one pass over

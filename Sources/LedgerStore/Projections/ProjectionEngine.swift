@@ -10,10 +10,17 @@ import LedgerCore
 /// are read through `by_user` from the timelines they own.
 struct ProjectionEngine {
     let layout: StoreLayout
-    let rules: FoldRules
+    /// The rules in force (the log's latest change, else the configuration's), read in each write transaction.
+    let history: RulesHistory
 
-    /// Brings the timelines of every subscription `events` touch up to date; `events` are in log order.
+    /// Brings the timelines of every subscription `events` touch up to date; `events` are in log order. A change of
+    /// rules among them refolds every subscription under the new rules instead.
     func apply(_ events: [LedgerEvent], in txn: Transaction) throws {
+        let rules = try history.rules(asOf: .max, layout, txn)
+        if events.contains(where: { $0.fact.kind == .rules }) {
+            try refoldEverySubscription(rules, txn)
+            return
+        }
         // Group by subscription, keeping log order inside each group.
         var order: [[UInt8]] = []
         var groups: [[UInt8]: [LedgerEvent]] = [:]
@@ -54,11 +61,11 @@ struct ProjectionEngine {
                 timeline = try StoredTimeline.decode(stored)
                 // `apply` leaves the timeline untouched when it declines, so a refold starts from the facts alone.
                 if !timeline.apply(contentsOf: group, rules: rules) {
-                    timeline = try refold(environment, otid, txn)
+                    timeline = try refold(environment, otid, rules, txn)
                 }
             } else if try adoptClaimsOfEveryEnvironment(environment, otid, txn) {
                 // New in this environment, and claimed before without one: those claims apply here too.
-                timeline = try refold(environment, otid, txn)
+                timeline = try refold(environment, otid, rules, txn)
             } else {
                 timeline = Timeline.fold(
                     group, originalTransactionId: otid, environment: environment, rules: rules, ties: .canonical)
@@ -67,10 +74,32 @@ struct ProjectionEngine {
         }
     }
 
+    /// Every stored timeline refolded from its events under `rules` (a change of rules: periods' ends, owners and
+    /// the kinds of plan changes may all follow from them). One pass over `by_otid`, in this write transaction.
+    /// - Complexity: O(events of the ledger).
+    private func refoldEverySubscription(_ rules: FoldRules, _ txn: Transaction) throws {
+        let cursor = try txn.cursor(layout.byOTID)
+        var scan = SubscriptionScan()
+        var entry = try cursor.first()
+        while let e = entry {
+            let key = Array(e.key)  // Valid until the cursor moves on.
+            guard let (environment, otid) = StoreLayout.decodeSubscriptionKey(e.key) else {
+                throw LedgerError.corrupted("by_otid key is malformed")
+            }
+            try scan.read(e, cursor, upTo: nil, metadata: .forFold, layout, txn)
+            if !scan.events.isEmpty {
+                let timeline = Timeline.fold(
+                    scan.events, originalTransactionId: otid, environment: environment, rules: rules, ties: .canonical)
+                try txn.put(layout.timelines, key: key, value: StoredTimeline.encode(timeline))
+            }
+            entry = try cursor.nextKey()
+        }
+    }
+
     /// The subscription folded from every event the store has of it.
-    private func refold(_ environment: AppStoreEnvironment, _ otid: OriginalTransactionID, _ txn: Transaction) throws
-        -> Timeline
-    {
+    private func refold(
+        _ environment: AppStoreEnvironment, _ otid: OriginalTransactionID, _ rules: FoldRules, _ txn: Transaction
+    ) throws -> Timeline {
         let all = try SubscriptionScan.events(layout, environment, otid, upTo: nil, metadata: .forFold, txn)
         return Timeline.fold(all, originalTransactionId: otid, environment: environment, rules: rules, ties: .canonical)
     }

@@ -19,6 +19,8 @@ struct ReplayChunk: Sendable {
     var storedFound = 0
     var differences: [String] = []
     var digest: [UInt8] = []
+    /// The first `by_otid` entry that names the wrong event (only when validating them).
+    var indexFault: String?
 }
 
 /// Chunks from every worker, put back in key order.
@@ -65,6 +67,13 @@ final class ReplayResults: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return chunks.values.reduce(0) { $0 + $1.storedFound }
+    }
+
+    /// The first `by_otid` fault of the chunks, in key order.
+    var firstIndexFault: String? {
+        lock.lock()
+        defer { lock.unlock() }
+        return chunks.keys.sorted().lazy.compactMap { self.chunks[$0]!.indexFault }.first
     }
 
     func report(untilSeq: UInt64, rewrote: Bool) throws -> Ledger.ReplayReport {

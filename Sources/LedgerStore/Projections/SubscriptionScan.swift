@@ -30,7 +30,7 @@ struct SubscriptionScan {
     /// subscriptions tend to be neighbours (subscriptions bought about the same time renew about the same time, and
     /// Apple's ids grow with time), so each cursor's lookups go forward (`ForwardCursors`).
     init(inKeyOrder txn: Transaction, _ layout: StoreLayout) {
-        eventCursors = ForwardCursors(txn, layout.events, count: Self.eventCursorCount)
+        eventCursors = ForwardCursors(txn, layout.events, count: Self.eventCursorCount * StoreLayout.eventKeyKinds)
         revisionKey.reserveCapacity(64)
     }
 
@@ -49,10 +49,11 @@ struct SubscriptionScan {
 
     /// Reads into `events` the events with seq ≤ `asOf` (all when nil) of the subscription whose first `by_otid`
     /// entry is `first`, where `cursor` stands; the cursor is left on one of its entries (`nextKey()` moves to the
-    /// next subscription).
+    /// next subscription). With `checkingKeys`, an event whose fact is not the one of the key its entry names is
+    /// `corrupted` too.
     mutating func read(
         _ first: Cursor.Entry, _ cursor: Cursor, upTo asOf: UInt64?, metadata parts: LedgerEvent.MetadataParts,
-        _ layout: StoreLayout, _ txn: Transaction
+        checkingKeys: Bool = false, _ layout: StoreLayout, _ txn: Transaction
     ) throws {
         events.removeAll(keepingCapacity: true)
         events.reserveCapacity(try cursor.duplicateCount())
@@ -62,13 +63,19 @@ struct SubscriptionScan {
                 throw LedgerError.corrupted("a by_otid value of \(Array(e.key)) is malformed")
             }
             if let asOf, seq > asOf { break }
-            let ordinal = min(events.count, Self.eventCursorCount - 1)
+            // One cursor per ordinal and kind of key: the n-th transactions of neighbouring subscriptions are
+            // neighbours, their n-th notifications are not.
+            let index = min(events.count, Self.eventCursorCount - 1) * StoreLayout.eventKeyKinds
+                + StoreLayout.eventKeyKind(first: revisionKey.first)
             // Optional chaining, not `if let`: a binding copies the reference, a retain and a release per event.
             let found =
-                try revisionKey.withUnsafeBytes { key in try eventCursors?.find(key, through: ordinal) }?.value
+                try revisionKey.withUnsafeBytes { key in try eventCursors?.find(key, through: index) }?.value
                 ?? txn.get(layout.events, key: revisionKey)
             guard let stored = found else { throw LedgerError.corrupted("by_otid names event \(seq), which is missing") }
             events.append(try StoreLayout.decodeEvent(seq: seq, stored, strings: &strings, metadata: parts))
+            if checkingKeys, !events[events.count - 1].fact.hasEventKey(e.value.extracting(8..<e.value.count)) {
+                throw LedgerError.corrupted("event \(seq) is stored under another key")
+            }
             entry = try cursor.nextDuplicate()
         }
     }

@@ -113,6 +113,7 @@ public enum Fuzz {
             [r.gracePeriodExpiresDate, r.renewalDate, r.signedDate, r.recentSubscriptionStartDate].compactMap { $0 }
         case .notification(let n): [n.signedDate].compactMap { $0 }
         case .binding(let b): [b.claimedAt]
+        case .reconciliation(let c): [c.checkedAt]
         }
     }
 }

@@ -1,0 +1,282 @@
+import AsyncHTTPClient
+import Foundation
+import LedgerWire
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+
+/// A client of Apple's App Store Server API (https://developer.apple.com/documentation/appstoreserverapi): Get
+/// Transaction History (v2), Get All Subscription Statuses, Get Notification History, Look Up Order ID and Get Refund
+/// History, each request carrying a fresh ES256 token (`APITokenSigner`).
+///
+/// It never hammers Apple: requests are sent one at a time by its callers, a 429 is tried again after the
+/// `Retry-After` Apple gives (a UNIX time in milliseconds, or seconds as HTTP has it) and otherwise after a doubling
+/// backoff, at most `maxRetries` times and never waiting longer than `maxRetryWaitSeconds`. 5xx answers and
+/// connection failures are tried again the same way; other errors fail at once with a code. Redirects are not
+/// followed, so the token goes nowhere but the configured host. Logs (debug) name the method, path and status,
+/// never a header.
+public final class AppStoreServerAPIClient: Sendable {
+    public let settings: AppStoreServerAPISettings
+    private let signer: APITokenSigner
+    private let http: HTTPClient
+    private let logger: Logger
+    /// The largest answer read (a page holds at most a few hundred KB of JWS).
+    static let maxResponseBytes = 16 << 20
+
+    /// Reads the key file and the trusted certificates; throws `invalid_configuration` naming the file at fault.
+    public convenience init(settings: AppStoreServerAPISettings, logger: Logger) throws(CodedError) {
+        let signer = try APITokenSigner(
+            keyFile: settings.keyFile, keyId: settings.keyId, issuerId: settings.issuerId, bundleId: settings.bundleId)
+        try self.init(settings: settings, signer: signer, logger: logger)
+    }
+
+    public init(settings: AppStoreServerAPISettings, signer: APITokenSigner, logger: Logger) throws(CodedError) {
+        guard settings.resolvedBaseURL.lowercased().hasPrefix("https://") else {
+            throw CodedError(.invalidConfiguration, "appStoreServerAPI: the base URL must be https://")
+        }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if !settings.trustedCertificates.isEmpty {
+            var certificates: [NIOSSLCertificate] = []
+            for path in settings.trustedCertificates {
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    throw CodedError(.invalidConfiguration, "appStoreServerAPI: cannot read trusted certificate '\(path)'")
+                }
+                let bytes = [UInt8](data)
+                if let pem = try? NIOSSLCertificate.fromPEMBytes(bytes), !pem.isEmpty {
+                    certificates += pem
+                } else if let der = try? NIOSSLCertificate(bytes: bytes, format: .der) {
+                    certificates.append(der)
+                } else {
+                    throw CodedError(
+                        .invalidConfiguration, "appStoreServerAPI: '\(path)' is not a certificate in PEM or DER")
+                }
+            }
+            tls.trustRoots = .certificates(certificates)
+        }
+        let configuration = HTTPClient.Configuration(
+            tlsConfiguration: tls, redirectConfiguration: .disallow,
+            timeout: .init(connect: .seconds(10), read: .milliseconds(Int64(settings.timeoutSeconds * 1000))))
+        self.settings = settings
+        self.signer = signer
+        self.logger = logger
+        self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    /// Closes the connections; call once when done.
+    public func shutdown() async {
+        try? await http.shutdown()
+    }
+
+    // MARK: - Endpoints
+
+    /// Get Transaction History (v2), one page, oldest first: `GET /inApps/v2/history/{transactionId}`. Any
+    /// transaction id of the customer's purchases serves; `revision` is the previous page's.
+    public func transactionHistory(_ transactionId: String, revision: String? = nil) async throws(CodedError)
+        -> TransactionPage
+    {
+        var query = [("sort", "ASCENDING")]
+        if let revision { query.append(("revision", revision)) }
+        let body = try await send(.GET, "/inApps/v2/history/" + Self.pathSegment(transactionId), query: query)
+        return try AppleDocument.transactionPage(body, "Get Transaction History")
+    }
+
+    /// Get All Subscription Statuses: `GET /inApps/v1/subscriptions/{transactionId}`.
+    public func allSubscriptionStatuses(_ transactionId: String) async throws(CodedError) -> StatusesResponse {
+        let body = try await send(.GET, "/inApps/v1/subscriptions/" + Self.pathSegment(transactionId))
+        return try AppleDocument.statuses(body, "Get All Subscription Statuses")
+    }
+
+    /// Get Notification History, one page: `POST /inApps/v1/notifications/history`.
+    public func notificationHistory(_ request: NotificationHistoryRequest, paginationToken: String? = nil)
+        async throws(CodedError) -> NotificationHistoryPage
+    {
+        let body = try await send(
+            .POST, "/inApps/v1/notifications/history", query: paginationToken.map { [("paginationToken", $0)] } ?? [],
+            body: request.body)
+        return try AppleDocument.notificationPage(body, "Get Notification History")
+    }
+
+    /// Look Up Order ID: `GET /inApps/v1/lookup/{orderId}`.
+    public func lookUpOrder(_ orderId: String) async throws(CodedError) -> OrderLookup {
+        let body = try await send(.GET, "/inApps/v1/lookup/" + Self.pathSegment(orderId))
+        return try AppleDocument.orderLookup(body, "Look Up Order ID")
+    }
+
+    /// Get Refund History (v2), one page: `GET /inApps/v2/refund/lookup/{transactionId}`.
+    public func refundHistory(_ transactionId: String, revision: String? = nil) async throws(CodedError)
+        -> TransactionPage
+    {
+        let body = try await send(
+            .GET, "/inApps/v2/refund/lookup/" + Self.pathSegment(transactionId),
+            query: revision.map { [("revision", $0)] } ?? [])
+        return try AppleDocument.transactionPage(body, "Get Refund History")
+    }
+
+    /// Every page of a subscription's transaction history, following `revision` while `hasMore`; `page` is told of
+    /// each as it arrives. Bounded: Apple's pages hold 20 transactions, and 10,000 pages is more than any
+    /// subscription has, so a server that always says `hasMore` cannot loop the client forever.
+    public func wholeTransactionHistory(_ transactionId: String, page: (TransactionPage) -> Void = { _ in })
+        async throws(CodedError) -> (signedTransactions: [String], revision: String?, pages: Int)
+    {
+        var all: [String] = []
+        var revision: String?
+        var pages = 0
+        repeat {
+            let next = try await transactionHistory(transactionId, revision: revision)
+            pages += 1
+            all += next.signedTransactions
+            page(next)
+            guard next.hasMore else { return (all, next.revision ?? revision, pages) }
+            guard let r = next.revision, r != revision else {
+                throw CodedError(.appleBadResponse, "Get Transaction History: hasMore without a new revision")
+            }
+            revision = r
+        } while pages < 10_000
+        throw CodedError(.appleBadResponse, "Get Transaction History: more than 10,000 pages")
+    }
+
+    /// Every notification of `request`'s window, following `paginationToken` while `hasMore` (bounded as above).
+    public func wholeNotificationHistory(_ request: NotificationHistoryRequest) async throws(CodedError)
+        -> [NotificationHistoryItem]
+    {
+        var all: [NotificationHistoryItem] = []
+        var token: String?
+        var pages = 0
+        repeat {
+            let next = try await notificationHistory(request, paginationToken: token)
+            pages += 1
+            all += next.notificationHistory
+            guard next.hasMore else { return all }
+            guard let t = next.paginationToken, t != token else {
+                throw CodedError(.appleBadResponse, "Get Notification History: hasMore without a new paginationToken")
+            }
+            token = t
+        } while pages < 10_000
+        throw CodedError(.appleBadResponse, "Get Notification History: more than 10,000 pages")
+    }
+
+    // MARK: - Transport
+
+    /// Sends one request, trying again on 429, 5xx and connection failures as the type's documentation says; the
+    /// body of a 200.
+    func send(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: [UInt8]? = nil)
+        async throws(CodedError) -> [UInt8]
+    {
+        var url = settings.resolvedBaseURL + path
+        if !query.isEmpty {
+            url += "?" + query.map { Self.queryComponent($0.0) + "=" + Self.queryComponent($0.1) }.joined(separator: "&")
+        }
+        var attempt = 0
+        while true {
+            var request = HTTPClientRequest(url: url)
+            request.method = method
+            request.headers.add(name: "Authorization", value: "Bearer " + (try signer.token()))
+            request.headers.add(name: "User-Agent", value: "storeledger")
+            if let body {
+                request.headers.add(name: "Content-Type", value: "application/json")
+                request.body = .bytes(ByteBuffer(bytes: body))
+            }
+            let status: HTTPResponseStatus
+            let headers: HTTPHeaders
+            let bytes: [UInt8]
+            do {
+                let response = try await http.execute(request, timeout: .milliseconds(Int64(settings.timeoutSeconds * 1000)))
+                status = response.status
+                headers = response.headers
+                bytes = Array(buffer: try await response.body.collect(upTo: Self.maxResponseBytes))
+            } catch {
+                guard attempt < settings.maxRetries else {
+                    throw CodedError(.appleUnreachable, "\(method) \(path): \(Self.describe(error))")
+                }
+                attempt += 1
+                let wait = Self.backoff(attempt: attempt, limit: settings.maxRetryWaitSeconds)
+                logger.debug("App Store Server API unreachable; trying again", metadata: ["path": "\(path)", "wait": "\(wait)"])
+                try await Self.sleep(wait)
+                continue
+            }
+            logger.debug("App Store Server API", metadata: ["method": "\(method)", "path": "\(path)", "status": "\(status.code)"])
+            switch status.code {
+            case 200:
+                return bytes
+            case 429, 500...599:
+                let retryAfter = headers.first(name: "Retry-After").flatMap { Self.retryAfterSeconds($0, now: Date()) }
+                let wait = retryAfter ?? Self.backoff(attempt: attempt + 1, limit: settings.maxRetryWaitSeconds)
+                guard attempt < settings.maxRetries, wait <= settings.maxRetryWaitSeconds else {
+                    let what = status.code == 429 ? "rate limited" : "server error \(status.code)"
+                    let after = retryAfter.map { String(format: "; Apple asks to wait %.0f s", $0) } ?? ""
+                    throw CodedError(
+                        status.code == 429 ? .appleRateLimited : .appleAPIError,
+                        "\(method) \(path): \(what) after \(attempt + 1) attempts\(after)\(Self.appleError(bytes))")
+                }
+                attempt += 1
+                logger.debug("App Store Server API asks to wait", metadata: ["path": "\(path)", "wait": "\(wait)"])
+                try await Self.sleep(wait)
+            case 401:
+                throw CodedError(
+                    .appleUnauthorized,
+                    "\(method) \(path): Apple refused the token (check keyFile, keyId, issuerId and bundleId)")
+            case 404:
+                throw CodedError(.appleNotFound, "\(method) \(path): not found\(Self.appleError(bytes))")
+            default:
+                throw CodedError(.appleAPIError, "\(method) \(path): HTTP \(status.code)\(Self.appleError(bytes))")
+            }
+        }
+    }
+
+    /// `; Apple error 4000006: Invalid transaction id.` from an error document, or nothing.
+    static func appleError(_ bytes: [UInt8]) -> String {
+        guard let o = try? AppleDocument.object(bytes, "error") else { return "" }
+        let code = (try? AppleDocument.int(o, "errorCode", "error")).flatMap { $0 }
+        let message = (try? AppleDocument.string(o, "errorMessage", "error")).flatMap { $0 }
+        guard code != nil || message != nil else { return "" }
+        return "; Apple error \(code.map(String.init) ?? "-"): \(message ?? "")"
+    }
+
+    /// Seconds to wait from a `Retry-After` value: Apple's UNIX time in milliseconds, HTTP's delay in seconds, or
+    /// an HTTP date; never negative. Nil when it is none of these.
+    static func retryAfterSeconds(_ value: String, now: Date) -> Double? {
+        let text = value.trimmingCharacters(in: .whitespaces)
+        if let n = Int64(text), n >= 0 {
+            // A number this large is an instant in milliseconds (Apple's form), not a delay in seconds.
+            if n > 100_000_000_000 { return max(0, Double(n) / 1000 - now.timeIntervalSince1970) }
+            return Double(n)
+        }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        guard let date = formatter.date(from: text) else { return nil }
+        return max(0, date.timeIntervalSince(now))
+    }
+
+    /// 1, 2, 4, … seconds, at most `limit`.
+    static func backoff(attempt: Int, limit: Double) -> Double {
+        min(limit, Double(1 << min(max(attempt - 1, 0), 16)))
+    }
+
+    static func sleep(_ seconds: Double) async throws(CodedError) {
+        do {
+            try await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1_000_000_000))
+        } catch {
+            throw CodedError(.appleUnreachable, "cancelled while waiting to try again")
+        }
+    }
+
+    /// An error of the transport, in a few words (AsyncHTTPClient's and NIO's descriptions, never a header).
+    static func describe(_ error: any Error) -> String {
+        String(describing: error)
+    }
+
+    /// A path segment with everything but unreserved characters percent-encoded.
+    static func pathSegment(_ s: String) -> String {
+        s.addingPercentEncoding(withAllowedCharacters: unreserved) ?? s
+    }
+
+    static func queryComponent(_ s: String) -> String {
+        s.addingPercentEncoding(withAllowedCharacters: unreserved) ?? s
+    }
+
+    private static let unreserved = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+}
