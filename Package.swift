@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "LedgerIngest", targets: ["LedgerIngest"]),
         .library(name: "LedgerServer", targets: ["LedgerServer"]),
         .library(name: "LedgerClient", targets: ["LedgerClient"]),
+        .library(name: "NATSClient", targets: ["NATSClient"]),
         .library(name: "LedgerAppleAPI", targets: ["LedgerAppleAPI"]),
     ],
     dependencies: [
@@ -118,6 +119,27 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "LedgerClient", dependencies: ["LedgerWire"], swiftSettings: swiftSettings),
+        // The smallest NATS client the replicated intake needs (the text protocol and JetStream's JSON API).
+        .target(
+            name: "NATSClient",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The replicated intake: accepted inputs go through a JetStream stream, and every replica appends them in
+        // the stream's order (storeledger serve --intake).
+        .target(
+            name: "LedgerIntake",
+            dependencies: [
+                "NATSClient", "LedgerCore", "LedgerWire", "LedgerAppStore", "LedgerStore", "LedgerIngest",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Asking Apple: the App Store Server API client (JWT, paging, 429) and reconciliation through the ingest path.
         .target(
             name: "LedgerAppleAPI",
@@ -147,6 +169,8 @@ let package = Package(
                 "LedgerIngest",
                 "LedgerServer",
                 "LedgerClient",
+                "LedgerIntake",
+                "NATSClient",
                 "LedgerAppleAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -199,6 +223,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "LedgerWireTests", dependencies: ["LedgerWire"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "NATSClientTests",
+            dependencies: ["NATSClient", "LedgerTestSupport", "LedgerIntake", "LedgerClient", "LedgerWire", "storeledger"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "LedgerAPITests",
             dependencies: ["LedgerAPI", "LedgerWire", "LedgerCore", "LedgerStore", "LedgerIngest", "LedgerTestSupport",

@@ -2,11 +2,12 @@
 # Instructions the server spends per entitlement read, counted by valgrind (callgrind), so that the figure does not
 # move with the machine's load as times do. See benchmarks/README.md, "Over the socket".
 #
-#   benchmarks/read-profile.sh [--reads N] [--keep DIR] [-- serve flags…]     e.g. -- --no-fast-reads
+#   benchmarks/read-profile.sh [--reads N] [--keep DIR] [--bin DIR] [-- serve flags…]     e.g. -- --no-fast-reads
 #
-# Starts the release `storeledger serve` (.build/release) under callgrind with instrumentation off, fills 1000 users
-# with loadgen, warms up with 300 reads on one keep-alive connection, zeroes the counters, then sends N (default
-# 2000) `GET /v1/customers/{user}` one after the other and dumps. Prints instructions per read and the top functions
+# Starts the release `storeledger serve` (.build/release, or --bin DIR) under callgrind with instrumentation off,
+# fills 1000 users with loadgen, warms up by reading each user once on one keep-alive connection (so that, with the
+# answer cache, every counted read is a kept answer; `-- --no-answer-cache` counts answers made anew), zeroes the
+# counters, then sends N (default 2000) `GET /v1/customers/{user}` one after the other and dumps. Prints instructions per read and the top functions
 # (self and inclusive). Two trips of this VM's valgrind 3.19 are worked around: Swift's DWARF 5 debug information is
 # stripped from a copy of the binary (symbols stay), and libdispatch's parking of the exited main thread in
 # sigsuspend (which crashes valgrind) is replaced by sleep through an LD_PRELOAD shim.
@@ -15,12 +16,14 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
 READS=2000
 KEEP=""
+BIN="$ROOT/.build/release"
 while [ $# -gt 0 ]; do
     case "$1" in
         --reads) READS="${2:?}"; shift ;;
         --keep) KEEP="${2:?}"; shift ;;
+        --bin) BIN="${2:?}"; shift ;;
         --) shift; break ;;
-        -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+        -h|--help) sed -n 2,13p "$0"; exit 0 ;;
         *) echo "error: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -28,7 +31,6 @@ done
 for tool in valgrind callgrind_control callgrind_annotate objcopy cc python3; do
     command -v "$tool" >/dev/null || { echo "error: $tool is needed" >&2; exit 1; }
 done
-BIN="$ROOT/.build/release"
 [ -x "$BIN/storeledger" ] && [ -x "$BIN/loadgen" ] || {
     echo "error: build first: swift build -c release --product storeledger && swift build -c release --product loadgen" >&2
     exit 1
@@ -85,7 +87,7 @@ SERVER_PID=$!
 for _ in $(seq 1 900); do [ -S "$WORK/data/ledger.sock" ] && break; sleep 0.2; done
 [ -S "$WORK/data/ledger.sock" ] || { echo "error: the server did not start (see $WORK/serve.log)" >&2; exit 1; }
 "$BIN/loadgen" --socket "$WORK/data/ledger.sock" --mode read --connections 1 --users 1000 --requests 1 --quiet > /dev/null
-python3 "$WORK/client.py" "$WORK/data/ledger.sock" 300 "$READS" "$WORK/go" > "$WORK/client.log" &
+python3 "$WORK/client.py" "$WORK/data/ledger.sock" 1000 "$READS" "$WORK/go" > "$WORK/client.log" &
 CLIENT_PID=$!
 while [ ! -e "$WORK/go.ready" ]; do sleep 0.2; done
 callgrind_control -i on "$SERVER_PID" > /dev/null 2>&1

@@ -236,6 +236,17 @@ public final class Environment: @unchecked Sendable {
             maxReaders: Int(i.me_maxreaders), readersInUse: Int(i.me_numreaders), pageSize: Int(s.ms_psize))
     }
 
+    /// The id of the last committed write transaction, by this process or another (`mdb_env_info`'s
+    /// `me_last_txnid`, read from the meta pages: no transaction, no reader slot). Every commit adds one, so a reader
+    /// that knows what the commit with this id changed knows what any read transaction begun now would see.
+    public var lastCommittedTransactionID: Int {
+        resizeLock.lockShared()
+        defer { resizeLock.unlock() }
+        var i = MDB_envinfo()
+        mdb_env_info(handle, &i)
+        return Int(i.me_last_txnid)
+    }
+
     /// Flushes the map to disk (only needed with `unsafeNoSync`).
     public func sync(force: Bool = true) throws {
         try check(mdb_env_sync(handle, force ? 1 : 0), "mdb_env_sync")

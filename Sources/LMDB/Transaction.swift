@@ -28,6 +28,10 @@ public final class Transaction {
 
     deinit { if !finished { mdb_txn_abort(handle) } }
 
+    /// The transaction's id (`mdb_txn_id`): in a read transaction, the id of the commit whose snapshot it reads; in a
+    /// write transaction, the id its commit will have (one more than the last commit's).
+    public var id: Int { Int(mdb_txn_id(handle)) }
+
     func commit() throws {
         precondition(!finished, "transaction already finished")
         finished = true

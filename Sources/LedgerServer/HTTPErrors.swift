@@ -45,6 +45,9 @@ enum HTTPErrors {
         // Back-pressure and storage: retrying helps, after a while.
         .overloaded: Answer(.serviceUnavailable, retryAfter: 1),
         .shuttingDown: Answer(.serviceUnavailable, retryAfter: 5),
+        .intakeUnavailable: Answer(.serviceUnavailable, retryAfter: 1),
+        // RFC 9110 §15.5.20: the request went to a server that does not hold what it names.
+        .wrongPartition: Answer(.misdirectedRequest),
         .storageError: Answer(.serviceUnavailable, retryAfter: 30),
         // 503 rather than 507: API.md promises 503 for a full disk, and clients already retry 503 after Retry-After.
         .storageFull: Answer(.serviceUnavailable, retryAfter: 30),

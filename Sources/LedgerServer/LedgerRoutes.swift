@@ -23,9 +23,17 @@ public final class LedgerRoutes: Sendable {
     public let configuration: LedgerConfiguration
     public let metrics: ServerMetrics
     let pipeline: IngestPipeline
+    /// Where accepted inputs go when the server runs with a replicated intake; nil: the ledger's own append.
+    let intake: (any Intake)?
     let logger: Logger
     let commits: CommitSignal
     let followers = FollowerCount()
+    /// The hot reads' answers kept between the commits that change them (`AnswerCache`); nil: every read is made
+    /// anew (`storeledger serve --no-answer-cache`, and the tests that compare both).
+    let answers: AnswerCache<ClockedAnswer>?
+
+    /// Answers kept at most: a customer's or subscription's JSON is typically 0.5–2 KB, so about 32 MB.
+    static let answerCacheCapacity = 16_384
 
     /// At most this many `follow=true` streams at once; more get 503.
     static let maxFollowers = 256
@@ -34,13 +42,18 @@ public final class LedgerRoutes: Sendable {
     ///   - ledger: an open, writable ledger; the API registers a commit observer on it.
     ///   - configuration: limits, writers and the Apple decoding configuration.
     ///   - logger: requests are logged at debug, failures at error.
-    public init(ledger: Ledger, configuration: LedgerConfiguration, logger: Logger) {
+    ///   - keepAnswers: whether the hot reads' answers are kept between the commits that change them.
+    ///   - intake: a replicated intake that appends in the place of the ledger (`serve --intake`); nil by default.
+    public init(
+        ledger: Ledger, configuration: LedgerConfiguration, logger: Logger, keepAnswers: Bool = true,
+        intake: (any Intake)? = nil
+    ) {
         self.ledger = ledger
+        self.intake = intake
+        self.answers = keepAnswers ? AnswerCache(ledger: ledger, capacity: Self.answerCacheCapacity) : nil
         self.configuration = configuration
         self.logger = logger
-        var appStore = configuration.appStore
-        appStore.maxInputBytes = max(appStore.maxInputBytes, configuration.limits.maxBodyBytes)
-        self.pipeline = IngestPipeline(ledger: ledger, configuration: appStore)
+        self.pipeline = IngestPipeline(ledger: ledger, configuration: Self.decoding(configuration))
         let metrics = ServerMetrics()
         self.metrics = metrics
         let commits = CommitSignal(lastSeq: (try? ledger.lastSeq()) ?? 0)
@@ -50,6 +63,14 @@ public final class LedgerRoutes: Sendable {
                 inputs: inputs, lastSeq: lastSeq, nanoseconds: nanoseconds, queueDepth: ledger?.queueDepth ?? 0)
             commits.committed(lastSeq)
         }
+    }
+
+    /// The decoding configuration of the server's inputs: an input may be as large as a body (so every replica of a
+    /// replicated intake decodes with the same limits as the server that accepted it).
+    public static func decoding(_ configuration: LedgerConfiguration) -> AppStoreConfiguration {
+        var appStore = configuration.appStore
+        appStore.maxInputBytes = max(appStore.maxInputBytes, configuration.limits.maxBodyBytes)
+        return appStore
     }
 
     /// Ends every `follow=true` stream (graceful shutdown).
@@ -203,6 +224,17 @@ public final class LedgerRoutes: Sendable {
     }
 
     /// Appends through the writer; store failures become 503 (with Retry-After) or 500.
+    /// Appends the inputs decoded from `raws` with `options`: through the replicated intake when there is one
+    /// (which needs the raw bytes and options, as every replica decodes them again), else to the ledger.
+    func append(_ inputs: [LedgerInput], raws: [ArraySlice<UInt8>], options: IngestPipeline.Options) async throws
+        -> [AppendResult]
+    {
+        guard let intake else { return try await append(inputs) }
+        let results = try await intake.append(inputs, raws: raws, options: options)
+        metrics.record(results)
+        return results
+    }
+
     func append(_ inputs: [LedgerInput]) async throws -> [AppendResult] {
         do {
             let results = try await ledger.append(inputs)

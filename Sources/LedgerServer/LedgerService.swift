@@ -7,6 +7,7 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import LedgerAPI
+import LedgerIngest
 import LedgerStore
 import LedgerWire
 import Logging
@@ -35,8 +36,15 @@ public final class LedgerService: Service, Sendable {
     ///   - ledger: an open, writable ledger. The service closes it when it stops.
     ///   - configuration: limits, writers, socket mode, Apple decoding.
     ///   - socketPath: where to listen.
-    public init(ledger: Ledger, configuration: LedgerConfiguration, socketPath: String, logger: Logger) {
-        self.api = LedgerRoutes(ledger: ledger, configuration: configuration, logger: logger)
+    ///   - keepAnswers: whether the hot reads' answers are kept between the commits that change them
+    ///     (`AnswerCache`; `serve --no-answer-cache` turns it off).
+    ///   - intake: a replicated intake that appends in the place of the ledger (`serve --intake`); nil by default.
+    public init(
+        ledger: Ledger, configuration: LedgerConfiguration, socketPath: String, logger: Logger, keepAnswers: Bool = true,
+        intake: (any Intake)? = nil
+    ) {
+        self.api = LedgerRoutes(
+            ledger: ledger, configuration: configuration, logger: logger, keepAnswers: keepAnswers, intake: intake)
         self.socketPath = socketPath
         self.logger = logger
     }

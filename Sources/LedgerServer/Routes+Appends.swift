@@ -39,7 +39,7 @@ extension LedgerRoutes {
         let now = currentMillis()
         let inputs = pieces.map { pipeline.prepare($0, options: options, now: now) }
         // Refused inputs are appended too: their bytes land in `rejected` for the auditor.
-        let results = try await append(inputs)
+        let results = try await append(inputs, raws: pieces, options: options)
         if results.allSatisfy({ $0.status == .rejected && $0.error?.code == ErrorCode.invalidJSON.rawValue }) {
             throw CodedError(.invalidJSON, results.first?.error?.message ?? "the body is not JSON")
         }
@@ -84,7 +84,7 @@ extension LedgerRoutes {
             throw error
         }
         let input = pipeline.prepare(body, options: options, now: currentMillis())
-        guard let result = try await append([input]).first else {
+        guard let result = try await append([input], raws: [body[...]], options: options).first else {
             throw CodedError(.internal, "the ledger returned no result")
         }
         let status: HTTPResponse.Status

@@ -55,8 +55,57 @@ extension LedgerRoutes {
 
     // The hot reads, shared by the router and the fast read path (`FastReadHandler`), so both answer alike.
 
+    /// A hot read's 200 answer: its body with the clocks to write into it.
+    struct ClockedRead {
+        var body: ClockedAnswer
+        var at: UnixMillis
+        var asOf: UInt64
+
+        var buffered: BufferedResponse {
+            var buffer = ByteBuffer()
+            let count = body.count(at: at, asOf: asOf)
+            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { raw in
+                body.write(at: at, asOf: asOf, to: raw.baseAddress!)
+            }
+            return BufferedResponse(status: .ok, contentType: "application/json", body: buffer)
+        }
+    }
+
+    /// `GET /v1/subscriptions/{otid}` from the answer cache (nil when there is none).
+    func subscriptionRead(otid: String, _ clocks: ReadClocks) throws -> ClockedRead? {
+        guard let answers else { return nil }
+        guard
+            let (body, asOf) = try read({
+                try answers.timeline(
+                    OriginalTransactionID(otid), environment: clocks.environment, at: clocks.at, asOf: clocks.asOf,
+                    answer: ClockedAnswer.init)
+            })
+        else {
+            throw CodedError(.notFound, "no \(clocks.environment.rawValue) subscription \(otid) is known")
+        }
+        return ClockedRead(body: body, at: clocks.at, asOf: asOf)
+    }
+
+    /// `GET /v1/customers/{appUserId}` from the answer cache (nil when there is none).
+    func customerRead(user: String, _ clocks: ReadClocks) throws -> ClockedRead? {
+        guard let answers else { return nil }
+        let (body, asOf) = try read {
+            try answers.customer(
+                AppUserID(user), environment: clocks.environment, at: clocks.at, asOf: clocks.asOf,
+                answer: ClockedAnswer.init)
+        }
+        return ClockedRead(body: body, at: clocks.at, asOf: asOf)
+    }
+
     /// `GET /v1/subscriptions/{otid}`.
     func subscriptionAnswer(otid: String, _ clocks: ReadClocks) throws -> BufferedResponse {
+        if let kept = try subscriptionRead(otid: otid, clocks) { return kept.buffered }
+        let view = try timelineView(otid: otid, clocks)
+        return JSONBody.buffered(view)
+    }
+
+    /// The subscription's timeline at the request's clocks; `not_found` when nothing is known of it.
+    private func timelineView(otid: String, _ clocks: ReadClocks) throws -> TimelineView {
         guard
             let view = try read({
                 try ledger.timeline(
@@ -65,11 +114,12 @@ extension LedgerRoutes {
         else {
             throw CodedError(.notFound, "no \(clocks.environment.rawValue) subscription \(otid) is known")
         }
-        return JSONBody.buffered(view)
+        return view
     }
 
     /// `GET /v1/customers/{appUserId}`.
     func customerAnswer(user: String, _ clocks: ReadClocks) throws -> BufferedResponse {
+        if let kept = try customerRead(user: user, clocks) { return kept.buffered }
         let view = try read {
             try ledger.customer(AppUserID(user), environment: clocks.environment, at: clocks.at, asOf: clocks.asOf)
         }
@@ -78,14 +128,7 @@ extension LedgerRoutes {
 
     /// `GET /v1/subscriptions/{otid}/timeline.svg` and `.html`: the timeline's picture (`TimelinePicture`).
     func pictureAnswer(otid: String, _ clocks: ReadClocks, page: Bool, contentType: String) throws -> Response {
-        guard
-            let view = try read({
-                try ledger.timeline(
-                    OriginalTransactionID(otid), environment: clocks.environment, at: clocks.at, asOf: clocks.asOf)
-            })
-        else {
-            throw CodedError(.notFound, "no \(clocks.environment.rawValue) subscription \(otid) is known")
-        }
+        let view = try timelineView(otid: otid, clocks)
         let picture = TimelinePicture(view)
         return Response(
             status: .ok, headers: [.contentType: contentType],

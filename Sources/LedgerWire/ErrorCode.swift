@@ -108,6 +108,11 @@ extension ErrorCode {
     public static let overloaded = ErrorCode("overloaded")
     /// The ledger is closing and accepts no more writes.
     public static let shuttingDown = ErrorCode("shutting_down")
+    /// The replicated intake (`serve --intake`) cannot store the input in its stream now (no NATS server
+    /// reachable, the stream without a quorum), or stored it but the local replica has not appended it in time.
+    public static let intakeUnavailable = ErrorCode("intake_unavailable")
+    /// The input belongs to a partition this server's ledger does not hold (`serve --partition-set`).
+    public static let wrongPartition = ErrorCode("wrong_partition")
     /// No room for the write; nothing of it was stored.
     public static let storageFull = ErrorCode("storage_full")
     /// An I/O error or another failure of the storage engine.

@@ -4,12 +4,12 @@ import LedgerAPI
 import LedgerAppleAPI
 import LedgerCore
 import LedgerIngest
+import LedgerIntake
 import LedgerServer
 import LedgerStore
 import LedgerWire
 import Logging
-import LedgerCore
-import LedgerStore
+import NATSClient
 
 /// `storeledger serve`: the HTTP/1.1 server on a Unix socket; SIGTERM/SIGINT drain and exit 0.
 struct Serve: AsyncParsableCommand {
@@ -18,7 +18,8 @@ struct Serve: AsyncParsableCommand {
         discussion: """
             Every route of the socket API (docs/socket-api.md). SIGTERM or SIGINT stop accepting, finish in-flight \
             requests, commit every queued input, remove the socket and exit 0. Log level: $STORELEDGER_LOG_LEVEL \
-            (trace, debug, info, notice, warning, error; default info).
+            (trace, debug, info, notice, warning, error; default info). With --intake, accepted inputs go through \
+            a replicated NATS JetStream stream that every replica appends from in one order (docs/scaling.md).
             """)
 
     @OptionGroup var ledger: LedgerOptions
@@ -36,6 +37,53 @@ struct Serve: AsyncParsableCommand {
         help: "Make inputs durable with LMDB's own sync on every commit instead of the write-ahead journal (to compare).")
     var noJournal = false
 
+    @Flag(
+        name: .long,
+        help: "Make every read's answer anew: keep no answers between the commits that change them (to compare).")
+    var noAnswerCache = false
+
+    @Option(
+        name: .long,
+        help: "Replicate through NATS JetStream: nats://host:port[,nats://host:port…] (the servers of one cluster).")
+    var intake: String?
+
+    @Option(name: .long, help: "With --intake: this replica's name, unique and stable (its durable consumer).")
+    var node: String?
+
+    @Option(name: .long, help: "With --intake: how many partitions the inputs are spread over (by OTID; default 1).")
+    var partitions: Int = 1
+
+    @Option(name: .long, help: "With --intake: the partitions this ledger holds, e.g. 0,2-3 (default: all).")
+    var partitionSet: String?
+
+    @Option(name: .long, help: "With --intake: the stream's replicas when it is made (default 3 in a cluster, else 1).")
+    var intakeReplicas: Int?
+
+    func validate() throws {
+        if intake == nil {
+            guard node == nil, partitions == 1, partitionSet == nil, intakeReplicas == nil else {
+                throw ValidationError("--node, --partitions, --partition-set and --intake-replicas need --intake")
+            }
+            return
+        }
+        _ = try natsServers()
+        guard let node, !node.isEmpty, node.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+        else { throw ValidationError("--intake needs --node NAME (letters, digits, - and _): this replica's stable name") }
+        guard (1...1024).contains(partitions) else { throw ValidationError("--partitions must be 1…1024") }
+        if let partitionSet, Partitioning.parseSet(partitionSet, count: partitions) == nil {
+            throw ValidationError("--partition-set '\(partitionSet)' is not a list of partitions below \(partitions) (e.g. 0,2-3)")
+        }
+        if let intakeReplicas, !(1...5).contains(intakeReplicas) { throw ValidationError("--intake-replicas must be 1…5") }
+    }
+
+    private func natsServers() throws -> [NATSServer] {
+        do {
+            return try NATSServer.parseList(intake ?? "")
+        } catch {
+            throw ValidationError("--intake: \(error)")
+        }
+    }
+
     func run() async throws {
         let configuration = try ledger.loadConfiguration(json: false)
         let path =
@@ -49,9 +97,30 @@ struct Serve: AsyncParsableCommand {
             logger.warning(
                 "the configuration's products or bindingPolicy differ from the rules the ledger recorded at seq \(last.seq); the ledger folds with its own: review with `storeledger replay --what-if`, apply with `storeledger rules apply`")
         }
-        let service = LedgerService(ledger: store, configuration: configuration, socketPath: path, logger: logger)
+        var replicated: ReplicatedIntake?
+        if intake != nil, let node {
+            var settings = ReplicatedIntake.Settings(servers: try natsServers(), node: node)
+            settings.partitioning = Partitioning(
+                count: partitions, held: partitionSet.flatMap { Partitioning.parseSet($0, count: partitions) })
+            settings.replicas = intakeReplicas
+            do {
+                replicated = try await ReplicatedIntake.start(
+                    ledger: store,
+                    pipeline: IngestPipeline(ledger: store, configuration: LedgerRoutes.decoding(configuration)),
+                    settings: settings, logger: logger)
+            } catch {
+                store.close()
+                throw CommandFailure(
+                    code: .intakeUnavailable, message: "cannot start the intake on \(intake ?? ""): \(error)", json: false)
+            }
+        }
+        let service = LedgerService(
+            ledger: store, configuration: configuration, socketPath: path, logger: logger, keepAnswers: !noAnswerCache,
+            intake: replicated)
         service.fastReads.isOn = !noFastReads
-        let reconciliation = try startReconciliation(configuration, store, logger)
+        // The periodic reconciliation appends to the ledger directly; with a replicated intake that would write past
+        // the stream (and differ between replicas), so it is not started then (docs/scaling.md).
+        let reconciliation = replicated == nil ? try startReconciliation(configuration, store, logger) : nil
         let outcome: Result<Void, any Error>
         do {
             try await service.runUntilSignalled()
@@ -60,6 +129,7 @@ struct Serve: AsyncParsableCommand {
             outcome = .failure(error)
         }
         await reconciliation?.stop()
+        await replicated?.stop()
         if case .failure(let error) = outcome {
             // The socket path cannot be taken (too long, taken by a file, another server on it).
             if let coded = error as? CodedError { throw CommandFailure(coded, json: false) }

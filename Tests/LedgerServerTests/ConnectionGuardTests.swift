@@ -19,7 +19,7 @@ func offThePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
 
 /// Waits until the server counts `expected` open connections (closing is noticed asynchronously).
 func waitForConnections(_ server: TestServer, _ expected: Int) async throws {
-    let deadline = ContinuousClock.now + .seconds(5)
+    let deadline = ContinuousClock.now + .seconds(20)
     while server.service.openConnections != expected && ContinuousClock.now < deadline {
         try await Task.sleep(for: .milliseconds(20))
     }
@@ -37,10 +37,10 @@ struct ConnectionGuardTests {
             let connection = try RawConnection(server.socketPath)
             let start = Date()
             connection.send("POST /v1/ev")
-            let (text, closed) = await offThePool { connection.readUntilClosed(seconds: 10) }
+            let (text, closed) = await offThePool { connection.readUntilClosed(seconds: 30) }
             let elapsed = Date().timeIntervalSince(start)
             #expect(closed)
-            #expect(elapsed >= 0.9 && elapsed < 6, "closed after \(elapsed) s")
+            #expect(elapsed >= 0.9 && elapsed < 15, "closed after \(elapsed) s")
             #expect(text.hasPrefix("HTTP/1.1 408 "), "\(text)")
             #expect(text.contains(#""code":"request_timeout""#), "\(text)")
             #expect(try await server.client().get("/v1/health").status == 200)
@@ -62,7 +62,7 @@ struct ConnectionGuardTests {
                 return nil
             }
             let elapsed = try #require(closedAfter, "the trickling connection was never closed")
-            #expect(elapsed >= 0.9 && elapsed < 6, "closed after \(elapsed) s")
+            #expect(elapsed >= 0.9 && elapsed < 15, "closed after \(elapsed) s")
         }
     }
 
@@ -73,12 +73,12 @@ struct ConnectionGuardTests {
             let answer = await offThePool { connection.readAnswer() }
             #expect(answer?.hasPrefix("HTTP/1.1 200 ") == true, "\(answer ?? "no answer")")
             let start = Date()
-            let (text, closed) = await offThePool { connection.readUntilClosed(seconds: 10) }
+            let (text, closed) = await offThePool { connection.readUntilClosed(seconds: 30) }
             let elapsed = Date().timeIntervalSince(start)
             #expect(closed)
             #expect(text.isEmpty, "nothing is said on an idle close: \(text)")
             // Not the 1 s header timeout: a keep-alive connection between requests has the idle timeout.
-            #expect(elapsed >= 2.8 && elapsed < 9, "closed after \(elapsed) s")
+            #expect(elapsed >= 2.8 && elapsed < 20, "closed after \(elapsed) s")
         }
     }
 
@@ -86,10 +86,10 @@ struct ConnectionGuardTests {
         try await withServer(configuration: Self.timeouts) { server in
             let connection = try RawConnection(server.socketPath)
             let start = Date()
-            let (text, closed) = await offThePool { connection.readUntilClosed(seconds: 10) }
+            let (text, closed) = await offThePool { connection.readUntilClosed(seconds: 30) }
             let elapsed = Date().timeIntervalSince(start)
             #expect(closed && text.isEmpty)
-            #expect(elapsed >= 0.9 && elapsed < 6, "closed after \(elapsed) s")
+            #expect(elapsed >= 0.9 && elapsed < 15, "closed after \(elapsed) s")
         }
     }
 
@@ -100,10 +100,10 @@ struct ConnectionGuardTests {
                 "POST /v1/events HTTP/1.1\r\nHost: ledger\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"type\":"
             )
             let start = Date()
-            let (_, closed) = await offThePool { connection.readUntilClosed(seconds: 10) }
+            let (_, closed) = await offThePool { connection.readUntilClosed(seconds: 30) }
             let elapsed = Date().timeIntervalSince(start)
             #expect(closed)
-            #expect(elapsed >= 2.8 && elapsed < 9, "closed after \(elapsed) s")
+            #expect(elapsed >= 2.8 && elapsed < 20, "closed after \(elapsed) s")
             #expect(try server.ledger.lastSeq() == 0)
         }
     }
@@ -117,7 +117,7 @@ struct ConnectionGuardTests {
             #expect(!closedEarly, "the follow stream was cut")
             let r = try await server.client().post("/v1/events", Sample.transaction("7001"))
             #expect(r.status == 200)
-            let (text, _) = await offThePool { connection.readUntilClosed(seconds: 1) }
+            let (text, _) = await offThePool { connection.readUntilClosed(seconds: 3) }
             #expect(text.contains("7001"), "\(text)")
         }
     }

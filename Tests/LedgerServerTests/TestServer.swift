@@ -39,6 +39,10 @@ final class TestServer: Sendable {
         self.group = group
         task = Task(executorPreference: TestExecutor.shared) { try await group.run() }
         try await Self.waitUntilAnswering(socketPath)
+        // The socket answers as soon as it listens; its configured mode is set just after (Hummingbird's
+        // onServerRunning), and `isListening` turns true once it is.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !service.isListening && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
     }
 
     /// A short directory under /tmp (socket paths must fit in 107 bytes).

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerAPI
 import LedgerCodec
 import LedgerCore
 import LedgerStore
@@ -20,6 +21,28 @@ import Testing
     static func sound(_ ledger: Ledger) throws {
         #expect(try ledger.verify().fault == nil)
         #expect(try ledger.replay(check: true).differences.isEmpty)
+    }
+
+    /// A kept answer never outlives a change of rules: the change refolds every subscription, so the cache drops
+    /// every answer, and the next read is the new catalog's, byte for byte the uncached read's.
+    @Test func aChangeOfRulesEndsEveryKeptAnswer() throws {
+        let t = try TemporaryLedger(rules: Self.premiumOnly)
+        let cache = AnswerCache<ClockedAnswer>(ledger: t.ledger)
+        _ = try t.ledger.appendAndWait([
+            WhatIfAndWhyTests.purchase("1001", at: Self.start), WhatIfAndWhyTests.claim("alice", "1001", at: Self.start),
+        ])
+        let at = Self.start + Self.day
+        func read() throws -> String {
+            let (answer, asOf) = try cache.customer("alice", environment: .production, at: at, asOf: nil, answer: ClockedAnswer.init)
+            let text = String(decoding: answer.bytes(at: at, asOf: asOf), as: UTF8.self)
+            #expect(text == String(decoding: JSONWriter.bytes(of: try t.ledger.customer("alice", at: at)) + [0x0A], as: UTF8.self))
+            return text
+        }
+        let before = try read()
+        #expect(!before.contains(#""extras""#) && cache.count == 1)
+        _ = try #require(try t.ledger.applyRules(Self.premiumAndExtras, raw: [], at: at))
+        #expect(cache.count == 0)
+        #expect(try read().contains(#""extras""#))
     }
 
     @Test func aCatalogVersionAppliesFromItsLogPositionOnAndAsOfBeforeItTheOldOne() throws {
@@ -93,7 +116,7 @@ import Testing
         let fact = Fact.rules(RulesChange(rules: rules, appliedAt: Self.start))
         let bytes = fact.encoded()
         #expect(try Fact(decoding: bytes) == fact)
-        #expect(fact.kind == .rules && fact.kind.code == 5 && fact.originalTransactionId == nil)
+        #expect(fact.kind == .rules && fact.kind.code == 6 && fact.originalTransactionId == nil)
         // The same rules in another dictionary order are the same bytes.
         var reordered = FoldRules(bindingPolicy: .share)
         for id in rules.catalog.products.keys.sorted().reversed() { reordered.catalog.products[id] = rules.catalog.products[id] }

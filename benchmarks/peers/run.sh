@@ -4,18 +4,20 @@
 # PostgreSQL (the usual "transactions + current expiry" tables, pgbench) and Redis (a stream, XADD,
 # redis-benchmark) are installed from the distribution's packages when missing, started on Unix sockets in a scratch
 # folder with durable commits (fsync on), measured at the ledger's connection counts one after the other, and stopped
-# by pid; the ledger (`storeledger serve`, release build) is measured with tools/loadgen. The machine's raw limits
+# by pid; the ledger (`storeledger serve`, release build) is measured with tools/loadgen, and its reads also with
+# benchmarks/peers/readgen.c (loadgen's read mode in C, as lean a client as pgbench). The machine's raw limits
 # (a Unix-socket echo round trip, fdatasync latency) are measured in the same run. One markdown table at the end,
 # each figure with its ratio ledger ÷ peer. See benchmarks/README.md, "Peers".
 set -euo pipefail
 
 usage() {
     cat <<'EOF'
-usage: benchmarks/peers/run.sh [--quick] [--duration SECONDS] [--only LIST] [--out FILE] [--keep] [--bin DIR] [--build]
+usage: benchmarks/peers/run.sh [--quick] [--duration SECONDS] [--only LIST] [--reads] [--out FILE] [--keep] [--bin DIR] [--build]
 
   --quick           3 s per row (a smoke test); the default is 20 s per row
   --duration S      seconds per row (overrides both)
   --only LIST       a subset, comma-separated: ledger, postgres, redis, limits (default: all four)
+  --reads           only the read rows of the ledger and PostgreSQL (no writes; Redis has no read row)
   --out FILE        also write the table (markdown) to FILE
   --keep            keep the scratch folder (servers' logs, data, pgbench logs, results.jsonl)
   --bin DIR         where storeledger and loadgen are (default: .build/release of this checkout)
@@ -38,11 +40,13 @@ OUT=""
 KEEP=0
 BIN="$ROOT/.build/release"
 BUILD=0
+READS_ONLY=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=1; DURATION=3 ;;
         --duration) DURATION="${2:?--duration needs seconds}"; shift ;;
         --only) ONLY="${2:?--only needs a list}"; shift ;;
+        --reads) READS_ONLY=1 ;;
         --out) OUT="${2:?--out needs a file}"; shift ;;
         --keep) KEEP=1 ;;
         --bin) BIN="${2:?--bin needs a folder}"; shift ;;
@@ -59,6 +63,7 @@ for part in ${ONLY//,/ }; do
     case "$part" in ledger|postgres|redis|limits) ;; *) echo "error: --only takes ledger, postgres, redis, limits" >&2; exit 2 ;; esac
 done
 wants() { [[ ",$ONLY," == *",$1,"* ]]; }
+writes() { [ "$READS_ONLY" = 0 ]; }
 if [ -n "$OUT" ]; then OUT="$(cd "$(dirname "$OUT")" && pwd)/$(basename "$OUT")"; fi
 
 # The ledger's loadgen modes and the peers' equivalents use the same figures:
@@ -177,12 +182,12 @@ if wants postgres; then
     [ -n "$PGBIN" ] && [ -x "$PGBIN/postgres" ] && [ -x "$PGBIN/pgbench" ] && [ -x "$PGBIN/psql" ] \
         || die "PostgreSQL's binaries are not under /usr/lib/postgresql/*/bin after installing"
 fi
-if wants redis; then
+if wants redis && writes; then
     if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null || ! command -v redis-cli >/dev/null; then
         install_packages redis-server redis-tools
     fi
 fi
-if wants limits; then
+if wants limits || wants ledger; then
     command -v cc >/dev/null || install_packages gcc libc6-dev
 fi
 
@@ -243,10 +248,15 @@ if wants ledger; then
     fi
     [[ "$("$BIN/loadgen" --help 2>&1)" == *--json* ]] || die "$BIN/loadgen has no --json: rebuild it (--build)"
 
-    # One fresh ledger per row: serve, measure, stop by pid.
-    ledger_row() {  # row-name loadgen-args…
-        local row="$1" dir="$SCRATCH/ledger-$1" pid waited=0
+    # The read rows' second client: loadgen's read mode in C (benchmarks/peers/readgen.c).
+    cc -O2 -pthread -o "$SCRATCH/readgen" "$HERE/readgen.c" || die "could not compile benchmarks/peers/readgen.c with cc"
+
+    # One fresh ledger per row: serve, measure, stop by pid. With `--client readgen` (read rows only), loadgen fills
+    # the ledger with the users' purchases and readgen reads them.
+    ledger_row() {  # row-name [--client readgen] loadgen-args…
+        local row="$1" dir="$SCRATCH/ledger-$1" pid waited=0 client=loadgen
         shift
+        if [ "$1" = --client ]; then client="$2"; shift 2; fi
         mkdir -p "$dir"
         STORELEDGER_LOG_LEVEL=warning "$BIN/storeledger" serve --data "$dir" --socket "$dir/ledger.sock" \
             > "$dir/serve.log" 2>&1 3>&- &
@@ -259,9 +269,17 @@ if wants ledger; then
             waited=$((waited + 1))
         done
         sync
-        log "ledger: $row ($*)"
-        bounded $((DURATION + 180)) "loadgen" "$BIN/loadgen" --socket "$dir/ledger.sock" --duration "$DURATION" --json "$@" \
-            > "$dir/loadgen.json" || die "loadgen failed on the ledger's $row row"
+        log "ledger: $row ($client $*)"
+        if [ "$client" = readgen ]; then
+            # loadgen-args are --mode read --connections C --users U.
+            bounded 600 "loadgen" "$BIN/loadgen" --socket "$dir/ledger.sock" --json --fill-only "$@" \
+                > "$dir/fill.log" || die "loadgen could not fill the ledger for the $row row"
+            bounded $((DURATION + 60)) "readgen" "$SCRATCH/readgen" "$dir/ledger.sock" "$4" "$6" "$DURATION" \
+                > "$dir/loadgen.json" || die "readgen failed on the ledger's $row row"
+        else
+            bounded $((DURATION + 180)) "loadgen" "$BIN/loadgen" --socket "$dir/ledger.sock" --duration "$DURATION" --json "$@" \
+                > "$dir/loadgen.json" || die "loadgen failed on the ledger's $row row"
+        fi
         stop_pid storeledger "$pid" TERM 60
         forget_pid "$pid"
         python3 - "$row" "$dir/loadgen.json" >> "$RESULTS" <<'EOF'
@@ -276,10 +294,13 @@ EOF
         [ "$KEEP" = 1 ] || rm -rf "$dir/data.mdb"
     }
     command -v curl >/dev/null || install_packages curl
-    ledger_row single --mode single --connections "$SINGLE_CLIENTS"
-    ledger_row batch --mode batch --connections "$BATCH_CLIENTS" --batch-size "$BATCH_SIZE"
+    if writes; then
+        ledger_row single --mode single --connections "$SINGLE_CLIENTS"
+        ledger_row batch --mode batch --connections "$BATCH_CLIENTS" --batch-size "$BATCH_SIZE"
+    fi
     for clients in $READ_CLIENTS; do
         ledger_row "read$clients" --mode read --connections "$clients" --users $((READ_USERS / clients))
+        ledger_row "read${clients}c" --client readgen --mode read --connections "$clients" --users $((READ_USERS / clients))
     done
     record kind=load "when=after the ledger" "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
 fi
@@ -358,9 +379,11 @@ print(json.dumps({"kind": "run", "system": "postgres", "row": row, "clients": cl
 EOF
         [ "$KEEP" = 1 ] || rm -rf "$PG/log-$row"
     }
-    pg_row single "$SINGLE_CLIENTS" pg_single.sql 1 -D subscriptions=$((SINGLE_CLIENTS * USERS_PER_CONNECTION))
-    "${PSQL[@]}" -c 'TRUNCATE transactions, subscriptions' -c 'VACUUM' > /dev/null || die "TRUNCATE failed"
-    pg_row batch "$BATCH_CLIENTS" pg_batch.sql "$BATCH_SIZE" -D subscriptions=$((BATCH_CLIENTS * USERS_PER_CONNECTION)) -D batch="$BATCH_SIZE"
+    if writes; then
+        pg_row single "$SINGLE_CLIENTS" pg_single.sql 1 -D subscriptions=$((SINGLE_CLIENTS * USERS_PER_CONNECTION))
+        "${PSQL[@]}" -c 'TRUNCATE transactions, subscriptions' -c 'VACUUM' > /dev/null || die "TRUNCATE failed"
+        pg_row batch "$BATCH_CLIENTS" pg_batch.sql "$BATCH_SIZE" -D subscriptions=$((BATCH_CLIENTS * USERS_PER_CONNECTION)) -D batch="$BATCH_SIZE"
+    fi
     "${PSQL[@]}" -v users="$READ_USERS" -f "$HERE/pg_fill.sql" > "$PG/fill.log" 2>&1 || { cat "$PG/fill.log" >&2; die "filling the read table failed"; }
     for clients in $READ_CLIENTS; do
         pg_row "read$clients" "$clients" pg_read.sql 1 -D users="$READ_USERS"
@@ -374,7 +397,7 @@ fi
 
 # MARK: - Redis
 
-if wants redis; then
+if wants redis && writes; then
     RD="$SCRATCH/redis"
     mkdir -p "$RD"
     [ ${#RD} -lt 90 ] || die "the scratch folder's path is too long for a Unix socket: set TMPDIR to a shorter folder"

@@ -18,6 +18,10 @@ COMPARISONS = [
      None),
     ("read2", "postgres", "read2", "entitlements of one app user, 2 connections", (1.5, None, True)),
     ("read8", "postgres", "read8", "entitlements of one app user, 8 connections", (1.5, None, True)),
+    ("read2c", "postgres", "read2", "entitlements of one app user, 2 connections, the ledger read by readgen (C)",
+     (1.5, None, True)),
+    ("read8c", "postgres", "read8", "entitlements of one app user, 8 connections, the ledger read by readgen (C)",
+     (1.5, None, True)),
 ]
 PEERS = {"postgres": "PostgreSQL", "redis": "Redis"}
 LIMITS = {

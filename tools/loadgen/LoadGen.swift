@@ -35,6 +35,10 @@ struct LoadGen: ParsableCommand {
     @Option(name: .long, help: "Seed of the synthetic traffic.") var seed: UInt64 = 1
     @Flag(name: .long, help: "Print only the markdown table row.") var quiet = false
     @Flag(name: .long, help: "Print only one JSON object (for scripts: benchmarks/peers/run.sh).") var json = false
+    @Flag(
+        name: .long,
+        help: "Read mode: fill the ledger with the users' purchases and exit (the C read client, benchmarks/peers/readgen.c, then reads them).")
+    var fillOnly = false
 
     func validate() throws {
         guard connections > 0, connections <= 1024 else { throw ValidationError("--connections must be 1…1024") }
@@ -42,6 +46,7 @@ struct LoadGen: ParsableCommand {
         guard duration > 0, duration <= 3600 else { throw ValidationError("--duration must be 0…3600 seconds") }
         if let rate, rate <= 0 { throw ValidationError("--rate must be positive") }
         if let requests, requests <= 0 { throw ValidationError("--requests must be positive") }
+        if fillOnly && mode != .read { throw ValidationError("--fill-only is for --mode read") }
     }
 
     func run() throws {
@@ -51,6 +56,7 @@ struct LoadGen: ParsableCommand {
         if mode == .read {
             if !quiet && !json { print("filling the ledger with \(connections * users) purchases…") }
             try plan.fill()
+            if fillOnly { return }
         }
         let workers = (0..<connections).map { Worker(plan: plan, index: $0) }
         let group = DispatchGroup()

@@ -4,12 +4,15 @@ import LedgerCore
 
 /// Entitlements and credits by name in sorted order; absent values as `null`.
 extension CustomerView: JSONDocument {
-    public func write(to json: inout JSONWriter) {
+    public func write(to json: inout JSONWriter) { _ = writeLocatingClocks(to: &json) }
+
+    /// Writes the document, and where the digits of `at` and `asOf` lie in the writer's text (`ClockedAnswer`).
+    func writeLocatingClocks(to json: inout JSONWriter) -> ClockSpans {
+        var spans = ClockSpans()
         json.object { o in
             o.key("appUserId"); o.string(appUserId)
             o.key("environment"); o.string(environment)
-            o.key("at"); o.number(at)
-            o.key("asOf"); o.number(asOf)
+            spans.writeClocks(at: at, asOf: asOf, to: &o)
             o.key("entitlements")
             o.object { e in
                 for name in entitlements.keys.sorted() {
@@ -27,6 +30,7 @@ extension CustomerView: JSONDocument {
             o.key("bindings"); o.array(bindings) { $1.write(to: &$0) }
             o.key("refusedClaims"); o.array(refusedClaims) { $1.write(to: &$0) }
         }
+        return spans
     }
 }
 

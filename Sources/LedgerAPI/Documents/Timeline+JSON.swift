@@ -4,12 +4,15 @@ import LedgerCore
 
 /// Every field of API.md's shape is written, absent values as `null`; the extras after `owners` too.
 extension TimelineView: JSONDocument {
-    public func write(to json: inout JSONWriter) {
+    public func write(to json: inout JSONWriter) { _ = writeLocatingClocks(to: &json) }
+
+    /// Writes the document, and where the digits of `at` and `asOf` lie in the writer's text (`ClockedAnswer`).
+    func writeLocatingClocks(to json: inout JSONWriter) -> ClockSpans {
+        var spans = ClockSpans()
         json.object { o in
             o.key("originalTransactionId"); o.string(originalTransactionId)
             o.key("environment"); o.string(environment)
-            o.key("at"); o.number(at)
-            o.key("asOf"); o.number(asOf)
+            spans.writeClocks(at: at, asOf: asOf, to: &o)
             o.key("status"); o.string(status)
             o.key("productId"); o.string(productId)
             o.key("expiresAt"); o.number(expiresAt)
@@ -32,6 +35,7 @@ extension TimelineView: JSONDocument {
             o.key("reconciliation")
             if let reconciliation { reconciliation.write(to: &o) } else { o.null() }
         }
+        return spans
     }
 }
 

@@ -526,25 +526,11 @@ struct CivilTime {
         hour = rest / 3600
         minute = rest % 3600 / 60
         second = rest % 60
-        // Howard Hinnant's civil_from_days.
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        day = doy - (153 * mp + 2) / 5 + 1
-        month = mp < 10 ? mp + 3 : mp - 9
-        year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        (year, month, day) = CivilCalendar.date(fromDays: days)
     }
 
     static func instant(year y: Int64, month m: Int64, day d: Int64) -> UnixMillis {
-        let yy = m <= 2 ? y - 1 : y
-        let era = (yy >= 0 ? yy : yy - 399) / 400
-        let yoe = yy - era * 400
-        let doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return (era * 146_097 + doe - 719_468) * 86_400_000
+        CivilCalendar.days(fromYear: y, month: m, day: d) * 86_400_000
     }
 
     static func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }

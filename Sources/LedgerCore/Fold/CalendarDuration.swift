@@ -74,18 +74,30 @@ public struct CalendarDuration: Hashable, Sendable, Codable, CustomStringConvert
             day -= 1
         }
         if months != 0 {
-            let (y, m, d) = Self.civil(fromDays: day)
+            let (y, m, d) = CivilCalendar.date(fromDays: day)
             let total = y * 12 + (m - 1) + Int64(months)
             let ny = total >= 0 ? total / 12 : (total - 11) / 12
             let nm = total - ny * 12 + 1
-            day = Self.days(fromCivil: ny, nm, min(d, Self.daysInMonth(ny, nm)))
+            day = CivilCalendar.days(fromYear: ny, month: nm, day: min(d, Self.daysInMonth(ny, nm)))
         }
         // Saturates: an instant near the ends of Int64 (stored by an older build) must not trap.
         return day.saturatingAdd(Int64(days)).saturatingMultiply(msPerDay).saturatingAdd(msOfDay)
     }
 
-    // Howard Hinnant's civil-calendar algorithms (proleptic Gregorian, day 0 = 1970-01-01).
-    static func days(fromCivil y0: Int64, _ m: Int64, _ d: Int64) -> Int64 {
+    static func daysInMonth(_ y: Int64, _ m: Int64) -> Int64 {
+        switch m {
+        case 2: (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+}
+
+/// Howard Hinnant's civil-calendar algorithms (proleptic Gregorian, UTC, day 0 = 1970-01-01), without Foundation: the
+/// fold's calendar arithmetic and every date the ledger writes as text (`TimelinePicture`) use these.
+public enum CivilCalendar {
+    /// The day number of a calendar date (month 1...12).
+    public static func days(fromYear y0: Int64, month m: Int64, day d: Int64) -> Int64 {
         let y = m <= 2 ? y0 - 1 : y0
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400
@@ -94,7 +106,8 @@ public struct CalendarDuration: Hashable, Sendable, Codable, CustomStringConvert
         return era * 146_097 + doe - 719_468
     }
 
-    static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
+    /// The calendar date (year, month 1...12, day 1...31) of a day number.
+    public static func date(fromDays z0: Int64) -> (year: Int64, month: Int64, day: Int64) {
         let z = z0 + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let doe = z - era * 146_097
@@ -104,13 +117,5 @@ public struct CalendarDuration: Hashable, Sendable, Codable, CustomStringConvert
         let d = doy - (153 * mp + 2) / 5 + 1
         let m = mp < 10 ? mp + 3 : mp - 9
         return (m <= 2 ? yoe + era * 400 + 1 : yoe + era * 400, m, d)
-    }
-
-    static func daysInMonth(_ y: Int64, _ m: Int64) -> Int64 {
-        switch m {
-        case 2: (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: 30
-        default: 31
-        }
     }
 }

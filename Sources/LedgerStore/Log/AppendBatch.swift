@@ -22,7 +22,8 @@ struct AppendBatch {
         let rejectedCountBefore: UInt64
     }
 
-    func run(_ inputs: [LedgerInput], in txn: Transaction) throws -> [AppendResult] {
+    /// Appends `inputs`; `changes` learns what the commit will change (for the readers' answer cache).
+    func run(_ inputs: [LedgerInput], in txn: Transaction, changes: inout CommitChanges) throws -> [AppendResult] {
         let refusedBefore = try rejectedCount(txn)
         var state = try Pending(
             seq: lastSeq(txn), chainHead: chainHead(txn), rejectedCount: refusedBefore, rejectedHead: nil,
@@ -75,7 +76,9 @@ struct AppendBatch {
                             layout.byOTID, key: StoreLayout.subscriptionKey(fact.environment, otid),
                             value: EventReference.encode(seq: seq, eventKey: key), flags: .appendDuplicate)
                         if case .binding(let claim) = fact {
-                            try index(user: claim.appUserId, otid: claim.originalTransactionId, claim.environment, txn)
+                            try index(
+                                user: claim.appUserId, otid: claim.originalTransactionId, claim.environment, txn,
+                                changes: &changes)
                         }
                     }
                     written.append(LedgerEvent(seq: seq, fact: fact, metadata: metadata))
@@ -89,7 +92,7 @@ struct AppendBatch {
         }
 
         if !written.isEmpty {
-            try projections.apply(written, in: txn)
+            try projections.apply(written, in: txn, changes: &changes)
             try txn.put(layout.meta, key: StoreLayout.metaChainHead, value: ChainHead(last: state.seq, link: state.chainHead).encoded)
         }
         if let head = state.rejectedHead, state.rejectedCount != state.rejectedCountBefore {
@@ -97,6 +100,7 @@ struct AppendBatch {
             try txn.put(
                 layout.meta, key: StoreLayout.metaRejectedHead, value: ChainHead(last: state.rejectedCount, link: head).encoded)
         }
+        changes.lastSeq = state.seq
         return results
     }
 
@@ -148,13 +152,15 @@ struct AppendBatch {
         return head
     }
 
-    func index(user: AppUserID, otid: OriginalTransactionID, _ environment: AppStoreEnvironment, _ txn: Transaction)
-        throws
-    {
+    func index(
+        user: AppUserID, otid: OriginalTransactionID, _ environment: AppStoreEnvironment, _ txn: Transaction,
+        changes: inout CommitChanges
+    ) throws {
+        let key = StoreLayout.userKey(environment, user)
+        changes.customers.insert(key)
         do {
             try txn.put(
-                layout.byUser, key: StoreLayout.userKey(environment, user),
-                value: StoreLayout.subscriptionKey(environment, otid), flags: .noDuplicateData)
+                layout.byUser, key: key, value: StoreLayout.subscriptionKey(environment, otid), flags: .noDuplicateData)
         } catch let error as LMDBError where error == .keyExists {
             // Already indexed.
         }

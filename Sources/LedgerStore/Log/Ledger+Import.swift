@@ -188,6 +188,8 @@ public final class LedgerImport {
         try ledger.environment.write { txn in
             next = check
             var written: [LedgerEvent] = []
+            // An import fills a ledger no server serves yet: no reader keeps answers to tell of these changes.
+            var changes = CommitChanges()
             written.reserveCapacity(events.count)
             for e in events {
                 let event = try next.check(e)
@@ -211,12 +213,14 @@ public final class LedgerImport {
                         layout.byOTID, key: StoreLayout.subscriptionKey(fact.environment, otid),
                         value: EventReference.encode(seq: e.seq, eventKey: key), flags: .appendDuplicate)
                     if case .binding(let claim) = fact {
-                        try batch.index(user: claim.appUserId, otid: claim.originalTransactionId, claim.environment, txn)
+                        try batch.index(
+                            user: claim.appUserId, otid: claim.originalTransactionId, claim.environment, txn,
+                            changes: &changes)
                     }
                 }
                 written.append(event)
             }
-            try batch.projections.apply(written, in: txn)
+            try batch.projections.apply(written, in: txn, changes: &changes)
             try txn.put(
                 layout.meta, key: StoreLayout.metaChainHead,
                 value: ChainHead(last: next.lastSeq, link: next.chainHead).encoded)

@@ -184,7 +184,8 @@ extension Ledger {
                 throw LedgerError.corrupted(
                     "the journal does not continue the ledger: a record starts at \(record.before), LMDB is at \(current)")
             }
-            _ = try batch.run(record.inputs, in: txn)
+            var changes = CommitChanges()  // at open, before any answer is kept
+            _ = try batch.run(record.inputs, in: txn, changes: &changes)
             let reached = try batch.position(txn)
             guard reached == record.after else {
                 throw LedgerError.corrupted(

@@ -34,11 +34,14 @@ final class Writer: @unchecked Sendable {
     private var stopped = false
     private var thread: Thread?
 
-    /// What one commit did (for metrics and followers).
+    /// What one commit did (for metrics, followers and the answer cache).
     struct CommitInfo: Sendable {
         var inputs: Int
         var lastSeq: UInt64?
         var durationNanoseconds: UInt64
+        /// The LMDB id of the committed transaction (`Transaction.id`).
+        var transactionID: Int
+        var changes: CommitChanges
     }
 
     init(
@@ -120,10 +123,10 @@ final class Writer: @unchecked Sendable {
 
     /// The batch, and with a journal its record, durable before the transaction commits. A group that stores nothing
     /// (duplicates only) needs no record: what it found is already durable.
-    private func run(_ inputs: [LedgerInput], in txn: Transaction) throws -> [AppendResult] {
-        guard let journal else { return try batch.run(inputs, in: txn) }
+    private func run(_ inputs: [LedgerInput], in txn: Transaction, changes: inout CommitChanges) throws -> [AppendResult] {
+        guard let journal else { return try batch.run(inputs, in: txn, changes: &changes) }
         let before = try batch.position(txn)
-        let results = try batch.run(inputs, in: txn)
+        let results = try batch.run(inputs, in: txn, changes: &changes)
         let after = try batch.position(txn)
         if after != before { try journal.write(JournalRecord(before: before, after: after, inputs: inputs)) }
         return results
@@ -133,8 +136,16 @@ final class Writer: @unchecked Sendable {
         let inputs = requests.flatMap(\.inputs)
         let start = DispatchTime.now().uptimeNanoseconds
         let outcome: Result<[AppendResult], LedgerError>
+        // Of the attempt that committed (`write` runs the body again after growing the map).
+        var transactionID = 0
+        var changes = CommitChanges()
         do {
-            outcome = .success(try environment.write { txn in try run(inputs, in: txn) })
+            outcome = .success(
+                try environment.write { txn in
+                    transactionID = txn.id
+                    changes = CommitChanges()
+                    return try run(inputs, in: txn, changes: &changes)
+                })
             journal?.committed()
         } catch let error as LedgerError {
             journal?.discard()
@@ -148,8 +159,11 @@ final class Writer: @unchecked Sendable {
         let elapsed = DispatchTime.now().uptimeNanoseconds - start
         switch outcome {
         case .success(let results):
+            // Before any caller hears of it: an acknowledged append is seen by every read that follows.
             onCommit(
-                CommitInfo(inputs: inputCount, lastSeq: results.compactMap(\.seq).max(), durationNanoseconds: elapsed))
+                CommitInfo(
+                    inputs: inputCount, lastSeq: results.compactMap(\.seq).max(), durationNanoseconds: elapsed,
+                    transactionID: transactionID, changes: changes))
             var offset = 0
             for request in requests {
                 request.completion(.success(Array(results[offset..<(offset + request.inputs.count)])))

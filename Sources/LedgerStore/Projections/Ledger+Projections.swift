@@ -16,10 +16,19 @@ extension Ledger {
     ) throws -> TimelineView? {
         try environment.read { txn in
             guard let (timeline, knownAsOf) = try timeline(env, otid, asOf: asOf, txn) else { return nil }
-            var view = timeline.view(at: at, asOf: knownAsOf, rules: try history.rules(asOf: knownAsOf, layout, txn))
-            view.reconciliation = try lastReconciliation(env, otid, asOf: knownAsOf, txn)
-            return view
+            return try view(of: timeline, env, otid, at: at, knownAsOf: knownAsOf, txn)
         }
+    }
+
+    /// `timeline` evaluated at `at` under the rules in force at `knownAsOf`, with the subscription's latest check
+    /// against Apple as of then: the timeline answer, whether read fresh or kept (`AnswerCache`).
+    func view(
+        of timeline: Timeline, _ env: AppStoreEnvironment, _ otid: OriginalTransactionID, at: UnixMillis,
+        knownAsOf: UInt64, _ txn: Transaction
+    ) throws -> TimelineView {
+        var view = timeline.view(at: at, asOf: knownAsOf, rules: try history.rules(asOf: knownAsOf, layout, txn))
+        view.reconciliation = try lastReconciliation(env, otid, asOf: knownAsOf, txn)
+        return view
     }
 
     /// The subscriptions of `env` that may have been active at or after `since`: a period that ends then or later,
@@ -66,24 +75,33 @@ extension Ledger {
     public func customer(
         _ user: AppUserID, environment env: AppStoreEnvironment = .production, at: UnixMillis, asOf: UInt64? = nil
     ) throws -> CustomerView {
-        try environment.read { txn in
-            let last = try batch.lastSeq(txn)
-            let knownAsOf = min(asOf ?? last, last)
-            var timelines: [Timeline] = []
-            let cursor = try txn.cursor(layout.byUser)
-            var entry = try cursor.find(StoreLayout.userKey(env, user))
-            while let e = entry {
-                if let (_, otid) = StoreLayout.decodeSubscriptionKey(e.value),
-                    let (timeline, _) = try timeline(env, otid, asOf: asOf, txn)
-                {
-                    timelines.append(timeline)
-                }
-                entry = try cursor.nextDuplicate()
+        try environment.read { txn in try customer(user, env, at: at, asOf: asOf, txn).view }
+    }
+
+    /// A customer as read in `txn`, with what the answer rests on: the timelines evaluated and the `by_user` entries
+    /// (subscription keys) that named them, and the log's last seq in `txn`.
+    func customer(
+        _ user: AppUserID, _ env: AppStoreEnvironment, at: UnixMillis, asOf: UInt64?, _ txn: Transaction
+    ) throws -> (view: CustomerView, timelines: [Timeline], subscriptions: [[UInt8]], lastSeq: UInt64) {
+        let last = try batch.lastSeq(txn)
+        let knownAsOf = min(asOf ?? last, last)
+        var timelines: [Timeline] = []
+        var subscriptions: [[UInt8]] = []
+        let cursor = try txn.cursor(layout.byUser)
+        var entry = try cursor.find(StoreLayout.userKey(env, user))
+        while let e = entry {
+            subscriptions.append(Array(e.value))
+            if let (_, otid) = StoreLayout.decodeSubscriptionKey(e.value),
+                let (timeline, _) = try timeline(env, otid, asOf: asOf, txn)
+            {
+                timelines.append(timeline)
             }
-            return Entitlements.customer(
-                user: user, environment: env, timelines: timelines, at: at, asOf: knownAsOf,
-                rules: try history.rules(asOf: knownAsOf, layout, txn))
+            entry = try cursor.nextDuplicate()
         }
+        let view = Entitlements.customer(
+            user: user, environment: env, timelines: timelines, at: at, asOf: knownAsOf,
+            rules: try history.rules(asOf: knownAsOf, layout, txn))
+        return (view, timelines, subscriptions, last)
     }
 
     /// Why `user` has, or has not, `entitlement` at `at`, as known after `asOf`: the customer's answer for it and

@@ -14,10 +14,13 @@ struct ProjectionEngine {
     let history: RulesHistory
 
     /// Brings the timelines of every subscription `events` touch up to date; `events` are in log order. A change of
-    /// rules among them refolds every subscription under the new rules instead.
-    func apply(_ events: [LedgerEvent], in txn: Transaction) throws {
+    /// rules among them refolds every subscription under the new rules instead. `changes` learns each timeline
+    /// written and each customer given a `by_user` entry (every answer, after a change of rules), and each
+    /// subscription checked against Apple (its timeline answer shows the latest check).
+    func apply(_ events: [LedgerEvent], in txn: Transaction, changes: inout CommitChanges) throws {
         let rules = try history.rules(asOf: .max, layout, txn)
         if events.contains(where: { $0.fact.kind == .rules }) {
+            changes.everything = true
             try refoldEverySubscription(rules, txn)
             return
         }
@@ -26,7 +29,12 @@ struct ProjectionEngine {
         var groups: [[UInt8]: [LedgerEvent]] = [:]
         var claimsOfEveryEnvironment: [(BindingClaim, LedgerEvent)] = []
         for event in events {
-            guard let otid = event.fact.originalTransactionId else { continue }
+            guard let otid = event.fact.originalTransactionId else {
+                if case .reconciliation(let check) = event.fact {
+                    changes.subscriptions.insert(StoreLayout.subscriptionKey(check.environment, check.originalTransactionId))
+                }
+                continue
+            }
             if case .binding(let claim) = event.fact, claim.everyEnvironment {
                 claimsOfEveryEnvironment.append((claim, event))
                 continue
@@ -40,12 +48,13 @@ struct ProjectionEngine {
             for environment in AppStoreEnvironment.known {
                 let key = StoreLayout.subscriptionKey(environment, claim.originalTransactionId)
                 guard try groups[key] != nil || txn.get(layout.timelines, key: key) != nil else { continue }
-                try index(claim, seq: event.seq, in: environment, txn)
+                try index(claim, seq: event.seq, in: environment, txn, changes: &changes)
                 if groups[key] == nil { order.append(key) }
                 groups[key, default: []].append(event)
             }
         }
         for key in order {
+            changes.subscriptions.insert(key)
             let group = groups[key]!
             guard let (environment, otid) = key.withUnsafeBytes({ StoreLayout.decodeSubscriptionKey($0) }) else {
                 throw LedgerError.corrupted("a subscription key of \(key) does not decode")
@@ -63,7 +72,7 @@ struct ProjectionEngine {
                 if !timeline.apply(contentsOf: group, rules: rules) {
                     timeline = try refold(environment, otid, rules, txn)
                 }
-            } else if try adoptClaimsOfEveryEnvironment(environment, otid, txn) {
+            } else if try adoptClaimsOfEveryEnvironment(environment, otid, txn, changes: &changes) {
                 // New in this environment, and claimed before without one: those claims apply here too.
                 timeline = try refold(environment, otid, rules, txn)
             } else {
@@ -107,7 +116,8 @@ struct ProjectionEngine {
     /// Indexes the claims that named no environment of a subscription under `environment` (where it has just
     /// appeared); false when there are none.
     private func adoptClaimsOfEveryEnvironment(
-        _ environment: AppStoreEnvironment, _ otid: OriginalTransactionID, _ txn: Transaction
+        _ environment: AppStoreEnvironment, _ otid: OriginalTransactionID, _ txn: Transaction,
+        changes: inout CommitChanges
     ) throws -> Bool {
         let cursor = try txn.cursor(layout.bindingsAny)
         var entry = try cursor.find(StoreLayout.anyEnvironmentKey(otid))
@@ -118,14 +128,18 @@ struct ProjectionEngine {
                 let stored = try txn.get(layout.events, key: revisionKey),
                 case .binding(let claim) = try stored.withUnsafeBytes({ try LedgerEvent(seq: seq, decoding: $0) }).fact
             else { throw LedgerError.corrupted("bindings_any names a claim of \(otid) that is missing") }
-            try index(claim, seq: seq, in: environment, txn)
+            try index(claim, seq: seq, in: environment, txn, changes: &changes)
             entry = try cursor.nextDuplicate()
         }
         return true
     }
 
     /// `by_otid` and `by_user` entries of a claim that named no environment, in `environment`.
-    private func index(_ claim: BindingClaim, seq: UInt64, in environment: AppStoreEnvironment, _ txn: Transaction) throws {
+    private func index(
+        _ claim: BindingClaim, seq: UInt64, in environment: AppStoreEnvironment, _ txn: Transaction,
+        changes: inout CommitChanges
+    ) throws {
+        changes.customers.insert(StoreLayout.userKey(environment, claim.appUserId))
         for (database, key, value) in [
             (
                 layout.byOTID, StoreLayout.subscriptionKey(environment, claim.originalTransactionId),

@@ -1,0 +1,370 @@
+import Foundation
+import LedgerCore
+import LedgerIngest
+import LedgerStore
+import LedgerWire
+import Logging
+import NATSClient
+
+/// The replicated intake (`storeledger serve --intake nats://…`): every accepted input is published to a JetStream
+/// stream (replicated on three NATS servers in a cluster), and every ledger replica appends the stream's messages in
+/// the stream's order, with the stream's timestamp as `receivedAt` unless the caller named one. Each replica
+/// therefore computes the same seqs, the same chain head and byte-identical projections; the caller is answered
+/// once JetStream stored the input and this replica appended it.
+///
+/// The replica's place in the stream (the last stream sequence it appended) is kept beside the ledger in
+/// `intake-position`, written after each commit. The durable consumer is only a cursor: it is made again from that
+/// place whenever the replica starts or sees a gap, so messages are appended exactly in stream order, never
+/// skipped. After a crash between a commit and the position's write, the last messages are appended again: their
+/// facts are known, so they are duplicates and change nothing (the ledger is idempotent by transaction id).
+public final class ReplicatedIntake: Intake, @unchecked Sendable {
+    public struct Settings: Sendable {
+        public var servers: [NATSServer]
+        /// This replica's name: its durable consumer is `ledger-<node>`. Unique per ledger replica.
+        public var node: String
+        public var stream = "STORELEDGER"
+        /// Subjects are `<prefix>.<partition>`.
+        public var subjectPrefix = "storeledger.intake"
+        public var partitioning = Partitioning()
+        /// Stream replicas; default 3 when the server is in a cluster, else 1.
+        public var replicas: Int?
+        /// How long a caller waits for the stream's acknowledgement and then for the local append.
+        public var publishTimeout: Duration = .seconds(10)
+        public var applyTimeout: Duration = .seconds(30)
+        /// Messages per pull request (the replica appends what has arrived as it arrives, in one write
+        /// transaction per run, so this bounds a run too).
+        public var pullBatch = 1_000
+        /// How long one pull request stays open. Messages are appended as they are delivered, whatever this is: it
+        /// only sets how often an idle replica asks again (an empty round trip).
+        public var pullExpires: Duration = .seconds(2)
+
+        public init(servers: [NATSServer], node: String) {
+            self.servers = servers
+            self.node = node
+        }
+
+        var consumer: String { "ledger-" + node }
+    }
+
+    public let settings: Settings
+    let ledger: Ledger
+    let pipeline: IngestPipeline
+    let logger: Logger
+    let connection: NATSConnection
+    let jetStream: JetStream
+    let positionPath: String
+
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var applied: UInt64
+    private var recent: [UInt64: [AppendResult]] = [:]
+    private var waiters: [UInt64: [CheckedContinuation<[AppendResult]?, Never>]] = [:]
+    private var stopped = false
+    private var consumerTask: Task<Void, Never>?
+
+    /// How many appended messages' results are kept for callers whose acknowledgement arrives after the append.
+    static let recentResults = 100_000
+
+    /// Connects, makes the stream when missing, and starts appending from this replica's place in it.
+    public static func start(
+        ledger: Ledger, pipeline: IngestPipeline, settings: Settings, logger: Logger
+    ) async throws -> ReplicatedIntake {
+        let connection = try await NATSConnection.connect(to: settings.servers, name: "storeledger-" + settings.node)
+        let jetStream = JetStream(connection)
+        let replicas = settings.replicas ?? (connection.isClustered ? 3 : 1)
+        let config = JetStream.StreamConfig(
+            name: settings.stream, subjects: [settings.subjectPrefix + ".>"], numReplicas: replicas)
+        let info = try await retrying(for: .seconds(30)) { try await jetStream.addStream(config) }
+        let intake = ReplicatedIntake(
+            ledger: ledger, pipeline: pipeline, settings: settings, logger: logger, connection: connection,
+            jetStream: jetStream)
+        logger.info(
+            "replicated intake",
+            metadata: [
+                "stream": "\(settings.stream)", "replicas": "\(info.config.numReplicas)", "streamLastSeq": "\(info.state.lastSeq)",
+                "applied": "\(intake.appliedSequence)", "consumer": "\(settings.consumer)",
+                "server": "\(connection.server?.description ?? "-")",
+            ])
+        intake.consumerTask = Task { await intake.consume() }
+        return intake
+    }
+
+    init(
+        ledger: Ledger, pipeline: IngestPipeline, settings: Settings, logger: Logger, connection: NATSConnection,
+        jetStream: JetStream
+    ) {
+        self.ledger = ledger
+        self.pipeline = pipeline
+        self.settings = settings
+        self.logger = logger
+        self.connection = connection
+        self.jetStream = jetStream
+        self.positionPath = (ledger.directory as NSString).appendingPathComponent("intake-position")
+        self.applied = Self.readPosition(positionPath)
+    }
+
+    /// The last stream sequence this replica appended.
+    public var appliedSequence: UInt64 { lock.withLock { applied } }
+
+    /// Stops consuming (the ledger stays open; its owner closes it) and closes the connection.
+    public func stop() async {
+        let (task, pending) = lock.withLock { () -> (Task<Void, Never>?, [CheckedContinuation<[AppendResult]?, Never>]) in
+            stopped = true
+            let pending = waiters.values.flatMap { $0 }
+            waiters = [:]
+            return (consumerTask, pending)
+        }
+        for waiter in pending { waiter.resume(returning: nil) }
+        task?.cancel()
+        await task?.value
+        await connection.close()
+    }
+
+    // MARK: - The caller's side
+
+    public func append(_ inputs: [LedgerInput], raws: [ArraySlice<UInt8>], options: IngestPipeline.Options)
+        async throws -> [AppendResult]
+    {
+        var results = [AppendResult?](repeating: nil, count: inputs.count)
+        // Refused here (not decodable, not verified, or of a partition held elsewhere): kept in this server's own
+        // `rejected` store, as without an intake; nothing is published.
+        var refused: [(index: Int, input: LedgerInput)] = []
+        var published: [(index: Int, subject: String, message: IntakeMessage)] = []
+        for (index, input) in inputs.enumerated() {
+            switch input {
+            case .rejected:
+                refused.append((index, input))
+            case .facts(let facts, let metadata, _):
+                let partition = settings.partitioning.partition(of: facts)
+                if !settings.partitioning.holds(partition) {
+                    let message =
+                        "the input belongs to partition \(partition) of \(settings.partitioning.count), which this server does not hold"
+                    refused.append(
+                        (index, .rejected(RejectedInput(
+                            raw: Array(raws[index]), code: ErrorCode.wrongPartition.rawValue, message: message,
+                            receivedAt: metadata.receivedAt))))
+                } else {
+                    published.append(
+                        (index, "\(settings.subjectPrefix).\(partition)", IntakeMessage(raw: Array(raws[index]), options: options)))
+                }
+            }
+        }
+        if !refused.isEmpty {
+            let local = try await appendLocally(refused.map(\.input))
+            for (offset, item) in refused.enumerated() { results[item.index] = local[offset] }
+        }
+        try await withThrowingTaskGroup(of: (Int, AppendResult).self) { group in
+            for item in published {
+                group.addTask { (item.index, try await self.publishAndWait(item.subject, item.message)) }
+            }
+            for try await (index, result) in group { results[index] = result }
+        }
+        return results.map { $0! }
+    }
+
+    private func appendLocally(_ inputs: [LedgerInput]) async throws -> [AppendResult] {
+        do {
+            return try await ledger.append(inputs)
+        } catch let error as LedgerError {
+            throw CodedError(error.code, error.message)
+        }
+    }
+
+    /// Publishes one input (again on a lost connection or a timeout: the message id makes that safe), then waits
+    /// for this replica to append it.
+    func publishAndWait(_ subject: String, _ message: IntakeMessage) async throws -> AppendResult {
+        let ack: JetStream.PubAck
+        do {
+            ack = try await Self.retrying(for: settings.publishTimeout) {
+                try await self.jetStream.publish(subject, payload: message.payload, messageId: message.messageId)
+            }
+        } catch {
+            throw CodedError(.intakeUnavailable, "the intake's stream did not store the input: \(error)")
+        }
+        guard let results = await waitApplied(ack.seq) else {
+            throw CodedError(
+                .intakeUnavailable,
+                "the stream stored the input (stream seq \(ack.seq)) but this replica has not appended it yet; sending it again is safe")
+        }
+        guard let result = results.first else {
+            // Appended by a replica that does not hold its partition: cannot happen for one published here.
+            return .duplicate
+        }
+        // Stored before (the same bytes within the duplicate window): as the ledger answers an input sent again.
+        if ack.duplicate == true && result.status != .rejected { return .duplicate }
+        return result
+    }
+
+    /// The results of the message at `seq` once this replica appended it; nil after `applyTimeout` or on stop.
+    /// An empty array when the results were appended too long ago to be kept.
+    private func waitApplied(_ seq: UInt64) async -> [AppendResult]? {
+        let deadline = Task { [weak self] in
+            try? await Task.sleep(for: self?.settings.applyTimeout ?? .seconds(30))
+            self?.expire(seq)
+        }
+        defer { deadline.cancel() }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<[AppendResult]?, Never>) in
+            lock.lock()
+            if applied >= seq {
+                let results = recent[seq] ?? [.duplicate]
+                lock.unlock()
+                continuation.resume(returning: results)
+            } else if stopped {
+                lock.unlock()
+                continuation.resume(returning: nil)
+            } else {
+                waiters[seq, default: []].append(continuation)
+                lock.unlock()
+            }
+        }
+    }
+
+    private func expire(_ seq: UInt64) {
+        let expired = lock.withLock { waiters.removeValue(forKey: seq) ?? [] }
+        for waiter in expired { waiter.resume(returning: nil) }
+    }
+
+    // MARK: - The replica's side
+
+    /// Appends the stream's messages as they are delivered, in stream order, until stopped; a lost connection, a lost consumer or a gap makes the
+    /// consumer again from the last appended sequence.
+    func consume() async {
+        var recreate = true
+        var backoff = Duration.milliseconds(100)
+        var pull: PullConsumer?
+        defer { pull?.close() }
+        while !Task.isCancelled && !lock.withLock({ stopped }) {
+            do {
+                if recreate {
+                    pull?.close()
+                    pull = nil
+                    let start = appliedSequence + 1
+                    try await jetStream.deleteConsumer(stream: settings.stream, name: settings.consumer)
+                    try await jetStream.addConsumer(
+                        stream: settings.stream,
+                        .init(durableName: settings.consumer, startSequence: start,
+                              filterSubject: settings.subjectPrefix + ".>",
+                              maxAckPending: settings.pullBatch * 4))
+                    logger.info("intake consumer from stream seq \(start)", metadata: ["consumer": "\(settings.consumer)"])
+                    recreate = false
+                }
+                if pull == nil {
+                    pull = jetStream.pull(
+                        stream: settings.stream, consumer: settings.consumer, batch: settings.pullBatch,
+                        expires: settings.pullExpires)
+                }
+                let messages = try await pull!.next()
+                var next = appliedSequence + 1
+                var batch: [JetStreamMessage] = []
+                for message in messages {
+                    if message.streamSequence < next {
+                        try? jetStream.ack(message)  // delivered again after its append
+                    } else if message.streamSequence == next {
+                        batch.append(message)
+                        next += 1
+                    } else {
+                        logger.notice(
+                            "gap in the intake's deliveries: the consumer is made again",
+                            metadata: ["expected": "\(next)", "got": "\(message.streamSequence)"])
+                        recreate = true
+                        break
+                    }
+                }
+                if !batch.isEmpty { try await apply(batch) }
+                backoff = .milliseconds(100)
+            } catch {
+                if Task.isCancelled { return }
+                logger.warning("intake: \(error)", metadata: ["applied": "\(appliedSequence)"])
+                recreate = true
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(2))
+            }
+        }
+    }
+
+    /// Appends a run of consecutive messages in one call (one group commit), records their results, moves the
+    /// position, then acknowledges them.
+    func apply(_ messages: [JetStreamMessage]) async throws {
+        var inputs: [LedgerInput] = []
+        var counts: [Int] = []
+        for message in messages {
+            let streamMillis = message.timestamp / 1_000_000
+            guard let decoded = IntakeMessage(payload: message.payload) else {
+                // Not ours: kept as a refusal so the replicas stay in step and the auditor sees it.
+                inputs.append(
+                    .rejected(RejectedInput(
+                        raw: message.payload, code: ErrorCode.invalidBody.rawValue,
+                        message: "intake message \(message.streamSequence) is not a ledger input", receivedAt: streamMillis)))
+                counts.append(1)
+                continue
+            }
+            if let partition = Int(message.subject.split(separator: ".").last ?? ""),
+                !settings.partitioning.holds(partition)
+            {
+                counts.append(0)  // another ledger's partition
+                continue
+            }
+            inputs.append(pipeline.prepare(decoded.raw, options: decoded.options(streamMillis: streamMillis), now: streamMillis))
+            counts.append(1)
+        }
+        // A failure (disk full, closing) appends nothing: the caller re-creates the consumer at the same place.
+        let results = inputs.isEmpty ? [] : try await ledger.append(inputs)
+        let last = messages.last!.streamSequence
+        var perMessage: [(UInt64, [AppendResult])] = []
+        var offset = 0
+        for (message, count) in zip(messages, counts) {
+            perMessage.append((message.streamSequence, Array(results[offset..<(offset + count)])))
+            offset += count
+        }
+        let woken = lock.withLock { () -> [(CheckedContinuation<[AppendResult]?, Never>, [AppendResult])] in
+            applied = last
+            var woken: [(CheckedContinuation<[AppendResult]?, Never>, [AppendResult])] = []
+            for (seq, results) in perMessage {
+                recent[seq] = results
+                for waiter in waiters.removeValue(forKey: seq) ?? [] { woken.append((waiter, results)) }
+            }
+            if recent.count > Self.recentResults * 2 {
+                let floor = last - UInt64(Self.recentResults)
+                recent = recent.filter { $0.key > floor }
+            }
+            return woken
+        }
+        for (waiter, results) in woken { waiter.resume(returning: results) }
+        Self.writePosition(positionPath, last)
+        for message in messages { try? jetStream.ack(message) }
+    }
+
+    // MARK: - The position file
+
+    static func readPosition(_ path: String) -> UInt64 {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return 0 }
+        return UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+    }
+
+    static func writePosition(_ path: String, _ seq: UInt64) {
+        try? Data("\(seq)\n".utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+
+    /// Runs `body` until it succeeds or `limit` passes, again after a lost connection or a timeout (JetStream's
+    /// answers to a publish and to stream creation are idempotent); a JetStream refusal ends it at once.
+    static func retrying<T: Sendable>(for limit: Duration, _ body: @Sendable () async throws -> T) async throws -> T {
+        let deadline = ContinuousClock.now + limit
+        while true {
+            do {
+                return try await body()
+            } catch let error as NATSError {
+                switch error {
+                case .notConnected, .timeout, .noResponders:
+                    if ContinuousClock.now + .milliseconds(100) >= deadline { throw error }
+                    try await Task.sleep(for: .milliseconds(100))
+                case .jetStream(let code, _, _) where code == 503:
+                    // JetStream has no leader (a stream or meta election in progress): it answers again soon.
+                    if ContinuousClock.now + .milliseconds(100) >= deadline { throw error }
+                    try await Task.sleep(for: .milliseconds(100))
+                default:
+                    throw error
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,226 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import LedgerClient
+import LedgerTestSupport
+import LedgerWire
+import NATSClient
+import Testing
+
+/// One `storeledger serve --intake …` process: a ledger replica.
+final class ReplicaProcess: @unchecked Sendable {
+    let data: String
+    let arguments: [String]
+    let socketPath: String
+    let logPath: String
+    private var process: Process?
+
+    init(data: String, arguments: [String]) throws {
+        self.data = data
+        self.arguments = arguments
+        socketPath = data + "/ledger.sock"
+        logPath = data + ".log"
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        try start()
+    }
+
+    func start() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: storeledgerExecutable())
+        process.arguments = ["serve", "--data", data] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        let handle = FileHandle(forWritingAtPath: logPath)
+        handle?.seekToEndOfFile()
+        process.standardError = handle
+        process.environment = ["STORELEDGER_LOG_LEVEL": "notice"]
+        try process.run()
+        self.process = process
+    }
+
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// The ledger's last seq, by `/v1/health`; nil while it does not answer.
+    func lastSeq() async -> UInt64? {
+        guard let client = try? AsyncLedgerClient(socketPath: socketPath, timeoutSeconds: 5),
+            let answer = try? await client.get("/v1/health"), answer.status == 200,
+            let object = try? JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any]
+        else { return nil }
+        return (object["lastSeq"] as? NSNumber)?.uint64Value
+    }
+
+    func waitUntilAnswering(seconds: Int = 90) async throws {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if await lastSeq() != nil { return }
+            if let process, !process.isRunning { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        stop(SIGKILL)
+        throw CodedError("not_started", "storeledger serve --intake did not answer: \(log)")
+    }
+
+    /// Sends a signal and waits for the process to end (SIGKILL after 30 s).
+    @discardableResult
+    func stop(_ signal: Int32) -> Int32? {
+        guard let process else { return nil }
+        kill(process.processIdentifier, signal)
+        let deadline = Date().addingTimeInterval(30)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        self.process = nil
+        return process.terminationReason == .exit ? process.terminationStatus : nil
+    }
+}
+
+/// A decoded V2 transaction; without `receivedAt` every replica takes the stream's timestamp.
+func intakeInput(_ n: Int, statedReceivedAt: Bool) -> String {
+    let purchase: Int64 = 1_700_000_000_000 + Int64(n) * 1_000
+    let otid = 7_000_000 + n % 97
+    let received = statedReceivedAt ? #""receivedAt":\#(purchase + 5),"# : ""
+    return #"{"type":"transaction","appUserId":"u\#(n % 13)",\#(received)"payload":{"transactionId":"\#(9_000_000 + n)","originalTransactionId":"\#(otid)","productId":"com.example.premium.monthly","purchaseDate":\#(purchase),"expiresDate":\#(purchase + 2_592_000_000),"type":"Auto-Renewable Subscription","environment":"Production"}}"#
+}
+
+/// The transaction ids acknowledged (200, appended) by either replica.
+actor Acknowledgements {
+    private(set) var ids: Set<String> = []
+    private(set) var failures = 0
+    func add(_ id: String) { ids.insert(id) }
+    func failed() { failures += 1 }
+    var count: Int { ids.count }
+}
+
+@Suite("Replicated ledgers on NATS JetStream (real processes)", .serialized, .timeLimit(.minutes(10)))
+struct ReplicatedLedgerTests {
+    @Test(.enabled(if: natsServerPath != nil, natsMissing))
+    func twoReplicasSurviveKilledNATSNodeAndKilledReplicaWithTheSameChainHead() async throws {
+        try await withTaskExecutorPreference(TestExecutor.shared) { try await survive() }
+    }
+
+    private func survive() async throws {
+        let scratch = try TemporaryDirectory(prefix: "sl-repl")
+        let cluster = try NATSCluster(size: 3, scratch: scratch.path)
+        var replicas: [ReplicaProcess] = []
+        defer {
+            for replica in replicas { replica.stop(SIGKILL) }
+            cluster.stopAll()
+            scratch.remove()
+        }
+        let probe = try await NATSConnection.connect(to: cluster.servers, timeout: .seconds(30))
+        try await NATSCluster.waitForJetStream(probe)
+        await probe.close()
+
+        for name in ["a", "b"] {
+            replicas.append(
+                try ReplicaProcess(data: scratch.file(name), arguments: ["--intake", cluster.url, "--node", name]))
+        }
+        for replica in replicas { try await replica.waitUntilAnswering() }
+
+        // Four writers, each input to one replica (the other when that one fails), while a NATS node and replica b
+        // are killed and restarted.
+        let total = 600
+        let acknowledged = Acknowledgements()
+        let next = Counter()
+        let pair = replicas
+        let writers = (0..<4).map { _ in
+            Task(executorPreference: TestExecutor.shared) {
+                while let n = next.take(below: total) {
+                    let body = Array(intakeInput(n, statedReceivedAt: n % 2 == 0).utf8)
+                    for attempt in 0..<2 {
+                        let replica = pair[(n + attempt) % 2]
+                        guard let client = try? AsyncLedgerClient(socketPath: replica.socketPath, timeoutSeconds: 60),
+                            let answer = try? await client.post("/v1/events", body: body)
+                        else { continue }
+                        if answer.status == 200 {
+                            let text = String(decoding: answer.body, as: UTF8.self)
+                            // A first attempt appends; a second one may find the input already stored (the first
+                            // was published, its replica killed before it answered): a duplicate, durable all the same.
+                            if text.contains("\"status\":\"appended\"")
+                                || (attempt == 1 && text.contains("\"status\":\"duplicate\""))
+                            {
+                                await acknowledged.add("\(9_000_000 + n)")
+                            } else {
+                                Issue.record("input \(n) answered \(text) (attempt \(attempt))")
+                            }
+                            break
+                        }
+                        if attempt == 1 { await acknowledged.failed() }
+                    }
+                }
+            }
+        }
+        func waitForAcks(_ count: Int) async throws {
+            let deadline = ContinuousClock.now + .seconds(240)
+            while await acknowledged.count < count, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        try await waitForAcks(100)
+        cluster.kill9(0)
+        try await waitForAcks(200)
+        replicas[1].stop(SIGKILL)
+        try await waitForAcks(300)
+        try cluster.start(0)
+        try await waitForAcks(400)
+        try replicas[1].start()
+        for writer in writers { await writer.value }
+        let acked = await acknowledged.ids
+        #expect(acked.count >= total / 2, "only \(acked.count) of \(total) inputs were acknowledged")
+
+        // Both replicas reach the same last seq (b catches up from the stream), and stay there.
+        let deadline = ContinuousClock.now + .seconds(180)
+        var seqs: [UInt64?] = []
+        while ContinuousClock.now < deadline {
+            seqs = [await replicas[0].lastSeq(), await replicas[1].lastSeq()]
+            if let a = seqs[0], a > 0, seqs[0] == seqs[1] { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(seqs[0] != nil && seqs[0] == seqs[1], "replicas at \(seqs): \(replicas[1].log.suffix(2000))")
+
+        // Stopped gracefully: the same chain head, the same projections digest, every acknowledged input in both.
+        for replica in replicas { #expect(replica.stop(SIGTERM) == 0, "\(replica.log.suffix(2000))") }
+        var heads: [String] = []
+        var digests: [String] = []
+        for replica in replicas {
+            let stats = try await runCLI(["stats", "--json", "--data", replica.data])
+            let statsObject = try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any]
+            heads.append("\(statsObject?["lastSeq"] ?? "-") \(statsObject?["chainHead"] ?? "-")")
+            let replay = try await runCLI(["replay", "--check", "--json", "--data", replica.data])
+            #expect(replay.status == 0, "replay --check: \(replay.stderr)")
+            let replayObject = try JSONSerialization.jsonObject(with: Data(replay.stdout.utf8)) as? [String: Any]
+            digests.append("\(replayObject?["projectionsDigest"] ?? "-")")
+            let verify = try await runCLI(["verify", "--quiet", "--data", replica.data])
+            #expect(verify.status == 0, "verify: \(verify.stderr)")
+            let events = try await runCLI(["events", "--json", "--limit", "100000", "--data", replica.data])
+            let stored = Set(events.stdout.matches(of: /"transactionId":"(\d+)"/).map { String($0.output.1) })
+            let lost = acked.subtracting(stored)
+            #expect(lost.isEmpty, "\(replica.data) lost \(lost.count) acknowledged inputs: \(lost.sorted().prefix(5))")
+        }
+        #expect(heads[0] == heads[1] && !heads[0].hasPrefix("0 "), "chain heads \(heads)")
+        #expect(digests[0] == digests[1] && digests[0] != "-", "projection digests \(digests)")
+    }
+}
+
+private func runCLI(_ arguments: [String]) async throws -> ProcessOutput {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async {
+            continuation.resume(with: Result { try runProcess(storeledgerExecutable(), arguments, deadline: 120) })
+        }
+    }
+}
+
+/// Hands out 0, 1, 2, … below a bound, to several writers.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    func take(below bound: Int) -> Int? {
+        lock.withLock {
+            guard value < bound else { return nil }
+            defer { value += 1 }
+            return value
+        }
+    }
+}
