@@ -138,12 +138,15 @@ public final class Ledger: Sendable {
     private static func makeDirectory(_ directory: String) throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), !isDirectory.boolValue {
-            throw LedgerError(code: .invalidPath, message: "\(directory) is not a directory")
+            throw LedgerError.cannotOpen(
+                directory, LedgerError(code: .invalidPath, message: "\(directory) is not a directory"))
         }
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
-            throw LedgerError(code: .invalidPath, message: "cannot create \(directory): \(error.localizedDescription)")
+            throw LedgerError.cannotOpen(
+                directory,
+                LedgerError(code: .invalidPath, message: "cannot create \(directory): \(error.localizedDescription)"))
         }
     }
 
