@@ -2,7 +2,8 @@
 # What the durable write path costs the disk, per commit and per input, over the socket. See benchmarks/README.md,
 # "The write path".
 #
-#   benchmarks/write-profile.sh [--bin DIR] [--config FILE] [--duration S] [--strace] [--keep DIR] [-- loadgen flags…]
+#   benchmarks/write-profile.sh [--bin DIR] [--config FILE] [--serve-flag F]… [--duration S] [--strace] [--keep DIR]
+#                               [-- loadgen flags…]
 #       e.g. -- --mode single --connections 32      (the default)
 #            -- --mode batch --batch-size 100 --connections 8
 #
@@ -25,11 +26,12 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --bin) BIN="${2:?}"; shift ;;
         --duration) DURATION="${2:?}"; shift ;;
-        --config) SERVE_ARGS=(--config "${2:?}"); shift ;;
+        --config) SERVE_ARGS+=(--config "${2:?}"); shift ;;
+        --serve-flag) SERVE_ARGS+=("${2:?}"); shift ;;   # e.g. --serve-flag --no-journal
         --strace) STRACE=1 ;;
         --keep) KEEP="${2:?}"; shift ;;
         --) shift; break ;;
-        -h|--help) sed -n 2,17p "$0"; exit 0 ;;
+        -h|--help) sed -n 2,19p "$0"; exit 0 ;;
         *) echo "error: unknown option $1" >&2; exit 2 ;;
     esac
     shift

@@ -38,7 +38,7 @@ public final class Environment: @unchecked Sendable {
     /// Readers hold it shared; resizing the map holds it exclusively (LMDB requires no live transaction then).
     private let resizeLock = ReadWriteLock()
     /// LMDB has one writer at a time; waiting on this lock is cheaper and clearer than waiting inside LMDB.
-    private let writerLock = Mutex()
+    let writerLock = Mutex()
     /// Number of stale reader slots cleared at open (`mdb_reader_check`).
     public let staleReadersCleared: Int32
 

@@ -174,9 +174,11 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
     /// for this replica to append it.
     func publishAndWait(_ subject: String, _ message: IntakeMessage) async throws -> AppendResult {
         let ack: JetStream.PubAck
+        let attempts = Attempts()
         do {
             ack = try await Self.retrying(for: settings.publishTimeout) {
-                try await self.jetStream.publish(subject, payload: message.payload, messageId: message.messageId)
+                attempts.count()
+                return try await self.jetStream.publish(subject, payload: message.payload, messageId: message.messageId)
             }
         } catch {
             throw CodedError(.intakeUnavailable, "the intake's stream did not store the input: \(error)")
@@ -190,8 +192,10 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
             // Appended by a replica that does not hold its partition: cannot happen for one published here.
             return .duplicate
         }
-        // Stored before (the same bytes within the duplicate window): as the ledger answers an input sent again.
-        if ack.duplicate == true && result.status != .rejected { return .duplicate }
+        // Stored before (the same bytes within the duplicate window): as the ledger answers an input sent again. Not
+        // when this call published more than once: an earlier attempt of its own may have been stored before its
+        // answer was lost (a server killed), and the results at `ack.seq` are then this input's own.
+        if ack.duplicate == true && attempts.value == 1 && result.status != .rejected { return .duplicate }
         return result
     }
 
@@ -367,4 +371,12 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
             }
         }
     }
+}
+
+/// How many times a publish was attempted (`retrying` runs its body again on a lost connection or a timeout).
+private final class Attempts: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    func count() { lock.withLock { n += 1 } }
+    var value: Int { lock.withLock { n } }
 }

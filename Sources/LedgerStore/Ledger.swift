@@ -22,6 +22,22 @@ public final class Ledger: Sendable {
         public var readOnly = false
         /// Skip fsync on commit. Benchmarks of CPU cost only: acknowledged writes may be lost.
         public var unsafeNoSync = false
+        /// Make inputs durable in the write-ahead journal (`DIR/journal/`, one small sequential `fdatasync` per group
+        /// commit) instead of LMDB's own sync, which a background checkpoint does about every
+        /// `checkpointIntervalSeconds` (docs/storage.md). Only one journaled writer may have the ledger open, and no
+        /// other writer meanwhile (`ledger_in_use`). Whatever this says, opening for writing recovers a journal left
+        /// by an earlier writer first.
+        public var journal = false
+        /// How often the checkpointer syncs LMDB and lets the journal go (when anything was committed since).
+        public var checkpointIntervalSeconds = 1.0
+        /// The size of a journal segment, preallocated with zeros so that a record's sync flushes only its bytes.
+        public var journalSegmentBytes = 8 << 20
+        /// Stands in for the kernel's boot id (tests of recovery after an OS crash: a checkpoint of another boot means
+        /// the page cache was lost). nil: `/proc/sys/kernel/random/boot_id`.
+        public var bootID: String?
+        /// Test hook: the process exits (as `kill -9` would end it) right after this many journal records were made
+        /// durable, before the transaction of the last one commits.
+        public var exitAfterJournalRecords: Int?
         public init() {}
     }
 
@@ -36,6 +52,10 @@ public final class Ledger: Sendable {
     let batch: AppendBatch
     private let writer: Writer?
     let observers = CommitObservers()
+    /// The data file's lock (writers only); released after the environment closes.
+    private let dataFileLock: DataFileLock?
+    /// The background checkpoints of a journaled ledger.
+    private let checkpointer: JournalCheckpointer?
 
     /// Opens (creating if needed) the ledger in `directory`.
     ///
@@ -45,6 +65,25 @@ public final class Ledger: Sendable {
     public init(directory: String, rules: FoldRules = FoldRules(), options: Options = Options(), logger: Logger) throws {
         self.directory = directory
         self.rules = rules
+        let bootID = JournalCheckpoint.bootID(override: options.bootID)
+        var lock: DataFileLock?
+        var checkpoint: JournalCheckpoint?
+        do {
+            if options.readOnly {
+                try Self.checkNoRecoveryPending(directory, bootID: bootID)
+            } else {
+                try Self.makeDirectory(directory)
+                let prepared = try Self.prepareWritableOpen(
+                    directory, journaled: options.journal, bootID: bootID, logger: logger)
+                lock = prepared.0
+                checkpoint = prepared.1
+            }
+        } catch let error as LedgerError {
+            throw error
+        } catch {
+            throw LedgerError.cannotOpen(directory, error)
+        }
+        dataFileLock = lock
         let history = RulesHistory(configured: rules)
         self.history = history
         let (environment, layout, upgrade) = try Self.open(directory, options)
@@ -55,13 +94,28 @@ public final class Ledger: Sendable {
         self.layout = layout
         let batch = AppendBatch(layout: layout, projections: ProjectionEngine(layout: layout, history: history))
         self.batch = batch
+        var journal: Journal?
+        if let lock {
+            do {
+                let recovered = try Self.recoverJournal(
+                    directory, environment: environment, batch: batch, checkpoint: checkpoint, lock: lock,
+                    options: options, bootID: bootID, logger: logger)
+                journal = recovered?.0
+                checkpointer = recovered?.1
+            } catch {
+                throw LedgerError.cannotOpen(directory, error)
+            }
+        } else {
+            checkpointer = nil
+        }
         if options.readOnly {
             writer = nil
         } else {
             let observers = self.observers
             writer = Writer(
-                environment: environment, batch: batch, logger: logger, maxQueuedInputs: options.maxQueuedInputs,
-                maxBatchInputs: options.maxBatchInputs, onCommit: { info in observers.committed(info) })
+                environment: environment, batch: batch, journal: journal, logger: logger,
+                maxQueuedInputs: options.maxQueuedInputs, maxBatchInputs: options.maxBatchInputs,
+                onCommit: { info in observers.committed(info) })
         }
         if upgrade {
             // An older schema: the events are unchanged; the projections are rebuilt by this build's fold.
@@ -69,13 +123,32 @@ public final class Ledger: Sendable {
             try environment.write { txn in
                 try txn.put(layout.meta, key: StoreLayout.metaSchema, value: BigEndian.bytes(StoreLayout.schemaVersion))
             }
+            // Journaled, LMDB commits without a sync of its own: the rebuilt projections are made durable now.
+            try checkpointer?.checkpoint(clean: false)
             logger.notice(
                 "upgraded the ledger to schema \(StoreLayout.schemaVersion): projections rebuilt",
                 metadata: ["subscriptions": "\(report.subscriptions)", "events": "\(report.events)"])
         }
+        checkpointer?.start()
     }
 
-    deinit { writer?.stop() }
+    deinit { close() }
+
+    /// Creates the ledger's directory; a path of another kind is `invalid_path`.
+    private static func makeDirectory(_ directory: String) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), !isDirectory.boolValue {
+            throw LedgerError.cannotOpen(
+                directory, LedgerError(code: .invalidPath, message: "\(directory) is not a directory"))
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw LedgerError.cannotOpen(
+                directory,
+                LedgerError(code: .invalidPath, message: "cannot create \(directory): \(error.localizedDescription)"))
+        }
+    }
 
     /// The environment, its databases, and whether the schema needs an upgrade; every failure as a `LedgerError`.
     private static func open(_ directory: String, _ options: Options) throws -> (Environment, StoreLayout, Bool) {
@@ -95,7 +168,8 @@ public final class Ledger: Sendable {
             envOptions.mapSize = options.initialMapSize
             envOptions.maxMapSize = options.maxMapSize
             envOptions.readOnly = options.readOnly
-            envOptions.unsafeNoSync = options.unsafeNoSync
+            // Journaled, a group is durable once its journal record is; LMDB is synced by the checkpoints.
+            envOptions.unsafeNoSync = options.unsafeNoSync || options.journal
             let environment = try Environment(path: directory, options: envOptions)
             let layout: StoreLayout
             do {
@@ -144,8 +218,13 @@ public final class Ledger: Sendable {
         return false
     }
 
-    /// Stops the writer after every queued input is committed. Later appends fail with `shuttingDown`.
-    public func close() { writer?.stop() }
+    /// Stops the writer after every queued input is committed. Later appends fail with `shuttingDown`. Journaled, the
+    /// last checkpoint then syncs LMDB and empties the journal.
+    public func close() {
+        writer?.stop()
+        checkpointer?.stop(clean: true)
+        dataFileLock?.release()
+    }
 
     // MARK: - Appending
 

@@ -123,6 +123,10 @@ extension ErrorCode {
     public static let schemaMismatch = ErrorCode("schema_mismatch")
     /// A write to a ledger opened read-only.
     public static let readOnly = ErrorCode("read_only")
+    /// Another process writes the ledger through its journal (`storeledger serve`): only it may write.
+    public static let ledgerInUse = ErrorCode("ledger_in_use")
+    /// The ledger's journaled writer stopped with the system: open it for writing once to recover it first.
+    public static let recoveryNeeded = ErrorCode("recovery_needed")
     public static let permissionDenied = ErrorCode("permission_denied")
     /// A ledger path that is missing or of the wrong kind.
     public static let invalidPath = ErrorCode("invalid_path")

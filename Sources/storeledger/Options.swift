@@ -30,8 +30,16 @@ struct LedgerOptions: ParsableArguments {
         }
     }
 
-    /// Opens the ledger; read-only commands do not start a writer.
-    func openLedger(_ configuration: LedgerConfiguration, readOnly: Bool, json: Bool) throws -> Ledger {
+    /// Opens the ledger; read-only commands do not start a writer. `journal`: inputs are made durable in the
+    /// write-ahead journal (`serve`), and no other process may write meanwhile.
+    ///
+    /// Two variables stand in for what only an OS crash can do, for the tests of recovery:
+    /// `STORELEDGER_TEST_BOOT_ID` replaces the kernel's boot id (a journal from "another boot" is recovered as after
+    /// a power loss), and `STORELEDGER_TEST_EXIT_AFTER_JOURNAL_RECORDS=N` ends the process, as `kill -9` would, right
+    /// after its Nth journal record is durable and before that group commits.
+    func openLedger(_ configuration: LedgerConfiguration, readOnly: Bool, json: Bool, journal: Bool = false) throws
+        -> Ledger
+    {
         var isDirectory: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory)
         // A path that is not a directory is for `Ledger` to name; a directory without a data file holds no ledger.
@@ -43,6 +51,10 @@ struct LedgerOptions: ParsableArguments {
         var options = Ledger.Options()
         options.readOnly = readOnly
         options.maxQueuedInputs = configuration.limits.maxQueuedInputs
+        options.journal = journal && !readOnly
+        let environment = ProcessInfo.processInfo.environment
+        options.bootID = environment["STORELEDGER_TEST_BOOT_ID"]
+        options.exitAfterJournalRecords = environment["STORELEDGER_TEST_EXIT_AFTER_JOURNAL_RECORDS"].flatMap { Int($0) }
         do {
             return try Ledger(directory: directory, rules: configuration.rules, options: options, logger: cliLogger)
         } catch {

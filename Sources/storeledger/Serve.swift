@@ -34,6 +34,11 @@ struct Serve: AsyncParsableCommand {
 
     @Flag(
         name: .long,
+        help: "Make inputs durable with LMDB's own sync on every commit instead of the write-ahead journal (to compare).")
+    var noJournal = false
+
+    @Flag(
+        name: .long,
         help: "Make every read's answer anew: keep no answers between the commits that change them (to compare).")
     var noAnswerCache = false
 
@@ -86,7 +91,7 @@ struct Serve: AsyncParsableCommand {
         var logger = Logger(label: "storeledger.server")
         logger.logLevel =
             ProcessInfo.processInfo.environment["STORELEDGER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
-        let store = try ledger.openLedger(configuration, readOnly: false, json: false)
+        let store = try ledger.openLedger(configuration, readOnly: false, json: false, journal: !noJournal)
         if let changes = try? store.rulesChanges(), let last = changes.last, last.change.rules != configuration.rules {
             // The log's rules are in force; a configuration file edited since is not applied by a restart.
             logger.warning(

@@ -15,8 +15,8 @@ final class ServerProcess {
     let socketPath: String
     let stderrPath: String
 
-    /// `arguments` follow `serve --data DATA` (e.g. `--config FILE`).
-    init(data: String, arguments: [String] = []) throws {
+    /// `arguments` follow `serve --data DATA` (e.g. `--config FILE`); `environment` adds to the process's variables.
+    init(data: String, arguments: [String] = [], environment: [String: String] = [:]) throws {
         socketPath = data + "/ledger.sock"
         stderrPath = data + ".serve-\(UInt32.random(in: 0...UInt32.max)).log"
         FileManager.default.createFile(atPath: stderrPath, contents: nil)
@@ -24,7 +24,7 @@ final class ServerProcess {
         process.arguments = ["serve", "--data", data] + arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
-        process.environment = ["STORELEDGER_LOG_LEVEL": "warning"]
+        process.environment = ["STORELEDGER_LOG_LEVEL": "warning"].merging(environment) { $1 }
         try process.run()
     }
 
@@ -50,6 +50,9 @@ final class ServerProcess {
     }
 
     func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
+
+    /// What the server wrote to stderr so far (its log).
+    var log: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
     /// Kills the server (SIGKILL) and waits for it: the end of a test that started it.
     func killAndWait() {
@@ -156,9 +159,14 @@ struct ServeProcessTests {
         let server = try ServerProcess(data: data)
         try await server.waitUntilAnswering()
 
+        // On the same ledger, the journal's lock refuses it first; on another ledger, the live socket does.
         let refused = try runProcess(storeledgerExecutable(), ["serve", "--data", data, "--socket", server.socketPath])
         #expect(refused.status == 1)
-        #expect(refused.stderr.contains("socket_in_use"))
+        #expect(refused.stderr.hasPrefix("error: ledger_in_use: "), "\(refused.stderr)")
+        let other = try runProcess(
+            storeledgerExecutable(), ["serve", "--data", directory.path + "/other", "--socket", server.socketPath])
+        #expect(other.status == 1)
+        #expect(other.stderr.contains("socket_in_use"), "\(other.stderr)")
 
         // An acknowledged append before SIGINT is there after it.
         let client = try AsyncLedgerClient(socketPath: server.socketPath, timeoutSeconds: 5)

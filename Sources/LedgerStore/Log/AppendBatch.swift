@@ -171,6 +171,11 @@ struct AppendBatch {
 
     // MARK: - Reading the head
 
+    /// The log's position as the transaction sees it (the journal's check that a record continues the ledger).
+    func position(_ txn: Transaction) throws -> LogPosition {
+        LogPosition(seq: try lastSeq(txn), rejected: try rejectedCount(txn))
+    }
+
     func lastSeq(_ txn: Transaction) throws -> UInt64 {
         let cursor = try txn.cursor(layout.log)
         guard let last = try cursor.last() else { return 0 }

@@ -6,6 +6,10 @@ import Logging
 /// The single writer thread with group commit: inputs queue up while a commit is in flight, and the next write
 /// transaction takes all of them (up to `maxBatchInputs`), so many requests share one fsync. A request is answered
 /// only after its transaction committed.
+///
+/// With a journal, the group's record is written and synced inside the transaction, after the batch ran and before
+/// LMDB commits (without a sync of its own): a reader sees the group only once it is durable, and the answer follows
+/// the commit, so a reader sees every input it was told is stored.
 final class Writer: @unchecked Sendable {
     typealias Completion = @Sendable (Result<[AppendResult], LedgerError>) -> Void
 
@@ -16,6 +20,7 @@ final class Writer: @unchecked Sendable {
 
     private let environment: Environment
     private let batch: AppendBatch
+    private let journal: Journal?
     private let logger: Logger
     private let maxQueuedInputs: Int
     private let maxBatchInputs: Int
@@ -40,11 +45,12 @@ final class Writer: @unchecked Sendable {
     }
 
     init(
-        environment: Environment, batch: AppendBatch, logger: Logger, maxQueuedInputs: Int, maxBatchInputs: Int,
-        onCommit: @escaping @Sendable (CommitInfo) -> Void
+        environment: Environment, batch: AppendBatch, journal: Journal?, logger: Logger, maxQueuedInputs: Int,
+        maxBatchInputs: Int, onCommit: @escaping @Sendable (CommitInfo) -> Void
     ) {
         self.environment = environment
         self.batch = batch
+        self.journal = journal
         self.logger = logger
         self.maxQueuedInputs = maxQueuedInputs
         self.maxBatchInputs = maxBatchInputs
@@ -115,6 +121,17 @@ final class Writer: @unchecked Sendable {
         }
     }
 
+    /// The batch, and with a journal its record, durable before the transaction commits. A group that stores nothing
+    /// (duplicates only) needs no record: what it found is already durable.
+    private func run(_ inputs: [LedgerInput], in txn: Transaction, changes: inout CommitChanges) throws -> [AppendResult] {
+        guard let journal else { return try batch.run(inputs, in: txn, changes: &changes) }
+        let before = try batch.position(txn)
+        let results = try batch.run(inputs, in: txn, changes: &changes)
+        let after = try batch.position(txn)
+        if after != before { try journal.write(JournalRecord(before: before, after: after, inputs: inputs)) }
+        return results
+    }
+
     private func commit(_ requests: [Request], inputCount: Int) {
         let inputs = requests.flatMap(\.inputs)
         let start = DispatchTime.now().uptimeNanoseconds
@@ -127,11 +144,14 @@ final class Writer: @unchecked Sendable {
                 try environment.write { txn in
                     transactionID = txn.id
                     changes = CommitChanges()
-                    return try batch.run(inputs, in: txn, changes: &changes)
+                    return try run(inputs, in: txn, changes: &changes)
                 })
+            journal?.committed()
         } catch let error as LedgerError {
+            journal?.discard()
             outcome = .failure(error)
         } catch {
+            journal?.discard()
             // Every waiting caller gets the error and reports it (the server logs it, the CLI prints its one line).
             logger.debug("write transaction failed", metadata: ["error": "\(error)", "inputs": "\(inputCount)"])
             outcome = .failure(.storage(error))

@@ -1,0 +1,142 @@
+import Foundation
+import LMDB
+import Logging
+
+/// Makes a journaled ledger's LMDB durable in the background and lets the journal go: every `interval`, when
+/// something was committed since the last time,
+///
+/// 1. with no write transaction in flight, pins the snapshot of the last commit (a read transaction, so no later
+///    commit reuses its pages) and notes its meta page and the journal's position after its record;
+/// 2. `fdatasync`s the data file: that snapshot is on disk;
+/// 3. writes the checkpoint (`JournalCheckpoint`) naming it, durably;
+/// 4. releases the previous pin (until then the previous checkpoint's snapshot was intact on disk), and recycles the
+///    journal segments before the position as the next spare.
+///
+/// A failure leaves the previous checkpoint and its pin in place (still a valid recovery point) and is tried again
+/// at the next interval; meanwhile the journal keeps every record since.
+final class JournalCheckpointer: @unchecked Sendable {
+    private let environment: Environment
+    private let journal: Journal
+    private let bootID: String
+    private let dataInode: UInt64
+    private let interval: Double
+    private let logger: Logger
+
+    /// One checkpoint at a time; guards `pin` and `lastPosition`.
+    private let checkpointLock = NSLock()
+    private var pin: PinnedSnapshot?
+    private var lastPosition: Journal.Position?
+
+    private let condition = NSCondition()
+    private var stopping = false
+    private var thread: Thread?
+    private var running = false
+    private var finished = false
+
+    init(
+        environment: Environment, journal: Journal, bootID: String, dataInode: UInt64, interval: Double,
+        pin: PinnedSnapshot?, logger: Logger
+    ) {
+        self.environment = environment
+        self.journal = journal
+        self.bootID = bootID
+        self.dataInode = dataInode
+        self.interval = interval
+        self.pin = pin
+        self.logger = logger
+    }
+
+    /// Starts the background checkpoints.
+    func start() {
+        condition.lock()
+        defer { condition.unlock() }
+        guard thread == nil else { return }
+        running = true
+        let thread = Thread { self.loop() }
+        thread.name = "storeledger-checkpointer"
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Stops the background checkpoints; with `clean`, writes the last checkpoint (the writer must be stopped):
+    /// LMDB synced, the journal empty.
+    func stop(clean: Bool) {
+        condition.lock()
+        stopping = true
+        condition.broadcast()
+        while running { condition.wait() }
+        let first = !finished
+        finished = true
+        condition.unlock()
+        guard clean, first else { return }
+        do {
+            try checkpoint(clean: true)
+        } catch {
+            logger.error("the last journal checkpoint failed; the next open recovers from the journal", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func loop() {
+        condition.lock()
+        while !stopping {
+            _ = condition.wait(until: Date(timeIntervalSinceNow: interval))
+            if stopping { break }
+            condition.unlock()
+            do {
+                try checkpoint(clean: false)
+            } catch {
+                logger.warning("journal checkpoint failed; retried shortly", metadata: ["error": "\(error)"])
+            }
+            condition.lock()
+        }
+        running = false
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// One checkpoint (see the type's comment). `clean` only with the writer stopped.
+    func checkpoint(clean: Bool) throws {
+        checkpointLock.lock()
+        defer { checkpointLock.unlock() }
+        let (newPin, meta, position) = try environment.pausingWrites {
+            (try environment.pinSnapshot(), try environment.currentMetaPage(), journal.position)
+        }
+        if !clean, position == lastPosition {
+            newPin.release()
+            try journal.prepareSpare(recycling: nil)
+            return
+        }
+        do {
+            try environment.syncDataFile()
+        } catch {
+            newPin.release()
+            throw LedgerError.storage(error)
+        }
+        // Clean: everything is in LMDB; recovery would start after every segment written so far.
+        let start = clean ? Journal.Position(segment: position.segment + 1, offset: 0) : position
+        do {
+            try JournalCheckpoint(clean: clean, bootID: bootID, dataInode: dataInode, position: start, meta: meta)
+                .write(journal.directory)
+        } catch {
+            newPin.release()
+            throw error
+        }
+        pin?.release()
+        pin = newPin
+        lastPosition = position
+        let obsolete = Journal.segments(in: journal.directory).filter { $0.number < start.segment }
+        for (index, segment) in obsolete.enumerated() {
+            if clean || index < obsolete.count - 1 {
+                unlink(journal.path(segment.name))
+            } else {
+                try journal.prepareSpare(recycling: segment.name)
+            }
+        }
+        if clean {
+            pin?.release()
+            pin = nil
+        } else if obsolete.isEmpty {
+            try journal.prepareSpare(recycling: nil)
+        }
+    }
+}
