@@ -13,7 +13,8 @@ struct WebhookCommand: ParsableCommand {
         discussion: """
             `storeledger serve` delivers the lifecycle stream to the configured webhook (docs/socket-api.md, \
             "The outbound webhook"). An event the receiver refused through every attempt is a dead letter; \
-            `replay` asks the running server (or the next one started) to try it again.
+            `replay` records a request that the next server started tries it again (stop a running server first: \
+            it is the ledger's only writer).
             """,
         subcommands: [DeadLetters.self, Replay.self],
         defaultSubcommand: DeadLetters.self)

@@ -74,7 +74,8 @@ private final class Receiver {
             try await Task.sleep(for: .milliseconds(20))
         }
         guard let text = try? String(contentsOfFile: portFile, encoding: .utf8), let p = Int(text) else {
-            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
             throw CodedTestFailure("the receiver did not start")
         }
         port = p
@@ -99,8 +100,10 @@ private final class Receiver {
         return requests()
     }
 
+    /// SIGKILL, not SIGTERM: the test process may ignore SIGTERM (a ServiceGroup of an in-process server listens
+    /// for it), and an ignored signal stays ignored in a child across exec, so a terminate() would wait forever.
     func stop() {
-        process.terminate()
+        kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
 }
@@ -225,9 +228,19 @@ extension LiveProcesses {
             #expect(letters.first?["attempts"] as? Int == 2)
             #expect((letters.first?["reason"] as? String)?.contains("500") == true)
 
+            // The server is the ledger's only writer: asking for a replay while it runs is refused (ledger_in_use);
+            // stopped, the request is recorded, and the next server delivers it.
+            let refused = try runProcess(
+                storeledgerExecutable(), ["webhook", "replay", "--all", "--data", data, "--config", config], deadline: 60)
+            #expect(refused.status == 1 && refused.stderr.contains("ledger_in_use"), "\(refused.stderr)")
+            server.signal(SIGTERM)
+            #expect(try await server.waitForExit(seconds: 30) == 0)
             let replay = try runProcess(
                 storeledgerExecutable(), ["webhook", "replay", "--all", "--data", data, "--config", config], deadline: 60)
             #expect(replay.status == 0, "\(replay.stderr)")
+            let restarted = try ServerProcess(data: data, arguments: ["--config", config])
+            try await restarted.waitUntilAnswering()
+            defer { restarted.killAndWait() }
             let after = try await receiver.wait { Self.delivered($0).count >= 2 }
             #expect(Set(Self.delivered(after)) == ["Production/820001/INITIAL_PURCHASE/820001", "Production/820002/INITIAL_PURCHASE/820002"])
             // Delivered on replay: no dead letter left.
