@@ -114,6 +114,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                // The webhook's signature (HMAC-SHA256).
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             exclude: ["openapi.yaml"],
             swiftSettings: swiftSettings

@@ -52,6 +52,42 @@ public struct LedgerConfiguration: Sendable {
     public var socketMode: UInt32 = 0o660
     public var writers = Writers()
     public var limits = Limits()
+    /// The outbound webhook of the lifecycle stream (`"webhook"`), if configured.
+    public struct Webhook: Sendable, Hashable {
+        /// Where to POST: `http://host[:port]/path`.
+        public struct Endpoint: Sendable, Hashable {
+            public var host: String
+            public var port: Int
+            public var path: String
+            /// The `Host` header: the host, and the port when not 80.
+            public var hostHeader: String { port == 80 ? host : "\(host):\(port)" }
+        }
+
+        public var url: Endpoint
+        /// The shared secret of the signature header (HMAC-SHA256).
+        public var secret: [UInt8]
+        /// Attempts per event before it becomes a dead letter.
+        public var maxAttempts = 8
+        /// The wait after the first failed attempt, doubled after each (up to `maxBackoffSeconds`).
+        public var initialBackoffSeconds = 1.0
+        public var maxBackoffSeconds = 300.0
+        /// How long an attempt may take, connection included.
+        public var timeoutSeconds = 10.0
+
+        /// Parses `http://host[:port][/path]`; nil for anything else (`https` needs a TLS-terminating proxy).
+        public static func endpoint(_ text: String) -> Endpoint? {
+            guard let c = URLComponents(string: text), c.scheme == "http", let host = c.host, !host.isEmpty,
+                c.user == nil, c.fragment == nil
+            else { return nil }
+            let port = c.port ?? 80
+            guard (1...65_535).contains(port) else { return nil }
+            var path = c.percentEncodedPath.isEmpty ? "/" : c.percentEncodedPath
+            if let q = c.percentEncodedQuery { path += "?" + q }
+            return Endpoint(host: host, port: port, path: path)
+        }
+    }
+
+    public var webhook: Webhook?
     /// The file this came from, if any.
     public var source: String?
 
@@ -137,6 +173,38 @@ public struct LedgerConfiguration: Sendable {
                 limits[keyPath: target] = n
             }
             appStore.maxInputBytes = limits.maxBodyBytes
+        }
+        if let w = object["webhook"] {
+            guard case .object(let w) = w else { throw Invalid(message: "webhook must be an object") }
+            for key in w.keys where !["url", "secret", "maxAttempts", "initialBackoffSeconds", "maxBackoffSeconds",
+                "timeoutSeconds"].contains(key)
+            {
+                throw Invalid(message: "webhook.\(key) is not a webhook setting")
+            }
+            guard case .string(let u)? = w["url"], let url = Webhook.endpoint(u) else {
+                throw Invalid(message: "webhook.url must be an http:// URL (an https receiver goes behind a TLS proxy)")
+            }
+            guard case .string(let secret)? = w["secret"], !secret.isEmpty else {
+                throw Invalid(message: "webhook.secret must be a non-empty string (the HMAC key of the signature)")
+            }
+            var webhook = Webhook(url: url, secret: Array(secret.utf8))
+            if let v = w["maxAttempts"] {
+                guard let n = JSONValue.int64(v), n >= 1, n <= 1_000 else {
+                    throw Invalid(message: "webhook.maxAttempts must be an integer from 1 to 1000")
+                }
+                webhook.maxAttempts = Int(n)
+            }
+            for (key, target) in [
+                ("initialBackoffSeconds", \Webhook.initialBackoffSeconds), ("maxBackoffSeconds", \Webhook.maxBackoffSeconds),
+                ("timeoutSeconds", \Webhook.timeoutSeconds),
+            ] {
+                guard let v = w[key] else { continue }
+                guard let n = Self.number(v), n > 0, n <= 86_400 else {
+                    throw Invalid(message: "webhook.\(key) must be a number of seconds, more than 0 and at most 86400")
+                }
+                webhook[keyPath: target] = n
+            }
+            self.webhook = webhook
         }
     }
 

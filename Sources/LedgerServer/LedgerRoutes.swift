@@ -87,6 +87,7 @@ public final class LedgerRoutes: Sendable {
         addAppleRoutes(to: router)
         addReadRoutes(to: router)
         addEventRoutes(to: router)
+        addLifecycleRoutes(to: router)
         addOperationRoutes(to: router)
         return router
     }
@@ -291,6 +292,7 @@ extension LedgerRoutes {
         "POST /v1/apple/transactions": ["appUserId", "receivedAt"],
         "POST /v1/bindings": ["receivedAt"],
         "GET /v1/events": ["after", "limit", "follow", "timeout"],
+        "GET /v1/lifecycle": ["after", "limit", "follow", "timeout"],
         "GET " + subscriptionRoute: ["at", "asOf", "environment"],
         "GET " + customerRoute: ["at", "asOf", "environment"],
         "GET " + whyRoute: ["at", "asOf", "environment"],

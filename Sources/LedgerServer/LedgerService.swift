@@ -86,12 +86,26 @@ public final class LedgerService: Service, Sendable {
             },
             logger: logger
         )
-        try await withGracefulShutdownHandler {
-            try await app.run()
-        } onGracefulShutdown: {
-            logger.info("shutting down: finishing in-flight requests")
-            api.endFollowers()
+        // The outbound webhook, beside the server; stopped (and awaited) before the ledger closes. What it had not
+        // delivered by then is delivered after the next start.
+        let delivery = api.configuration.webhook.map {
+            WebhookDelivery(ledger: api.ledger, webhook: $0, commits: api.commits, logger: logger)
         }
+        let deliveryTask = delivery.map { d in Task { await d.run() } }
+        do {
+            try await withGracefulShutdownHandler {
+                try await app.run()
+            } onGracefulShutdown: {
+                logger.info("shutting down: finishing in-flight requests")
+                api.endFollowers()
+            }
+        } catch {
+            deliveryTask?.cancel()
+            await deliveryTask?.value
+            throw error
+        }
+        deliveryTask?.cancel()
+        await deliveryTask?.value
         logger.info("stopped", metadata: ["lastSeq": "\((try? api.ledger.lastSeq()) ?? 0)"])
     }
 

@@ -297,6 +297,94 @@ extension LedgerRoutes {
     }
 }
 
+// MARK: - GET /v1/lifecycle
+
+extension LedgerRoutes {
+    func addLifecycleRoutes(to router: Router<LedgerRequestContext>) {
+        router.get("/v1/lifecycle") { request, context in
+            try self.lifecycle(request, context)
+        }
+    }
+
+    /// NDJSON of the lifecycle events said after log seq `after`, at most `limit` (default 1000) plus the rest of
+    /// the last seq's; with `follow=true` streamed as they commit, as `GET /v1/events` streams events. A client
+    /// resumes with `after` = the `seq` of the last line it handled (events of that seq may come again: ids make
+    /// them idempotent).
+    func lifecycle(_ request: Request, _ context: LedgerRequestContext) throws -> Response {
+        let query = request.uri.queryParameters
+        try Self.checkQuery(query.map(\.key), route: "GET /v1/lifecycle")
+        let after: UInt64 = try query["after"].map { text -> UInt64 in
+            guard let v = UInt64(text) else { throw CodedError(.invalidQuery, "after must be a log sequence number") }
+            return v
+        } ?? 0
+        let limit: Int? = try query["limit"].map { text -> Int in
+            guard let v = Int(text), v > 0 else { throw CodedError(.invalidQuery, "limit must be a positive integer") }
+            return v
+        }
+        let follow: Bool = try query["follow"].map { text -> Bool in
+            switch text {
+            case "true", "1": return true
+            case "false", "0": return false
+            default: throw CodedError(.invalidQuery, "follow must be true or false")
+            }
+        } ?? false
+        let timeout: Double? = try query["timeout"].map { text -> Double in
+            guard let v = Double(text), v > 0 else { throw CodedError(.invalidQuery, "timeout must be positive seconds") }
+            return v
+        }
+        let headers: HTTPFields = [.contentType: "application/x-ndjson"]
+        guard follow else {
+            let count = min(limit ?? Self.eventPage, Self.maxEventLimit)
+            let page = try read { try ledger.lifecycleEvents(after: after, limit: count) }
+            var buffer = ByteBuffer()
+            for e in page.events { Self.writeLine(e, to: &buffer) }
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: buffer))
+        }
+
+        guard let current = followers.enter(limit: Self.maxFollowers) else {
+            return HTTPErrors.response(
+                CodedError(.overloaded, "too many followers (\(Self.maxFollowers))"), retryAfter: 5)
+        }
+        metrics.setFollowers(current)
+        let channel = context.channel
+        let deadline = timeout.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
+        let body = ResponseBody { [self] writer in
+            defer { metrics.setFollowers(followers.leave()) }
+            var cursor = after
+            var sent = 0
+            streaming: while true {
+                let want = min(Self.eventPage, limit.map { $0 - sent } ?? Self.eventPage)
+                let page = try read { try ledger.lifecycleEvents(after: cursor, limit: want) }
+                cursor = page.next
+                if !page.events.isEmpty {
+                    var buffer = ByteBuffer()
+                    for e in page.events { Self.writeLine(e, to: &buffer) }
+                    try await writer.write(buffer)
+                    sent += page.events.count
+                    if let limit, sent >= limit { break streaming }
+                    continue
+                }
+                if commits.isClosed || channel?.isActive == false { break }
+                var wait = Duration.seconds(1)
+                if let deadline {
+                    let left = deadline - ContinuousClock.now
+                    if left <= .zero { break }
+                    wait = min(wait, left)
+                }
+                await commits.wait(after: cursor, timeout: wait)
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: headers, body: body)
+    }
+
+    /// One NDJSON line: the lifecycle event's JSON text and a newline.
+    static func writeLine(_ event: LifecycleEvent, to buffer: inout ByteBuffer) {
+        buffer.writeBytes(JSONWriter.bytes(of: event))
+        buffer.writeString("\n")
+    }
+}
+
 // MARK: - GET /v1/health, /metrics
 
 extension LedgerRoutes {

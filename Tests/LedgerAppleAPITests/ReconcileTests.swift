@@ -153,6 +153,11 @@ struct RenewalStory {
         return v
     }
 
+    /// Every lifecycle event the ledger has said, in stream order.
+    static func lifecycle(_ ledger: Ledger) throws -> [LifecycleEvent] {
+        try ledger.lifecycleEvents(after: 0, limit: 10_000).events
+    }
+
     @Test func renewalsThreeAndFourNeverArriveAndReconciliationFillsThem() async throws {
         let dir = try TemporaryDirectory(prefix: "reconcile-story")
         defer { dir.remove() }
@@ -203,6 +208,19 @@ struct RenewalStory {
         }
         #expect(try Self.timeline(gappy, at: at).status == "active")
         #expect(try gappy.customer(AppUserID("u1"), at: at).entitlements[AppleFixtures.monthly]?.active == true)
+
+        // The lifecycle answers: the same events, with the same ids and statements, as the ledger that received
+        // everything. By design they differ only where the log does: each event's `seq` (the position of the input
+        // that said it, here the reconciliation's appends), and nothing is corrected or retracted, since the filled
+        // renewals come after everything the gappy ledger had said.
+        let said = try Self.lifecycle(gappy), heard = try Self.lifecycle(complete)
+        #expect(said.map(\.id) == heard.map(\.id))
+        #expect(said.map(\.statement) == heard.map(\.statement))
+        #expect(said.map(\.appUserId) == heard.map(\.appUserId))
+        #expect(said.map(\.entitlements) == heard.map(\.entitlements))
+        #expect(said.filter { $0.type == .renewal }.count == 4)
+        #expect(said.allSatisfy { $0.corrects == nil && !$0.retracted })
+        #expect(said.suffix(2).allSatisfy { $0.seq > lastBefore }, "the filled renewals are said by the reconciliation's appends")
 
         // The check is on the subscription's answer: when, up to which revision, what was found.
         let shown = try #require(try Self.timeline(gappy, at: at).reconciliation)

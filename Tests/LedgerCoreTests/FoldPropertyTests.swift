@@ -27,7 +27,14 @@ import Testing
                 "\(nextId)", product: product, purchased: t, expires: t + length, signed: t + Int64(rng.below(5000)),
                 webOrderLineItemId: "w\(nextId)")
             nextId += 1 + rng.below(3)
-            if i == 0 && rng.chance(30) { tx.offerType = 1; tx.offerDiscountType = "FREE_TRIAL" }
+            if i == 0 && rng.chance(30) {
+                tx.offerType = 1
+                tx.offerDiscountType = "FREE_TRIAL"
+            } else if rng.chance(15) {
+                // Every offer type: introductory, promotional, offer code, win-back.
+                tx.offerType = Int64(1 + rng.below(4))
+                tx.offerDiscountType = ["PAY_AS_YOU_GO", "PAY_UP_FRONT"][rng.below(2)]
+            }
             if rng.chance(20) { tx.appAccountToken = ["t1", "t2", "t3"][rng.below(3)] }
             if rng.chance(30) { tx.transactionReason = rng.chance(50) ? "RENEWAL" : "PURCHASE" }
             if rng.chance(30) { tx.price = Int64(rng.below(20_000)); tx.currency = ["USD", "EUR"][rng.below(2)] }
@@ -78,7 +85,8 @@ import Testing
                 refunded.signedDate = at
                 refunded.revocationDate = at
                 refunded.revocationReason = Int64(rng.below(2))
-                refunded.revocationType = rng.chance(20) ? "FAMILY_REVOKE" : "REFUND_FULL"
+                refunded.revocationType = ["FAMILY_REVOKE", "REFUND_FULL", "REFUND_PRORATED"][rng.below(3)]
+                if refunded.revocationType == "REFUND_PRORATED" { refunded.revocationPercentage = Int64(rng.below(100_000)) }
                 facts.append((.transaction(refunded), at))
                 if rng.chance(50) {
                     let back = later(at)
@@ -111,6 +119,8 @@ import Testing
                 ("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED"), ("DID_FAIL_TO_RENEW", "GRACE_PERIOD"),
                 ("DID_FAIL_TO_RENEW", nil), ("EXPIRED", "VOLUNTARY"), ("DID_RENEW", "BILLING_RECOVERY"),
                 ("REFUND_DECLINED", nil), ("DID_CHANGE_RENEWAL_PREF", nil), ("GRACE_PERIOD_EXPIRED", nil),
+                ("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_ENABLED"), ("DID_RECOVER", nil), ("EXPIRED", "BILLING_RETRY"),
+                ("DID_CHANGE_RENEWAL_PREF", "DOWNGRADE"),
             ]
             let (type, subtype) = types[rng.below(types.count)]
             var n = NotificationFact(notificationUUID: "n\(k)-\(seed)", notificationType: type)

@@ -75,7 +75,10 @@ import Testing
         ]
     }()
 
-    static let databases = ["meta", "raw", "events", "log", "by_otid", "by_user", "timelines", "rejected", "bindings_any"]
+    static let databases = [
+        "meta", "raw", "events", "log", "by_otid", "by_user", "timelines", "rejected", "bindings_any", "lifecycle",
+        "webhook_dead",
+    ]
 
     /// FNV-1a (64 bits) over every key and value of each database, in key order, each framed by its length.
     static func digests(of directory: String) throws -> [String: String] {
@@ -109,9 +112,11 @@ import Testing
 
     /// Recorded with the build before the reorganisation (entries, then the digest).
     static let recorded: [String: String] = [
-        "meta": "4 505abb938a0ddee8", "raw": "9 6e2eb91d3bb58e27", "events": "11 e61e484b471ab0e9",
+        "meta": "4 505ac2938a0deacd", "raw": "9 6e2eb91d3bb58e27", "events": "11 e61e484b471ab0e9",
         "log": "11 4c669db929224b3b", "by_otid": "12 5338f56e78c08b57", "by_user": "3 5f4cffb065e548f3",
         "timelines": "4 25da0cb7b62dc277", "rejected": "2 d1bcf857e3108c25", "bindings_any": "1 f9d7db8022222bf4",
+        // Schema 4 (issue 14): the schema version in `meta`, the lifecycle events, no dead letter.
+        "lifecycle": "9 b19334a9fb8c9035", "webhook_dead": "0 cbf29ce484222325",
     ]
 
     @Test func aFixedHistoryIsStoredAsTheEarlierBuildStoredIt() throws {

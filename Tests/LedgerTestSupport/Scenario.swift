@@ -220,4 +220,17 @@ public struct Scenario: Sendable {
         }
         return (t, refolds)
     }
+
+    /// The lifecycle stream of the events told, each its own input: what the timeline as of each seq says that it
+    /// did not as of the seq before (`Lifecycle.events`), as the store derives it.
+    public func lifecycleStream() -> [LifecycleEvent] {
+        var before: Timeline?
+        var out: [LifecycleEvent] = []
+        for e in events where before != nil || e.fact.originalTransactionId == originalTransactionId {
+            let after = timeline(asOf: e.seq)
+            out += Lifecycle.events(before: before, after: after, seq: e.seq, rules: rules)
+            before = after
+        }
+        return out
+    }
 }

@@ -85,4 +85,17 @@ extension StoreLayout {
     static func anyEnvironmentKey(_ otid: OriginalTransactionID) -> [UInt8] {
         otid.withUTF8 { Array($0) }
     }
+
+    // MARK: - `lifecycle`: the events derived from timeline changes
+
+    /// The `lifecycle` key of the `index`-th event an input said about a subscription in `environment`, `seq` being
+    /// the input's last event about it: seq (BE, 8) ‖ environment code (1) ‖ index (BE, 4). One event belongs to
+    /// two subscriptions only as a claim that named no environment, and then to one per known environment, so the
+    /// code keeps keys apart. In seq order: the stream is read in key order.
+    static func lifecycleKey(seq: UInt64, _ environment: AppStoreEnvironment, index: Int) -> [UInt8] {
+        var k = BigEndian.bytes(seq)
+        k.append(environment.code)
+        for shift in [24, 16, 8, 0] { k.append(UInt8(truncatingIfNeeded: index >> shift)) }
+        return k
+    }
 }

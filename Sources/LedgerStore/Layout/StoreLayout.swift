@@ -16,6 +16,8 @@ import LedgerCore
 /// | `timelines` | environment (1) ‖ OTID               | `StoredTimeline`: stamp seq (BE, 8) ‖ the timeline's binary form |
 /// | `rejected`  | rejection number (BE, 8), appended   | RejectedInput.encoded()                          |
 /// | `bindings_any` | OTID                              | `EventReference`, dupsort: claims that named no environment |
+/// | `lifecycle` | seq (BE, 8) ‖ environment code (1) ‖ index (BE, 4) | a lifecycle event (LedgerCodec's form)   |
+/// | `webhook_dead` | a `lifecycle` key                  | a dead letter: attempts, when and why the last failed, replay asked |
 ///
 /// A claim that names no environment is indexed in `bindings_any`, and in `by_otid` and `by_user` under every
 /// environment where its subscription is known; when the subscription appears in another environment later, the
@@ -28,8 +30,10 @@ struct StoreLayout {
     /// 2: timelines carry their period bounds (field 10), which the tail path of the incremental core reads.
     /// 3: the fold of docs/domain.md (token claims, restored one-time purchases, upgrades that end the old period,
     /// billing retry that ends), prices on periods, and claims that name no environment (`bindings_any`).
+    /// 4: the lifecycle events derived from timeline changes (`lifecycle`), the webhook's dead letters
+    /// (`webhook_dead`) and position (`meta`).
     /// An older ledger opened for writing is upgraded by rebuilding its projections from the log.
-    static let schemaVersion: UInt64 = 3
+    static let schemaVersion: UInt64 = 4
 
     let meta: Database
     let raw: Database
@@ -40,19 +44,24 @@ struct StoreLayout {
     let timelines: Database
     let rejected: Database
     let bindingsAny: Database
+    let lifecycle: Database
+    let webhookDead: Database
 
     init(environment: Environment) throws {
         // One transaction: a ledger being created is never seen (by `stats` in another process) half made.
         let dbs = try environment.openDatabases([
             ("meta", []), ("raw", []), ("events", []), ("log", []), ("by_otid", [.dupSort]), ("by_user", [.dupSort]),
-            ("timelines", []), ("rejected", []), ("bindings_any", [.dupSort]),
+            ("timelines", []), ("rejected", []), ("bindings_any", [.dupSort]), ("lifecycle", []),
+            ("webhook_dead", []),
         ])
         (meta, raw, events, log) = (dbs[0], dbs[1], dbs[2], dbs[3])
         (byOTID, byUser, timelines, rejected, bindingsAny) = (dbs[4], dbs[5], dbs[6], dbs[7], dbs[8])
+        lifecycle = dbs[9]
+        webhookDead = dbs[10]
     }
 
     /// Every database, for statistics and verification.
-    var all: [Database] { [meta, raw, events, log, byOTID, byUser, timelines, rejected, bindingsAny] }
+    var all: [Database] { [meta, raw, events, log, byOTID, byUser, timelines, rejected, bindingsAny, lifecycle, webhookDead] }
 
     // MARK: - Meta keys
 
@@ -65,4 +74,6 @@ struct StoreLayout {
     /// count (BE, 8) ‖ the last `RejectedChain` link (32). Absent in ledgers whose refusals predate it, until the
     /// next refusal links them all.
     static let metaRejectedHead = Array("rejected_head".utf8)
+    /// The `lifecycle` key of the last event the outbound webhook delivered or gave up on.
+    static let metaWebhookPosition = Array("webhook_position".utf8)
 }

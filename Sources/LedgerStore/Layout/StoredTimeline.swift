@@ -30,6 +30,16 @@ enum StoredTimeline {
         }
     }
 
+    /// `appending(_:to:rules:)`, also handing back the timeline before and after as the tail path decoded them (its
+    /// latest period only), for the lifecycle events.
+    static func appendingWithTimelines(_ events: [LedgerEvent], to stored: MappedBytes, rules: FoldRules) throws
+        -> (bytes: [UInt8], before: Timeline, after: Timeline)?
+    {
+        try withTimelineBytes(of: stored) { bytes throws(FactDecodingError) in
+            try Timeline.appendingWithTimelines(events, toEncoded: bytes, rules: rules, stamped: true)
+        }
+    }
+
     /// Runs `body` on the timeline's bytes (after the stamp); truncated or undecodable bytes are corruption.
     private static func withTimelineBytes<T>(
         of stored: MappedBytes, _ body: (UnsafeRawBufferPointer) throws(FactDecodingError) -> T

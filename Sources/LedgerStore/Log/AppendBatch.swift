@@ -31,6 +31,8 @@ struct AppendBatch {
         var results: [AppendResult] = []
         results.reserveCapacity(inputs.count)
         var written: [LedgerEvent] = []
+        // The input of each written event: the seq of its first event (its raw key).
+        var inputOf: [UInt64] = []
 
         for input in inputs {
             switch input {
@@ -82,6 +84,7 @@ struct AppendBatch {
                         }
                     }
                     written.append(LedgerEvent(seq: seq, fact: fact, metadata: metadata))
+                    inputOf.append(rawKey!)
                     writtenForInput.append(
                         AppendResult.WrittenEvent(
                             seq: seq, kind: fact.kind, transactionId: fact.transactionId?.rawValue,
@@ -92,7 +95,7 @@ struct AppendBatch {
         }
 
         if !written.isEmpty {
-            try projections.apply(written, in: txn, changes: &changes)
+            try projections.apply(written, inputs: inputOf, in: txn, changes: &changes)
             try txn.put(layout.meta, key: StoreLayout.metaChainHead, value: ChainHead(last: state.seq, link: state.chainHead).encoded)
         }
         if let head = state.rejectedHead, state.rejectedCount != state.rejectedCountBefore {

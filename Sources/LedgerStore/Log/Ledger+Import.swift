@@ -159,6 +159,10 @@ public struct ImportCheck: Sendable {
 public final class LedgerImport {
     public let ledger: Ledger
     private var check: ImportCheck
+    /// The events of the last input written, whose projections wait for the next write (or `finish`): an input
+    /// split between two writes would otherwise say its lifecycle events in two parts, where the source said them
+    /// once (each input's are derived from the timelines before and after all of it).
+    private var carried: (events: [LedgerEvent], inputs: [UInt64]) = ([], [])
 
     /// An importer into `ledger`, which must hold no event and no refused input (`ledger_not_empty` otherwise).
     public init(into ledger: Ledger) throws {
@@ -184,13 +188,15 @@ public final class LedgerImport {
         let layout = ledger.layout
         let batch = ledger.batch
         var next = check
+        let carriedBefore = carried
+        var carriedAfter = carried
         // `Environment.write` runs the closure again after growing the map: it starts from `check` each time.
         try ledger.environment.write { txn in
             next = check
-            var written: [LedgerEvent] = []
+            var (written, inputs) = carriedBefore
+            written.reserveCapacity(written.count + events.count)
             // An import fills a ledger no server serves yet: no reader keeps answers to tell of these changes.
             var changes = CommitChanges()
-            written.reserveCapacity(events.count)
             for e in events {
                 let event = try next.check(e)
                 let fact = event.fact
@@ -219,13 +225,20 @@ public final class LedgerImport {
                     }
                 }
                 written.append(event)
+                inputs.append(e.rawKey)
             }
-            try batch.projections.apply(written, in: txn, changes: &changes)
+            // The last input may go on in the next write.
+            var cut = written.count
+            while cut > 0, inputs[cut - 1] == inputs.last { cut -= 1 }
+            try batch.projections.apply(
+                Array(written[..<cut]), inputs: Array(inputs[..<cut]), in: txn, changes: &changes)
+            carriedAfter = (Array(written[cut...]), Array(inputs[cut...]))
             try txn.put(
                 layout.meta, key: StoreLayout.metaChainHead,
                 value: ChainHead(last: next.lastSeq, link: next.chainHead).encoded)
         }
         check = next
+        carried = carriedAfter
     }
 
     /// Writes the next refused inputs (numbered on from the last call's) in one write transaction.
@@ -249,6 +262,14 @@ public final class LedgerImport {
 
     /// Makes everything written durable (a ledger opened with `unsafeNoSync` for the import's speed).
     public func finish() throws {
+        if !carried.events.isEmpty {
+            let (events, inputs) = carried
+            try ledger.environment.write { txn in
+                var changes = CommitChanges()  // no server serves an import yet
+                try ledger.batch.projections.apply(events, inputs: inputs, in: txn, changes: &changes)
+            }
+            carried = ([], [])
+        }
         try ledger.environment.sync(force: true)
     }
 }

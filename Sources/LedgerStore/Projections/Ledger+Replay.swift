@@ -53,6 +53,11 @@ extension Ledger {
         let total = UInt64(subscriptions)
         let workers = mode == .rewrite ? 1 : max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
         let results = ReplayResults(progress: progress, total: total)
+        if mode == .rewrite {
+            // The lifecycle events up to `limit` are derived again below; those after it (a server appending
+            // meanwhile) stay.
+            try environment.write { txn in try self.clearLifecycle(upTo: limit, txn) }
+        }
 
         let body: @Sendable (Int) -> Void = { _ in
             do {
@@ -85,6 +90,12 @@ extension Ledger {
             let orphans = stored - results.storedFound
             if now == last && orphans > 0 {
                 report.differences.append("\(orphans) stored timelines have no events")
+            }
+            // Every stored lifecycle event up to `limit` must be one the replay derived (each derived one was
+            // looked up by its key, so more stored ones are events no input said).
+            let storedSaid = try environment.read { txn in try self.lifecycleCount(upTo: limit, txn) }
+            if storedSaid > results.lifecycleEvents {
+                report.differences.append("\(storedSaid - results.lifecycleEvents) stored lifecycle events were said by no input")
             }
         }
         return (report, results.firstIndexFault)
@@ -169,11 +180,61 @@ extension Ledger {
                     }
                 }
                 if different { chunk.differences.append("\(env.rawValue)/\(otid)") }
+                if try replayLifecycle(scan.events, env, otid, rules, mode: mode, into: &chunk, digest: &digest, txn) {
+                    chunk.differences.append("lifecycle events of \(env.rawValue)/\(otid)")
+                }
             }
             entry = try cursor.nextKey()
         }
         chunk.digest = Array(digest.finalize())
         return chunk
+    }
+
+    /// Derives the lifecycle events of one subscription again (`LifecycleReplay`), digests them, and compares them
+    /// with the stored ones (`check`, true when one differs or is missing) or writes them (`rewrite`).
+    private func replayLifecycle(
+        _ events: [LedgerEvent], _ env: AppStoreEnvironment, _ otid: OriginalTransactionID, _ rules: FoldRules,
+        mode: ReplayMode, into chunk: inout ReplayChunk, digest: inout SHA256, _ txn: Transaction
+    ) throws -> Bool {
+        let inputs = try LifecycleReplay.inputs(of: events, layout, txn)
+        var different = false
+        for entry in LifecycleReplay.entries(events, inputs: inputs, otid: otid, environment: env, rules: rules) {
+            let bytes = entry.event.encoded()
+            chunk.lifecycleEvents += 1
+            digest.update(length: entry.key.count)
+            entry.key.withUnsafeBytes { digest.update(bufferPointer: $0) }
+            digest.update(length: bytes.count)
+            bytes.withUnsafeBytes { digest.update(bufferPointer: $0) }
+            switch mode {
+            case .check:
+                guard let found = try txn.get(layout.lifecycle, key: entry.key), found.hasSameBytes(as: bytes) else {
+                    different = true
+                    continue
+                }
+            case .rewrite: try txn.put(layout.lifecycle, key: entry.key, value: bytes)
+            case .report: break
+            }
+        }
+        return different
+    }
+
+    /// Deletes the stored lifecycle events said at seqs up to `limit`.
+    private func clearLifecycle(upTo limit: UInt64, _ txn: Transaction) throws {
+        let cursor = try txn.cursor(layout.lifecycle)
+        while let e = try cursor.first(), BigEndian.uint64(e.key) <= limit { try cursor.deleteCurrent() }
+    }
+
+    /// How many lifecycle events are stored at seqs up to `limit`.
+    func lifecycleCount(upTo limit: UInt64, _ txn: Transaction) throws -> Int {
+        if try batch.lastSeq(txn) <= limit { return try txn.statistics(layout.lifecycle).entries }
+        let cursor = try txn.cursor(layout.lifecycle)
+        var count = 0
+        var entry = try cursor.first()
+        while let e = entry, BigEndian.uint64(e.key) <= limit {
+            count += 1
+            entry = try cursor.next()
+        }
+        return count
     }
 
     /// What is wrong with the `by_otid` entries of one subscription, which name `events`: each must name an event of

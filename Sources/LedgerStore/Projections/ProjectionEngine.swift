@@ -13,11 +13,14 @@ struct ProjectionEngine {
     /// The rules in force (the log's latest change, else the configuration's), read in each write transaction.
     let history: RulesHistory
 
-    /// Brings the timelines of every subscription `events` touch up to date; `events` are in log order. A change of
-    /// rules among them refolds every subscription under the new rules instead. `changes` learns each timeline
-    /// written and each customer given a `by_user` entry (every answer, after a change of rules), and each
-    /// subscription checked against Apple (its timeline answer shows the latest check).
-    func apply(_ events: [LedgerEvent], in txn: Transaction, changes: inout CommitChanges) throws {
+    /// Brings the timelines of every subscription `events` touch up to date, and writes the lifecycle events each
+    /// input said about each of them (`Lifecycle.events`, at the input's last seq about the subscription); `events`
+    /// are in log order, `inputs[i]` names the input of `events[i]` (the seq of its first event). A change of rules
+    /// among them refolds every subscription and derives its lifecycle events again under the new rules instead (as
+    /// a replay does). `changes` learns each timeline written and each customer given a `by_user` entry (every
+    /// answer, after a change of rules), and each subscription checked against Apple (its timeline answer shows the
+    /// latest check).
+    func apply(_ events: [LedgerEvent], inputs: [UInt64], in txn: Transaction, changes: inout CommitChanges) throws {
         let rules = try history.rules(asOf: .max, layout, txn)
         if events.contains(where: { $0.fact.kind == .rules }) {
             changes.everything = true
@@ -26,9 +29,9 @@ struct ProjectionEngine {
         }
         // Group by subscription, keeping log order inside each group.
         var order: [[UInt8]] = []
-        var groups: [[UInt8]: [LedgerEvent]] = [:]
-        var claimsOfEveryEnvironment: [(BindingClaim, LedgerEvent)] = []
-        for event in events {
+        var groups: [[UInt8]: [(event: LedgerEvent, input: UInt64)]] = [:]
+        var claimsOfEveryEnvironment: [(BindingClaim, LedgerEvent, UInt64)] = []
+        for (event, input) in zip(events, inputs) {
             guard let otid = event.fact.originalTransactionId else {
                 if case .reconciliation(let check) = event.fact {
                     changes.subscriptions.insert(StoreLayout.subscriptionKey(check.environment, check.originalTransactionId))
@@ -36,57 +39,107 @@ struct ProjectionEngine {
                 continue
             }
             if case .binding(let claim) = event.fact, claim.everyEnvironment {
-                claimsOfEveryEnvironment.append((claim, event))
+                claimsOfEveryEnvironment.append((claim, event, input))
                 continue
             }
             let key = StoreLayout.subscriptionKey(event.fact.environment, otid)
             if groups[key] == nil { order.append(key) }
-            groups[key, default: []].append(event)
+            groups[key, default: []].append((event, input))
         }
         // A claim that named no environment joins the subscription in every environment where it is known.
-        for (claim, event) in claimsOfEveryEnvironment {
+        for (claim, event, input) in claimsOfEveryEnvironment {
             for environment in AppStoreEnvironment.known {
                 let key = StoreLayout.subscriptionKey(environment, claim.originalTransactionId)
                 guard try groups[key] != nil || txn.get(layout.timelines, key: key) != nil else { continue }
                 try index(claim, seq: event.seq, in: environment, txn, changes: &changes)
                 if groups[key] == nil { order.append(key) }
-                groups[key, default: []].append(event)
+                groups[key, default: []].append((event, input))
             }
         }
         for key in order {
             changes.subscriptions.insert(key)
-            let group = groups[key]!
+            // Such claims joined their groups last: back into log order.
+            var group = groups[key]!
+            if !claimsOfEveryEnvironment.isEmpty { group.sort { $0.event.seq < $1.event.seq } }
             guard let (environment, otid) = key.withUnsafeBytes({ StoreLayout.decodeSubscriptionKey($0) }) else {
                 throw LedgerError.corrupted("a subscription key of \(key) does not decode")
             }
-            var timeline: Timeline
+            let runs = Self.inputRuns(group)
+            var timeline: Timeline?
             if let stored = try txn.get(layout.timelines, key: key) {
-                // The common case, events after everything known about the latest period: only that period is
-                // decoded, the earlier ones are copied as stored.
-                if let updated = try StoredTimeline.appending(group, to: stored, rules: rules) {
-                    try txn.put(layout.timelines, key: key, value: updated)
+                // The common case, one input's events after everything known about the latest period: only that
+                // period is decoded, the earlier ones are copied as stored.
+                if runs.count == 1, let tail = try StoredTimeline.appendingWithTimelines(runs[0], to: stored, rules: rules) {
+                    try txn.put(layout.timelines, key: key, value: tail.bytes)
+                    try write(Lifecycle.events(before: tail.before, after: tail.after, seq: runs[0].last!.seq, rules: rules), txn)
                     continue
                 }
                 timeline = try StoredTimeline.decode(stored)
-                // `apply` leaves the timeline untouched when it declines, so a refold starts from the facts alone.
-                if !timeline.apply(contentsOf: group, rules: rules) {
-                    timeline = try refold(environment, otid, rules, txn)
-                }
-            } else if try adoptClaimsOfEveryEnvironment(environment, otid, txn, changes: &changes) {
-                // New in this environment, and claimed before without one: those claims apply here too.
-                timeline = try refold(environment, otid, rules, txn)
-            } else {
-                timeline = Timeline.fold(
-                    group, originalTransactionId: otid, environment: environment, rules: rules, ties: .canonical)
             }
-            try txn.put(layout.timelines, key: key, value: StoredTimeline.encode(timeline))
+            // Input by input, so that each says what it changed, as a replay of the log derives it.
+            let adopting =
+                timeline == nil ? try adoptClaimsOfEveryEnvironment(environment, otid, txn, changes: &changes) : false
+            for run in runs {
+                let seq = run.last!.seq
+                guard var next = timeline else {
+                    // New here: claims that named no environment say nothing until the subscription's own first
+                    // event (they join the fold then).
+                    if run.allSatisfy({ Self.namesNoEnvironment($0) }) { continue }
+                    let after =
+                        adopting
+                        ? try refold(environment, otid, upTo: seq, rules, txn)
+                        : Timeline.fold(
+                            group.prefix { $0.event.seq <= seq }.map(\.event), originalTransactionId: otid,
+                            environment: environment, rules: rules, ties: .canonical)
+                    try write(Lifecycle.events(before: nil, after: after, seq: seq, rules: rules), txn)
+                    timeline = after
+                    continue
+                }
+                // `apply` leaves the timeline untouched when it declines, so a refold starts from the facts alone.
+                if !next.apply(contentsOf: run, rules: rules) {
+                    next = try refold(environment, otid, upTo: seq, rules, txn)
+                }
+                try write(Lifecycle.events(before: timeline, after: next, seq: seq, rules: rules), txn)
+                timeline = next
+            }
+            if let timeline { try txn.put(layout.timelines, key: key, value: StoredTimeline.encode(timeline)) }
+        }
+    }
+
+    /// The events of a subscription's group split by input, in log order.
+    static func inputRuns(_ group: [(event: LedgerEvent, input: UInt64)]) -> [[LedgerEvent]] {
+        var runs: [[LedgerEvent]] = []
+        var current: UInt64?
+        for (event, input) in group {
+            if input != current {
+                runs.append([])
+                current = input
+            }
+            runs[runs.count - 1].append(event)
+        }
+        return runs
+    }
+
+    /// A claim that named no environment.
+    static func namesNoEnvironment(_ event: LedgerEvent) -> Bool {
+        if case .binding(let claim) = event.fact { return claim.everyEnvironment }
+        return false
+    }
+
+    /// Writes the lifecycle events one input said about one subscription.
+    private func write(_ said: [LifecycleEvent], _ txn: Transaction) throws {
+        for (i, e) in said.enumerated() {
+            try txn.put(layout.lifecycle, key: StoreLayout.lifecycleKey(seq: e.seq, e.environment, index: i), value: e.encoded())
         }
     }
 
     /// Every stored timeline refolded from its events under `rules` (a change of rules: periods' ends, owners and
-    /// the kinds of plan changes may all follow from them). One pass over `by_otid`, in this write transaction.
+    /// the kinds of plan changes may all follow from them), and every lifecycle event derived again under them, as
+    /// a replay derives them (docs/lifecycle.md: a change of rules restates the stream). One pass over `by_otid`, in
+    /// this write transaction.
     /// - Complexity: O(events of the ledger).
     private func refoldEverySubscription(_ rules: FoldRules, _ txn: Transaction) throws {
+        try txn.clear(layout.lifecycle)
         let cursor = try txn.cursor(layout.byOTID)
         var scan = SubscriptionScan()
         var entry = try cursor.first()
@@ -100,16 +153,23 @@ struct ProjectionEngine {
                 let timeline = Timeline.fold(
                     scan.events, originalTransactionId: otid, environment: environment, rules: rules, ties: .canonical)
                 try txn.put(layout.timelines, key: key, value: StoredTimeline.encode(timeline))
+                let inputs = try LifecycleReplay.inputs(of: scan.events, layout, txn)
+                for said in LifecycleReplay.entries(
+                    scan.events, inputs: inputs, otid: otid, environment: environment, rules: rules)
+                {
+                    try txn.put(layout.lifecycle, key: said.key, value: said.event.encoded())
+                }
             }
             entry = try cursor.nextKey()
         }
     }
 
-    /// The subscription folded from every event the store has of it.
+    /// The subscription folded from every event the store has of it up to `seq`.
     private func refold(
-        _ environment: AppStoreEnvironment, _ otid: OriginalTransactionID, _ rules: FoldRules, _ txn: Transaction
+        _ environment: AppStoreEnvironment, _ otid: OriginalTransactionID, upTo seq: UInt64, _ rules: FoldRules,
+        _ txn: Transaction
     ) throws -> Timeline {
-        let all = try SubscriptionScan.events(layout, environment, otid, upTo: nil, metadata: .forFold, txn)
+        let all = try SubscriptionScan.events(layout, environment, otid, upTo: seq, metadata: .forFold, txn)
         return Timeline.fold(all, originalTransactionId: otid, environment: environment, rules: rules, ties: .canonical)
     }
 

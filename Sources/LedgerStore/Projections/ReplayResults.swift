@@ -19,6 +19,8 @@ struct ReplayChunk: Sendable {
     var storedFound = 0
     var differences: [String] = []
     var digest: [UInt8] = []
+    /// Lifecycle events derived.
+    var lifecycleEvents = 0
     /// The first `by_otid` entry that names the wrong event (only when validating them).
     var indexFault: String?
 }
@@ -67,6 +69,13 @@ final class ReplayResults: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return chunks.values.reduce(0) { $0 + $1.storedFound }
+    }
+
+    /// How many lifecycle events the chunks derived.
+    var lifecycleEvents: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return chunks.values.reduce(0) { $0 + $1.lifecycleEvents }
     }
 
     /// The first `by_otid` fault of the chunks, in key order.

@@ -47,6 +47,39 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // The same updates with the lifecycle events they say (a RENEWAL), as the store derives them since issue 14:
+    // the cost of the derivation per appended event is the difference with the rows above, measured in one run.
+    for periods in [5, 100] {
+        let events = history(otid: 7, periods: periods, events: periods)
+        let stored = Timeline.fold(events, rules: rules, ties: .canonical).encoded()
+        let next = nextRenewal(after: events)
+        precondition(updateSayingLifecycle(stored: stored, with: next, all: events).1.count == 1, "one RENEWAL said")
+        Benchmark(
+            "Incremental update at the tail with its lifecycle events, \(periods) periods",
+            configuration: .init(scalingFactor: .kilo)
+        ) { benchmark in
+            for _ in benchmark.scaledIterations { blackHole(updateSayingLifecycle(stored: stored, with: next, all: events)) }
+        }
+    }
+
+    // A timeline with stated changes too (40 periods, 30 renewal infos toggling auto-renew, 30 notifications): the
+    // derivation compares every stated change, so this is its dearer case.
+    do {
+        let events = timelines[1]
+        let stored = Timeline.fold(events, rules: rules, ties: .canonical).encoded()
+        let next = nextRenewal(after: events)
+        Benchmark("Incremental update at the tail, 100 events (40 periods)", configuration: .init(scalingFactor: .kilo)) {
+            benchmark in
+            for _ in benchmark.scaledIterations { blackHole(update(stored: stored, with: next, all: events)) }
+        }
+        Benchmark(
+            "Incremental update at the tail with its lifecycle events, 100 events (40 periods)",
+            configuration: .init(scalingFactor: .kilo)
+        ) { benchmark in
+            for _ in benchmark.scaledIterations { blackHole(updateSayingLifecycle(stored: stored, with: next, all: events)) }
+        }
+    }
+
     // One update in the past of a 100-event timeline: apply refuses, the OTID refolds from its 101 events.
     do {
         let events = timelines[0]

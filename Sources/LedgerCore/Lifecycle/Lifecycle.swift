@@ -1,0 +1,207 @@
+/// Typed lifecycle events, derived from timeline changes: what a timeline says happened (`statements(of:rules:)`),
+/// and what an append made it say differently (`events(before:after:seq:rules:)`). Pure functions of the timelines,
+/// so the incremental store and a replay of the log derive the same events, ids included.
+public enum Lifecycle {
+    /// What the timeline says happened, in valid-time order (`LifecycleStatement.precedes`): one statement per period
+    /// (its purchase, renewal, trial, conversion or plan change), per refund and reversal, per stated change that
+    /// downstream systems act on (auto-renew off and on, billing issue, grace period, recovery, pending plan change,
+    /// expiry), and per transfer. Ids are unique within a timeline.
+    ///
+    /// A statement about a period depends only on that period and the one before, and never on where the period
+    /// ends (an upgrade ends the old period early: the PRODUCT_CHANGE says so), so a timeline whose earlier periods
+    /// were left out (the store's tail path) says the same about the periods it has.
+    /// - Complexity: O(periods + stated changes + owners).
+    public static func statements(of timeline: Timeline, rules: FoldRules) -> [LifecycleStatement] {
+        var all: [LifecycleStatement] = []
+        all.reserveCapacity(timeline.periods.count + timeline.statedChanges.count)
+        let periods = timeline.periods
+        for i in periods.indices {
+            let p = periods[i]
+            all.append(purchase(timeline, i, rules: rules))
+            for r in p.revocations {
+                let cause = "\(p.transactionId.rawValue)@\(r.date)"
+                var refund = LifecycleStatement(type: .refund, cause: cause, at: r.date)
+                refund.describe(p)
+                refund.reason = r.type ?? "REFUND_FULL"
+                if !r.isFamilyRevoke, let price = p.terms?.price {
+                    refund.refundAmount = refundedAmount(price: price, revocation: r)
+                }
+                all.append(refund)
+                if let back = r.reversedAt {
+                    var reversed = LifecycleStatement(type: .refundReversed, cause: cause, at: back)
+                    reversed.describe(p)
+                    all.append(reversed)
+                }
+            }
+        }
+        for c in timeline.statedChanges {
+            let type: LifecycleEventType
+            switch c.kind {
+            case .autoRenewOff: type = .cancellation
+            case .autoRenewOn: type = .uncancellation
+            case .billingRetry: type = .billingIssue
+            case .gracePeriod: type = .gracePeriodStarted
+            case .recovered: type = .billingRecovered
+            case .pendingChange: type = .productChange
+            case .expired: type = .expiration
+            default: continue
+            }
+            var s = LifecycleStatement(type: type, cause: "\(c.kind.rawValue)@\(c.at)", at: c.at)
+            s.productId = timeline.product(at: c.at)
+            switch c.kind {
+            case .gracePeriod: s.expiresAt = c.until
+            case .pendingChange:
+                s.pending = true
+                s.newProductId = c.detail
+            case .expired: s.reason = c.detail
+            default: break
+            }
+            all.append(s)
+        }
+        for (i, o) in timeline.owners.enumerated() where o.cause == .transfer {
+            var s = LifecycleStatement(type: .transfer, cause: "\(o.appUserId.rawValue)@\(o.from)", at: o.from)
+            s.toAppUserId = o.appUserId.rawValue
+            for before in timeline.owners[..<i] where before.to == o.from && before.appUserId != o.appUserId {
+                if !s.fromAppUserIds.contains(before.appUserId.rawValue) {
+                    s.fromAppUserIds.append(before.appUserId.rawValue)
+                }
+            }
+            s.productId = timeline.product(at: o.from)
+            all.append(s)
+        }
+        all.sort(by: LifecycleStatement.precedes)
+        // Two statements of one type and cause would share an id: the later ones get a suffix (never seen from the
+        // fold's own rules, which merge changes of one kind at one instant; kept so ids stay unique whatever comes).
+        var i = 1
+        while i < all.count {
+            var k = 2
+            var j = i
+            while j < all.count, all[j].at == all[i - 1].at, all[j].type == all[i - 1].type,
+                all[j].cause == all[i - 1].cause
+            {
+                all[j].cause += "#\(k)"
+                k += 1
+                j += 1
+            }
+            i = j + 1
+        }
+        return all
+    }
+
+    /// The events an append said: the difference between the timeline `before` it (nil: the subscription was new)
+    /// and `after` it, at the log position `seq` of the input. A statement not said before is an event (`late` when
+    /// its valid time is before the last event `before` had folded); one said before that now reads otherwise is a
+    /// CORRECTION with what stands now; one said before that no longer holds is a CORRECTION, `retracted`. Nothing
+    /// is rewritten silently. In valid-time order.
+    /// - Complexity: O(size of the two timelines).
+    public static func events(before: Timeline?, after: Timeline, seq: UInt64, rules: FoldRules) -> [LifecycleEvent] {
+        let old = before.map { statements(of: $0, rules: rules) } ?? []
+        let new = statements(of: after, rules: rules)
+        if old == new { return [] }
+        let otid = after.originalTransactionId, env = after.environment
+        var saidBefore: [String: Int] = [:]
+        saidBefore.reserveCapacity(old.count)
+        for (i, s) in old.enumerated() { saidBefore[s.id(otid, env)] = i }
+        var stillSaid = [Bool](repeating: false, count: old.count)
+        let folded = before?.frontier?.instant
+        var out: [(statement: LifecycleStatement, event: LifecycleEvent)] = []
+        func event(_ s: LifecycleStatement, id: String, late: Bool, corrects: String?, retracted: Bool) {
+            out.append(
+                (
+                    s,
+                    LifecycleEvent(
+                        id: id, seq: seq, originalTransactionId: otid, environment: env,
+                        appUserId: after.lifecycleOwner(at: s.at)?.rawValue,
+                        entitlements: s.productId.map {
+                            rules.catalog.entitlements(for: $0, type: s.type == .consumablePurchase ? .consumable : nil)
+                        } ?? [],
+                        late: late, corrects: corrects, retracted: retracted, statement: s)
+                ))
+        }
+        for s in new {
+            let id = s.id(otid, env)
+            if let i = saidBefore[id] {
+                stillSaid[i] = true
+                if old[i] != s { event(s, id: id + "/corrected@\(seq)", late: false, corrects: id, retracted: false) }
+            } else {
+                event(s, id: id, late: folded.map { s.at < $0 } ?? false, corrects: nil, retracted: false)
+            }
+        }
+        for (i, s) in old.enumerated() where !stillSaid[i] {
+            let id = s.id(otid, env)
+            event(s, id: id + "/corrected@\(seq)", late: false, corrects: id, retracted: true)
+        }
+        out.sort { a, b in
+            if a.statement != b.statement { return LifecycleStatement.precedes(a.statement, b.statement) }
+            return a.event.id < b.event.id
+        }
+        return out.map(\.event)
+    }
+
+    /// What a refund gave back, in milliunits: the price, or the share a prorated refund states
+    /// (`revocationPercentage`, milliunits of 100%).
+    public static func refundedAmount(price: Int64, revocation r: Revocation) -> Int64 {
+        guard r.type == "REFUND_PRORATED", let share = r.percentage, share >= 0, share < 100_000 else { return price }
+        return price / 100_000 * share + price % 100_000 * share / 100_000
+    }
+
+    /// The statement of the period at `i`: what it was to the one before.
+    private static func purchase(_ t: Timeline, _ i: Int, rules: FoldRules) -> LifecycleStatement {
+        let p = t.periods[i]
+        let periodType = LifecyclePeriodType(p.offer)
+        let type: LifecycleEventType
+        var reason: String?
+        var from: String?
+        switch p.type {
+        case .consumable: type = .consumablePurchase
+        case .nonConsumable, .nonRenewing: type = .nonRenewingPurchase
+        case .autoRenewable:
+            let change = t.planChange(i, rules: rules)
+            switch change {
+            case _ where periodType == .trial: type = .trialStarted
+            case .upgrade, .downgrade, .crossgrade:
+                type = .productChange
+                reason = change.rawValue
+                from = t.periods[i - 1].productId
+            case .purchase: type = .initialPurchase
+            default:
+                type = i > 0 && LifecyclePeriodType(t.periods[i - 1].offer) == .trial ? .trialConverted : .renewal
+                if change == .resubscribe { reason = "resubscribe" }
+            }
+        }
+        var s = LifecycleStatement(type: type, cause: p.transactionId.rawValue, at: p.start)
+        s.describe(p)
+        s.periodType = periodType
+        s.reason = reason
+        s.fromProductId = from
+        return s
+    }
+}
+
+extension LifecycleStatement {
+    /// Takes the period's product, transaction, price and expiry.
+    fileprivate mutating func describe(_ p: Period) {
+        productId = p.productId
+        transactionId = p.transactionId.rawValue
+        price = p.terms?.price
+        currency = p.terms?.currency
+        expiresAt = p.expiresDate
+    }
+}
+
+extension Timeline {
+    /// The product of the latest period begun by `instant` (the first period when none had): what a stated change
+    /// at that instant is about.
+    func product(at instant: UnixMillis) -> String? {
+        (periods.last { $0.start <= instant } ?? periods.first)?.productId
+    }
+
+    /// The owner a lifecycle event at `instant` names: the owner then, the first owner owning from the start (so the
+    /// answer does not depend on which periods a timeline holds). Under `share`, the first of the owners then.
+    func lifecycleOwner(at instant: UnixMillis) -> AppUserID? {
+        for (i, o) in owners.enumerated() where (i == 0 || o.from <= instant) && (o.to.map { instant < $0 } ?? true) {
+            return o.appUserId
+        }
+        return nil
+    }
+}

@@ -1,0 +1,40 @@
+import LMDB
+import LedgerCodec
+import LedgerCore
+
+// MARK: - The lifecycle stream
+
+extension Ledger {
+    /// A page of the lifecycle stream.
+    public struct LifecyclePage: Sendable {
+        /// In stream order: seq, then environment, then the order the input said them.
+        public var events: [LifecycleEvent]
+        /// The seq to read on after: the last event's when the page was cut at its limit, else the log's last seq
+        /// when it was read (every event said up to there is in the page), so a follower waits for later commits.
+        public var next: UInt64
+    }
+
+    /// The lifecycle events said by inputs after log seq `after`, at most `limit`, never splitting the events of one
+    /// seq (a page may hold the rest of its last seq's events beyond `limit`), so resuming after a seq is exact.
+    public func lifecycleEvents(after: UInt64, limit: Int) throws -> LifecyclePage {
+        try environment.read { txn in
+            let cursor = try txn.cursor(layout.lifecycle)
+            var out: [LifecycleEvent] = []
+            var entry = try cursor.seek(BigEndian.bytes(after &+ 1))
+            while let e = entry {
+                let seq = BigEndian.uint64(e.key)
+                if out.count >= limit, out.last?.seq != seq { return LifecyclePage(events: out, next: out.last!.seq) }
+                do {
+                    out.append(
+                        try e.value.withUnsafeBytes { (bytes) throws(FactDecodingError) in
+                            try LifecycleEvent(decoding: bytes)
+                        })
+                } catch {
+                    throw LedgerError.corrupted("the lifecycle event at seq \(seq) does not decode: \(error)")
+                }
+                entry = try cursor.next()
+            }
+            return LifecyclePage(events: out, next: max(after, try batch.lastSeq(txn)))
+        }
+    }
+}
