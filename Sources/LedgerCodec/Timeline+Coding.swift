@@ -71,15 +71,23 @@ extension Timeline {
         }
         // The bounds that let a renewal skip the scans of every period, stored so that the tail path need not
         // decode the periods to derive them.
-        let bounds = idBounds.built ? idBounds : IDBounds(periods: periods)
-        w.writeNested(10) { bounds.encode(into: &$0) }
+        if idBounds.built {
+            w.writeNested(10) { idBounds.encode(into: &$0) }  // Read in place, not copied.
+        } else {
+            w.writeNested(10) { IDBounds(periods: periods).encode(into: &$0) }
+        }
         if let accountToken {
             w.writeNested(11) { a in
                 a.write(1, accountToken.token)
                 a.write(2, accountToken.appUserId.rawValue)
             }
         }
-        // In token order: equal timelines encode to identical bytes.
+        // Sorting no keys would still make an array.
+        if !tokenUsers.isEmpty { encodeTokenUsers(into: &w) }
+    }
+
+    /// Fields 12, in token order: equal timelines encode to identical bytes.
+    private func encodeTokenUsers(into w: inout BinaryWriter) {
         for token in tokenUsers.keys.sorted() {
             w.writeNested(12) { a in
                 a.write(1, token)
@@ -148,12 +156,14 @@ extension Timeline {
         }
         earlierPeriods = tail && periodCount > 1 ? firstPeriodAt..<lastPeriodAt : nil
         var periods: [Period] = []
-        periods.reserveCapacity(earlierPeriods == nil ? periodCount : 1)
+        // On the tail path, the latest period and room for the one a renewal adds (its common case), so that
+        // appending it does not move the array.
+        periods.reserveCapacity(earlierPeriods == nil ? periodCount : 2)
         var changes: [TimelineChange] = []
-        changes.reserveCapacity(changeCount)
+        if changeCount > 0 { changes.reserveCapacity(changeCount) }
         var product = ""
         var terms = RepeatedPeriodTerms()
-        var bounds: IDBounds?
+        var bounds = IDBounds()  // Not `built` until read: see `boundsStored`.
         var renewal: RenewalState?
         var owners: [OwnerInterval] = []
         var refused: [RefusedClaim] = []
@@ -180,7 +190,7 @@ extension Timeline {
             case 7 where s: refused.append(try RefusedClaim(decoding: try r.readBytes()))
             case 8 where n: lastSeq = try r.readVarint()
             case 9 where s: frontier = try FoldPosition(decoding: try r.readBytes())
-            case 10 where s: bounds = try IDBounds(decoding: try r.readBytes())
+            case 10 where s: try bounds.decode(try r.readBytes())
             case 11 where s:
                 let (token, user) = try Self.decodeTokenUser(try r.readBytes())
                 accountToken = AccountTokenClaim(token: token, appUserId: user)
@@ -192,22 +202,18 @@ extension Timeline {
             }
         }
         guard let otid else { throw FactDecodingError("timeline lacks its originalTransactionId") }
-        self.init(originalTransactionId: OriginalTransactionID(otid), environment: env)
-        self.periods = periods
-        self.statedChanges = changes
+        let originalTransactionId = OriginalTransactionID(otid)
         // The renewal state keeps the info's subscription and environment: the timeline's.
-        renewal?.info.originalTransactionId = originalTransactionId
-        renewal?.info.environment = env
-        self.renewal = renewal
-        self.owners = owners
-        self.refusedClaims = refused
-        self.accountToken = accountToken
-        self.tokenUsers = tokenUsers
-        self.lastSeq = lastSeq
-        self.frontier = frontier
+        if renewal != nil {
+            renewal!.info.originalTransactionId = originalTransactionId
+            renewal!.info.environment = env
+        }
         // Without stored bounds (an older encoding) the fold derives them from the periods on first use.
-        self.idBounds = bounds ?? IDBounds()
-        boundsStored = bounds != nil
+        boundsStored = bounds.built
+        self.init(
+            originalTransactionId: originalTransactionId, environment: env, periods: periods, statedChanges: changes,
+            renewal: renewal, owners: owners, refusedClaims: refused, accountToken: accountToken,
+            tokenUsers: tokenUsers, lastSeq: lastSeq, frontier: frontier, idBounds: bounds)
     }
 
     /// Decodes what `encoded()` wrote.
@@ -524,8 +530,9 @@ extension IDBounds {
         if !lineItemsDecimal { w.write(4, true) }
     }
 
-    init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
-        self.init()
+    /// Reads the stored bounds into these (unknown ones), in place: no optional to wrap, copy and destroy.
+    mutating func decode(_ bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
+        self = IDBounds()
         built = true
         var r = BinaryReader(bytes)
         while let (tag, _) = try r.nextField() {
