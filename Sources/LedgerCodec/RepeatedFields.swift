@@ -50,7 +50,8 @@ struct RepeatedPeriodTerms {
     /// True when `tail` (the rest of a record, from its first term field) is the same bytes as the last period's.
     @inline(__always)
     func repeats(_ tail: UnsafeRawBufferPointer) -> Bool {
-        guard terms != nil, let bytes, bytes.count == tail.count else { return false }
+        // `case .some`, not `!= nil`, which compares two optional terms (`PeriodTerms` is Equatable).
+        guard case .some = terms, let bytes, bytes.count == tail.count else { return false }
         for i in 0..<tail.count where bytes[i] != tail[i] { return false }
         return true
     }

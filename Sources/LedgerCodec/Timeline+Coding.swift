@@ -204,10 +204,8 @@ extension Timeline {
         guard let otid else { throw FactDecodingError("timeline lacks its originalTransactionId") }
         let originalTransactionId = OriginalTransactionID(otid)
         // The renewal state keeps the info's subscription and environment: the timeline's.
-        if renewal != nil {
-            renewal!.info.originalTransactionId = originalTransactionId
-            renewal!.info.environment = env
-        }
+        renewal?.info.originalTransactionId = originalTransactionId
+        renewal?.info.environment = env
         // Without stored bounds (an older encoding) the fold derives them from the periods on first use.
         boundsStored = bounds.built
         self.init(
@@ -237,7 +235,9 @@ extension Period {
         w.write(7, p.pointee.originalPurchaseDate)
         w.write(8, UInt64(p.pointee.type.code))
         if p.pointee.quantity != 1 { w.write(9, p.pointee.quantity) }
-        if p.pointee.offer != nil { encodeOffer(p, into: &w) }
+        // Not `offer != nil`: that resolves to `==` of two optional offers (Offer is Equatable), which copies the
+        // period's offer and compares it through its type's metadata.
+        if case .some = p.pointee.offer { encodeOffer(p, into: &w) }
         if p.pointee.upgraded { w.write(11, true) }
         if !p.pointee.observedAs.isEmpty { encodeIds(12, p.pointee.observedAs, into: &w) }
         if !p.pointee.revocations.isEmpty { encodeRevocations(p, into: &w) }
