@@ -45,7 +45,8 @@ package struct BinaryReader {
     @inline(never)
     package mutating func readLongVarint() throws(FactDecodingError) -> UInt64 {
         // With room for the longest varint (ten bytes) left, the bytes are read without a check of the end for each
-        // (a timestamp is six bytes, a two-byte key or price two): the same result and errors as the loop below.
+        // (a timestamp is six bytes, a two-byte key or a price two): the same values as the loop below, and the
+        // same bytes refused (ten bytes that all say more follows are too long, whatever comes after them).
         if buffer.count &- offset >= 10, let base = buffer.baseAddress {
             let p = base + offset
             var result: UInt64 = 0
