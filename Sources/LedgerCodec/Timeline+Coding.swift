@@ -38,8 +38,11 @@ extension Timeline {
 
     /// Writes the timeline; `earlierPeriods` are the stored records of periods before `periods` (the tail path's,
     /// `Timeline.appending`), written first as they are: the encoding is deterministic, so they are the bytes those
-    /// periods would be written as.
-    func encode(into w: inout BinaryWriter, earlierPeriods: UnsafeRawBufferPointer? = nil) {
+    /// periods would be written as. So are `storedTerms`' bytes, copied where its terms are written.
+    func encode(
+        into w: inout BinaryWriter, earlierPeriods: UnsafeRawBufferPointer? = nil,
+        storedTerms: RepeatedPeriodTerms = RepeatedPeriodTerms()
+    ) {
         w.writeVarint(UInt64(Timeline.formatVersion))
         w.write(1, originalTransactionId.id)
         w.write(2, environment, nameTag: 13)
@@ -49,12 +52,12 @@ extension Timeline {
         // retains and releases each of the period's references).
         periods.withUnsafeBufferPointer { ps in
             guard let base = ps.baseAddress else { return }
-            var repeated = RepeatedPeriodFields()
+            var repeated = RepeatedPeriodFields(stored: storedTerms)
             for i in 0..<ps.count {
                 let at = w.beginNested(3)
                 Period.encode(base + i, into: &w, repeated: &repeated)
                 // A long record moved right to make room for its length: what was written in it moved too.
-                if w.endNested(at) > 0 { repeated = RepeatedPeriodFields() }
+                if w.endNested(at) > 0 { repeated = RepeatedPeriodFields(stored: storedTerms) }
             }
         }
         for c in statedChanges { w.writeNested(4) { c.encode(into: &$0) } }
@@ -113,21 +116,26 @@ extension Timeline {
 
     /// Decodes what `encoded()` wrote.
     public init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
+        var stored = StoredTail()
+        try self.init(decoding: bytes, leavingOutEarlierPeriods: false, stored: &stored)
+    }
+
+    /// What decoding a stored timeline tells the tail path (`appending(_:toEncoded:rules:)`) besides the timeline.
+    struct StoredTail {
+        /// Where the records of the periods left out are in the bytes; nil when none is.
         var earlierPeriods: Range<Int>?
+        /// False for an encoding written before the id bounds were (no field 10).
         var boundsStored = false
-        try self.init(
-            decoding: bytes, leavingOutEarlierPeriods: false, earlierPeriods: &earlierPeriods,
-            boundsStored: &boundsStored)
+        /// The latest period's terms and the bytes they were read from, for the encoder to copy.
+        var latestTerms = RepeatedPeriodTerms()
     }
 
     /// Decodes what `encoded()` wrote; with `leavingOutEarlierPeriods`, only the latest period is decoded and the
-    /// others' records are left where they are, for the tail path (`appending(_:toEncoded:rules:)`): `earlierPeriods`
-    /// is then where they are in `bytes`. `boundsStored` is false for an encoding written before the id bounds were
-    /// (no field 10).
-    init(
-        decoding bytes: UnsafeRawBufferPointer, leavingOutEarlierPeriods tail: Bool, earlierPeriods: inout Range<Int>?,
-        boundsStored: inout Bool
-    ) throws(FactDecodingError) {
+    /// others' records are left where they are, for the tail path: `stored.earlierPeriods` is then where they are in
+    /// `bytes`.
+    init(decoding bytes: UnsafeRawBufferPointer, leavingOutEarlierPeriods tail: Bool, stored: inout StoredTail)
+        throws(FactDecodingError)
+    {
         var r = BinaryReader(bytes)
         let version = try r.readVarint()
         guard version == UInt64(Timeline.formatVersion) else {
@@ -154,7 +162,8 @@ extension Timeline {
                 at = skim.offset
             }
         }
-        earlierPeriods = tail && periodCount > 1 ? firstPeriodAt..<lastPeriodAt : nil
+        let earlierPeriods = tail && periodCount > 1 ? firstPeriodAt..<lastPeriodAt : nil
+        stored.earlierPeriods = earlierPeriods
         var periods: [Period] = []
         // On the tail path, the latest period and room for the one a renewal adds (its common case), so that
         // appending it does not move the array.
@@ -207,7 +216,8 @@ extension Timeline {
         renewal?.info.originalTransactionId = originalTransactionId
         renewal?.info.environment = env
         // Without stored bounds (an older encoding) the fold derives them from the periods on first use.
-        boundsStored = bounds.built
+        stored.boundsStored = bounds.built
+        stored.latestTerms = terms
         self.init(
             originalTransactionId: originalTransactionId, environment: env, periods: periods, statedChanges: changes,
             renewal: renewal, owners: owners, refusedClaims: refused, accountToken: accountToken,
