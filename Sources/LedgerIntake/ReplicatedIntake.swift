@@ -31,12 +31,12 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
         /// How long a caller waits for the stream's acknowledgement and then for the local append.
         public var publishTimeout: Duration = .seconds(10)
         public var applyTimeout: Duration = .seconds(30)
-        /// Messages per fetch (and at most per write transaction of the replica).
-        public var fetchBatch = 1_000
-        /// How long one fetch stays open. A pull request answers when its batch is full or it expires, and the
-        /// messages it got so far are appended then: this bounds the latency a replica adds when the stream is not
-        /// busy enough to fill a batch (and costs an empty round trip this often when idle).
-        public var fetchExpires: Duration = .milliseconds(50)
+        /// Messages per pull request (the replica appends what has arrived as it arrives, in one write
+        /// transaction per run, so this bounds a run too).
+        public var pullBatch = 1_000
+        /// How long one pull request stays open. Messages are appended as they are delivered, whatever this is: it
+        /// only sets how often an idle replica asks again (an empty round trip).
+        public var pullExpires: Duration = .seconds(2)
 
         public init(servers: [NATSServer], node: String) {
             self.servers = servers
@@ -226,26 +226,34 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
 
     // MARK: - The replica's side
 
-    /// Fetches and appends, in stream order, until stopped; a lost connection, a lost consumer or a gap makes the
+    /// Appends the stream's messages as they are delivered, in stream order, until stopped; a lost connection, a lost consumer or a gap makes the
     /// consumer again from the last appended sequence.
     func consume() async {
         var recreate = true
         var backoff = Duration.milliseconds(100)
+        var pull: PullConsumer?
+        defer { pull?.close() }
         while !Task.isCancelled && !lock.withLock({ stopped }) {
             do {
                 if recreate {
+                    pull?.close()
+                    pull = nil
                     let start = appliedSequence + 1
                     try await jetStream.deleteConsumer(stream: settings.stream, name: settings.consumer)
                     try await jetStream.addConsumer(
                         stream: settings.stream,
                         .init(durableName: settings.consumer, startSequence: start,
                               filterSubject: settings.subjectPrefix + ".>",
-                              maxAckPending: settings.fetchBatch * 4))
+                              maxAckPending: settings.pullBatch * 4))
                     logger.info("intake consumer from stream seq \(start)", metadata: ["consumer": "\(settings.consumer)"])
                     recreate = false
                 }
-                let messages = try await jetStream.fetch(
-                    stream: settings.stream, consumer: settings.consumer, batch: settings.fetchBatch, expires: settings.fetchExpires)
+                if pull == nil {
+                    pull = jetStream.pull(
+                        stream: settings.stream, consumer: settings.consumer, batch: settings.pullBatch,
+                        expires: settings.pullExpires)
+                }
+                let messages = try await pull!.next()
                 var next = appliedSequence + 1
                 var batch: [JetStreamMessage] = []
                 for message in messages {

@@ -179,6 +179,13 @@ public struct JetStream: Sendable {
         return try await collector.wait(for: expires + .milliseconds(500))
     }
 
+    /// A pull consumer's messages as JetStream delivers them (see `PullConsumer`); `close()` it when done.
+    public func pull(stream: String, consumer: String, batch: Int, expires: Duration) -> PullConsumer {
+        PullConsumer(
+            connection: connection, subject: "$JS.API.CONSUMER.MSG.NEXT.\(stream).\(consumer)", batch: batch,
+            expires: expires)
+    }
+
     /// Acknowledges a message: JetStream will not deliver it again to this consumer.
     public func ack(_ message: JetStreamMessage) throws(NATSError) {
         try connection.publish(message.replyTo, payload: Array("+ACK".utf8))
@@ -260,6 +267,145 @@ public struct JetStreamMessage: Sendable {
         self.deliveries = delivered
         self.timestamp = ts
         self.pending = pending
+    }
+}
+
+/// A pull consumer read as a stream: one pull request is kept open (made again when its batch has been delivered,
+/// when it expires, or when its time is up without a word from the server), and `next()` hands over whatever has
+/// arrived, waiting only while nothing has. A reader so gets each message as soon as JetStream delivers it, not when a
+/// batch fills or a request expires (`fetch`'s latency), and an idle consumer costs one request per `expires`.
+public final class PullConsumer: @unchecked Sendable {
+    private let connection: NATSConnection
+    private let subject: String
+    private let inbox: String
+    private let batch: Int
+    private let expires: Duration
+    private var sid = 0
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var buffer: [JetStreamMessage] = []
+    /// Messages the open request may still deliver; 0 when no request is open.
+    private var outstanding = 0
+    private var requestDeadline = ContinuousClock.now
+    private var failure: NATSError?
+    private var waiter: CheckedContinuation<Void, Never>?
+
+    init(connection: NATSConnection, subject: String, batch: Int, expires: Duration) {
+        self.connection = connection
+        self.subject = subject
+        self.batch = batch
+        self.expires = expires
+        // Its own subscription: JetStream delivers a pull request's messages to the request's reply subject.
+        inbox = connection.fetchInbox()
+        sid = connection.subscribe(inbox) { [weak self] in self?.add($0) }
+    }
+
+    /// Ends the subscription; messages still in flight to it are delivered again to the next reader (unacknowledged).
+    public func close() { connection.unsubscribe(sid) }
+
+    /// The messages delivered since the last call, in delivery order; waits while there are none, making a pull
+    /// request when none is open. Returns an empty array when a request ended without messages (the stream has none
+    /// now), so the caller can look at its own state between requests. Throws when the connection dropped, the
+    /// server ended the request with an error (409: the consumer was deleted or changed leader), or the task was
+    /// cancelled.
+    public func next() async throws -> [JetStreamMessage] {
+        var asked = false
+        while true {
+            try Task.checkCancellation()
+            switch nextStep(asked: asked) {
+            case .deliver(let messages): return messages
+            case .fail(let failure): throw failure
+            case .endedEmpty: return []
+            case .wait(let deadline): await waitForDelivery(until: deadline)
+            case .ask(let deadline):
+                asked = true
+                struct Next: Encodable {
+                    var batch: Int
+                    var expires: Int64
+                }
+                let body = try JSONEncoder.jetStream.encode(Next(batch: batch, expires: expires.nanoseconds))
+                try connection.publish(subject, payload: Array(body), replyTo: inbox)
+                await waitForDelivery(until: deadline)
+            }
+        }
+    }
+
+    private enum Step {
+        case deliver([JetStreamMessage])
+        case fail(NATSError)
+        /// The request this call made ended with nothing.
+        case endedEmpty
+        case ask(until: ContinuousClock.Instant)
+        case wait(until: ContinuousClock.Instant)
+    }
+
+    private func nextStep(asked: Bool) -> Step {
+        let now = ContinuousClock.now
+        return lock.withLock {
+            if !buffer.isEmpty {
+                defer { buffer.removeAll(keepingCapacity: true) }
+                return .deliver(buffer)
+            }
+            if let failure {
+                self.failure = nil
+                outstanding = 0
+                return .fail(failure)
+            }
+            // Is the last request over (delivered, expired, or silent past its time)?
+            guard outstanding == 0 || now >= requestDeadline else { return .wait(until: requestDeadline) }
+            if asked { return .endedEmpty }
+            outstanding = batch
+            requestDeadline = now + expires + .milliseconds(500)
+            return .ask(until: requestDeadline)
+        }
+    }
+
+    /// Waits until `add` has something for `next` (a message, the end of the request, a failure) or `deadline`.
+    private func waitForDelivery(until deadline: ContinuousClock.Instant) async {
+        let timer = Task { [weak self] in
+            try? await Task.sleep(until: deadline)
+            self?.wake()
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = lock.withLock {
+                    if !buffer.isEmpty || failure != nil || outstanding == 0 || Task.isCancelled { return true }
+                    waiter = continuation
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        } onCancel: {
+            wake()
+        }
+        timer.cancel()
+    }
+
+    private func wake() {
+        let waiter = lock.withLock {
+            defer { self.waiter = nil }
+            return self.waiter
+        }
+        waiter?.resume()
+    }
+
+    func add(_ message: NATSMessage) {
+        lock.withLock {
+            if let status = message.status {
+                switch status {
+                case 100: return  // an idle heartbeat
+                case 404, 408: outstanding = 0  // no messages; the request expired
+                case -1: failure = .notConnected
+                default: failure = .server("the pull request ended with status \(status) \(message.statusDescription ?? "")")
+                }
+            } else if let js = JetStreamMessage(message) {
+                buffer.append(js)
+                outstanding = max(0, outstanding - 1)
+            } else {
+                return
+            }
+        }
+        wake()
     }
 }
 

@@ -140,6 +140,25 @@ struct NATSServerTests {
             // Nothing more: the fetch ends empty when it expires.
             let empty = try await js.fetch(stream: "T", consumer: "d", batch: 10, expires: .milliseconds(300))
             #expect(empty.isEmpty)
+
+            // A pull consumer read as a stream hands over each message as it is delivered, long before its request
+            // expires (a fetch would hold it until then), and an empty answer only when a request ended with nothing.
+            let pull = js.pull(stream: "T", consumer: "d", batch: 100, expires: .seconds(20))
+            defer { pull.close() }
+            let waiting = Task { () throws -> (ContinuousClock.Duration, [UInt64]) in
+                let start = ContinuousClock.now
+                let messages = try await pull.next()
+                return (ContinuousClock.now - start, messages.map(\.streamSequence))
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            _ = try await js.publish("js.3", payload: Array("d".utf8), messageId: "id-d")
+            let (waited, delivered) = try await waiting.value
+            #expect(delivered == [4])
+            #expect(waited < .seconds(15), "the message waited \(waited) for the request to expire")
+            let short = js.pull(stream: "T", consumer: "d", batch: 100, expires: .milliseconds(300))
+            defer { short.close() }
+            #expect(try await short.next().isEmpty)
+
             #expect(try await js.deleteConsumer(stream: "T", name: "d"))
             #expect(try await js.deleteConsumer(stream: "T", name: "d") == false)
             await connection.close()
