@@ -50,7 +50,8 @@ struct RepeatedPeriodTerms {
     /// True when `tail` (the rest of a record, from its first term field) is the same bytes as the last period's.
     @inline(__always)
     func repeats(_ tail: UnsafeRawBufferPointer) -> Bool {
-        guard terms != nil, let bytes, bytes.count == tail.count else { return false }
+        // `case .some`, not `!= nil`, which compares two optional terms (`PeriodTerms` is Equatable).
+        guard case .some = terms, let bytes, bytes.count == tail.count else { return false }
         for i in 0..<tail.count where bytes[i] != tail[i] { return false }
         return true
     }
@@ -63,8 +64,13 @@ struct RepeatedPeriodFields {
     private var terms: PeriodTerms?
     private var termsAt = 0
     private var termsCount = 0
+    /// Terms decoded from bytes still at hand (the tail path's latest period): those bytes are what writing them
+    /// would give, so they are copied.
+    private let stored: RepeatedPeriodTerms
 
-    /// Writes `value`'s fields (tags 16–21), or copies them when they are the instance written last.
+    init(stored: RepeatedPeriodTerms = RepeatedPeriodTerms()) { self.stored = stored }
+
+    /// Writes `value`'s fields (tags 16–21), or copies them when they are the instance written last or stored.
     @inline(__always)
     mutating func write(_ value: PeriodTerms?, into w: inout BinaryWriter) {
         guard let value else { return }
@@ -73,12 +79,16 @@ struct RepeatedPeriodFields {
             return
         }
         let at = w.count
-        w.write(16, value.price)
-        w.write(17, value.currency)
-        w.write(18, value.transactionReason)
-        w.write(19, value.billingPlanType)
-        w.write(20, value.commitmentExpiresDate)
-        w.write(21, value.originalApplicationVersion)
+        if let s = stored.terms, s === value, let bytes = stored.bytes {
+            w.append(raw: bytes)
+        } else {
+            w.write(16, value.price)
+            w.write(17, value.currency)
+            w.write(18, value.transactionReason)
+            w.write(19, value.billingPlanType)
+            w.write(20, value.commitmentExpiresDate)
+            w.write(21, value.originalApplicationVersion)
+        }
         terms = value
         termsAt = at
         termsCount = w.count - at

@@ -38,8 +38,11 @@ extension Timeline {
 
     /// Writes the timeline; `earlierPeriods` are the stored records of periods before `periods` (the tail path's,
     /// `Timeline.appending`), written first as they are: the encoding is deterministic, so they are the bytes those
-    /// periods would be written as.
-    func encode(into w: inout BinaryWriter, earlierPeriods: UnsafeRawBufferPointer? = nil) {
+    /// periods would be written as. So are `storedTerms`' bytes, copied where its terms are written.
+    func encode(
+        into w: inout BinaryWriter, earlierPeriods: UnsafeRawBufferPointer? = nil,
+        storedTerms: RepeatedPeriodTerms = RepeatedPeriodTerms()
+    ) {
         w.writeVarint(UInt64(Timeline.formatVersion))
         w.write(1, originalTransactionId.id)
         w.write(2, environment, nameTag: 13)
@@ -49,12 +52,12 @@ extension Timeline {
         // retains and releases each of the period's references).
         periods.withUnsafeBufferPointer { ps in
             guard let base = ps.baseAddress else { return }
-            var repeated = RepeatedPeriodFields()
+            var repeated = RepeatedPeriodFields(stored: storedTerms)
             for i in 0..<ps.count {
                 let at = w.beginNested(3)
                 Period.encode(base + i, into: &w, repeated: &repeated)
                 // A long record moved right to make room for its length: what was written in it moved too.
-                if w.endNested(at) > 0 { repeated = RepeatedPeriodFields() }
+                if w.endNested(at) > 0 { repeated = RepeatedPeriodFields(stored: storedTerms) }
             }
         }
         for c in statedChanges { w.writeNested(4) { c.encode(into: &$0) } }
@@ -71,15 +74,23 @@ extension Timeline {
         }
         // The bounds that let a renewal skip the scans of every period, stored so that the tail path need not
         // decode the periods to derive them.
-        let bounds = idBounds.built ? idBounds : IDBounds(periods: periods)
-        w.writeNested(10) { bounds.encode(into: &$0) }
+        if idBounds.built {
+            w.writeNested(10) { idBounds.encode(into: &$0) }  // Read in place, not copied.
+        } else {
+            w.writeNested(10) { IDBounds(periods: periods).encode(into: &$0) }
+        }
         if let accountToken {
             w.writeNested(11) { a in
                 a.write(1, accountToken.token)
                 a.write(2, accountToken.appUserId.rawValue)
             }
         }
-        // In token order: equal timelines encode to identical bytes.
+        // Sorting no keys would still make an array.
+        if !tokenUsers.isEmpty { encodeTokenUsers(into: &w) }
+    }
+
+    /// Fields 12, in token order: equal timelines encode to identical bytes.
+    private func encodeTokenUsers(into w: inout BinaryWriter) {
         for token in tokenUsers.keys.sorted() {
             w.writeNested(12) { a in
                 a.write(1, token)
@@ -105,21 +116,26 @@ extension Timeline {
 
     /// Decodes what `encoded()` wrote.
     public init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
+        var stored = StoredTail()
+        try self.init(decoding: bytes, leavingOutEarlierPeriods: false, stored: &stored)
+    }
+
+    /// What decoding a stored timeline tells the tail path (`appending(_:toEncoded:rules:)`) besides the timeline.
+    struct StoredTail {
+        /// Where the records of the periods left out are in the bytes; nil when none is.
         var earlierPeriods: Range<Int>?
+        /// False for an encoding written before the id bounds were (no field 10).
         var boundsStored = false
-        try self.init(
-            decoding: bytes, leavingOutEarlierPeriods: false, earlierPeriods: &earlierPeriods,
-            boundsStored: &boundsStored)
+        /// The latest period's terms and the bytes they were read from, for the encoder to copy.
+        var latestTerms = RepeatedPeriodTerms()
     }
 
     /// Decodes what `encoded()` wrote; with `leavingOutEarlierPeriods`, only the latest period is decoded and the
-    /// others' records are left where they are, for the tail path (`appending(_:toEncoded:rules:)`): `earlierPeriods`
-    /// is then where they are in `bytes`. `boundsStored` is false for an encoding written before the id bounds were
-    /// (no field 10).
-    init(
-        decoding bytes: UnsafeRawBufferPointer, leavingOutEarlierPeriods tail: Bool, earlierPeriods: inout Range<Int>?,
-        boundsStored: inout Bool
-    ) throws(FactDecodingError) {
+    /// others' records are left where they are, for the tail path: `stored.earlierPeriods` is then where they are in
+    /// `bytes`.
+    init(decoding bytes: UnsafeRawBufferPointer, leavingOutEarlierPeriods tail: Bool, stored: inout StoredTail)
+        throws(FactDecodingError)
+    {
         var r = BinaryReader(bytes)
         let version = try r.readVarint()
         guard version == UInt64(Timeline.formatVersion) else {
@@ -146,14 +162,17 @@ extension Timeline {
                 at = skim.offset
             }
         }
-        earlierPeriods = tail && periodCount > 1 ? firstPeriodAt..<lastPeriodAt : nil
+        let earlierPeriods = tail && periodCount > 1 ? firstPeriodAt..<lastPeriodAt : nil
+        stored.earlierPeriods = earlierPeriods
         var periods: [Period] = []
-        periods.reserveCapacity(earlierPeriods == nil ? periodCount : 1)
+        // On the tail path, the latest period and room for the one a renewal adds (its common case), so that
+        // appending it does not move the array.
+        periods.reserveCapacity(earlierPeriods == nil ? periodCount : 2)
         var changes: [TimelineChange] = []
-        changes.reserveCapacity(changeCount)
+        if changeCount > 0 { changes.reserveCapacity(changeCount) }
         var product = ""
         var terms = RepeatedPeriodTerms()
-        var bounds: IDBounds?
+        var bounds = IDBounds()  // Not `built` until read: see `boundsStored`.
         var renewal: RenewalState?
         var owners: [OwnerInterval] = []
         var refused: [RefusedClaim] = []
@@ -180,7 +199,7 @@ extension Timeline {
             case 7 where s: refused.append(try RefusedClaim(decoding: try r.readBytes()))
             case 8 where n: lastSeq = try r.readVarint()
             case 9 where s: frontier = try FoldPosition(decoding: try r.readBytes())
-            case 10 where s: bounds = try IDBounds(decoding: try r.readBytes())
+            case 10 where s: try bounds.decode(try r.readBytes())
             case 11 where s:
                 let (token, user) = try Self.decodeTokenUser(try r.readBytes())
                 accountToken = AccountTokenClaim(token: token, appUserId: user)
@@ -192,22 +211,17 @@ extension Timeline {
             }
         }
         guard let otid else { throw FactDecodingError("timeline lacks its originalTransactionId") }
-        self.init(originalTransactionId: OriginalTransactionID(otid), environment: env)
-        self.periods = periods
-        self.statedChanges = changes
+        let originalTransactionId = OriginalTransactionID(otid)
         // The renewal state keeps the info's subscription and environment: the timeline's.
         renewal?.info.originalTransactionId = originalTransactionId
         renewal?.info.environment = env
-        self.renewal = renewal
-        self.owners = owners
-        self.refusedClaims = refused
-        self.accountToken = accountToken
-        self.tokenUsers = tokenUsers
-        self.lastSeq = lastSeq
-        self.frontier = frontier
         // Without stored bounds (an older encoding) the fold derives them from the periods on first use.
-        self.idBounds = bounds ?? IDBounds()
-        boundsStored = bounds != nil
+        stored.boundsStored = bounds.built
+        stored.latestTerms = terms
+        self.init(
+            originalTransactionId: originalTransactionId, environment: env, periods: periods, statedChanges: changes,
+            renewal: renewal, owners: owners, refusedClaims: refused, accountToken: accountToken,
+            tokenUsers: tokenUsers, lastSeq: lastSeq, frontier: frontier, idBounds: bounds)
     }
 
     /// Decodes what `encoded()` wrote.
@@ -231,7 +245,9 @@ extension Period {
         w.write(7, p.pointee.originalPurchaseDate)
         w.write(8, UInt64(p.pointee.type.code))
         if p.pointee.quantity != 1 { w.write(9, p.pointee.quantity) }
-        if p.pointee.offer != nil { encodeOffer(p, into: &w) }
+        // Not `offer != nil`: that resolves to `==` of two optional offers (Offer is Equatable), which copies the
+        // period's offer and compares it through its type's metadata.
+        if case .some = p.pointee.offer { encodeOffer(p, into: &w) }
         if p.pointee.upgraded { w.write(11, true) }
         if !p.pointee.observedAs.isEmpty { encodeIds(12, p.pointee.observedAs, into: &w) }
         if !p.pointee.revocations.isEmpty { encodeRevocations(p, into: &w) }
@@ -524,8 +540,9 @@ extension IDBounds {
         if !lineItemsDecimal { w.write(4, true) }
     }
 
-    init(decoding bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
-        self.init()
+    /// Reads the stored bounds into these (unknown ones), in place: no optional to wrap, copy and destroy.
+    mutating func decode(_ bytes: UnsafeRawBufferPointer) throws(FactDecodingError) {
+        self = IDBounds()
         built = true
         var r = BinaryReader(bytes)
         while let (tag, _) = try r.nextField() {

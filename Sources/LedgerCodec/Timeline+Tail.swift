@@ -11,20 +11,20 @@ extension Timeline {
     public static func appending(
         _ events: [LedgerEvent], toEncoded bytes: UnsafeRawBufferPointer, rules: FoldRules, stamped: Bool = false
     ) throws(FactDecodingError) -> [UInt8]? {
-        var leftOut: Range<Int>?
-        var boundsStored = false
-        var timeline = try Timeline(
-            decoding: bytes, leavingOutEarlierPeriods: true, earlierPeriods: &leftOut, boundsStored: &boundsStored)
-        let earlierPeriods = leftOut.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) }
+        var stored = StoredTail()
+        var timeline = try Timeline(decoding: bytes, leavingOutEarlierPeriods: true, stored: &stored)
+        let earlierPeriods = stored.earlierPeriods.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) }
         if earlierPeriods == nil {
             guard timeline.apply(contentsOf: events, rules: rules) else { return nil }
         } else {
             // Without its stored id bounds the fold cannot tell a renewal without reading every period.
-            guard boundsStored, timeline.applyToLatestPeriod(contentsOf: events, rules: rules) else { return nil }
+            guard stored.boundsStored, timeline.applyToLatestPeriod(contentsOf: events, rules: rules) else { return nil }
         }
         var w = BinaryWriter(capacity: 8 + timeline.estimatedSize(earlierPeriods: earlierPeriods?.count ?? 0))
         if stamped { w.writeBigEndian(timeline.lastSeq) }
-        timeline.encode(into: &w, earlierPeriods: earlierPeriods)
+        // The latest period's terms, when the events left them as they were (and a renewal shares them), are copied
+        // from the stored bytes rather than written again.
+        timeline.encode(into: &w, earlierPeriods: earlierPeriods, storedTerms: stored.latestTerms)
         return w.finish()
     }
 }

@@ -137,7 +137,10 @@ extension Timeline {
     private mutating func applyInFoldOrder(_ events: [LedgerEvent], rules: FoldRules, earlierPeriodsLeftOut: Bool)
         -> Bool
     {
-        var mine = events.filter { concerns($0) }.map { (position: FoldPosition($0), event: $0) }
+        // One array, made in one pass (`filter` then `map` made two, and copied each event into both).
+        var mine: [(position: FoldPosition, event: LedgerEvent)] = []
+        mine.reserveCapacity(events.count)
+        for e in events where concerns(e) { mine.append((FoldPosition(e), e)) }
         guard !mine.isEmpty else { return true }
         mine.sort { $0.position < $1.position }
         if let frontier, !(frontier < mine[0].position) { return false }

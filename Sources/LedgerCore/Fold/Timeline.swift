@@ -57,6 +57,28 @@ public struct Timeline: Hashable, Sendable {
         idBounds.built = true  // No periods: no ids.
     }
 
+    /// Every field, for the codec's decoder: each stored once. Building an empty timeline and then assigning its
+    /// fields copies the timeline and releases the empty values it replaced (the tail path decodes one per update).
+    package init(
+        originalTransactionId: OriginalTransactionID, environment: AppStoreEnvironment, periods: [Period],
+        statedChanges: [TimelineChange], renewal: RenewalState?, owners: [OwnerInterval],
+        refusedClaims: [RefusedClaim], accountToken: AccountTokenClaim?, tokenUsers: [String: AppUserID],
+        lastSeq: UInt64, frontier: FoldPosition?, idBounds: IDBounds
+    ) {
+        self.originalTransactionId = originalTransactionId
+        self.environment = environment
+        self.periods = periods
+        self.statedChanges = statedChanges
+        self.renewal = renewal
+        self.owners = owners
+        self.refusedClaims = refusedClaims
+        self.accountToken = accountToken
+        self.tokenUsers = tokenUsers
+        self.lastSeq = lastSeq
+        self.frontier = frontier
+        self.idBounds = idBounds
+    }
+
     /// The product type of the latest period.
     public var productType: ProductType? { periods.last?.type }
 
