@@ -106,28 +106,3 @@ extension LifecycleEvent {
             entitlements: entitlements, late: late, corrects: corrects, retracted: retracted, statement: s)
     }
 }
-
-extension Timeline {
-    /// `appending(_:toEncoded:rules:stamped:)`, also handing back the timeline before and after the events as the
-    /// tail path decoded them (only the latest period; the earlier ones left out), for deriving lifecycle events:
-    /// `Lifecycle.statements` says the same about the periods such a timeline holds.
-    public static func appendingWithTimelines(
-        _ events: [LedgerEvent], toEncoded bytes: UnsafeRawBufferPointer, rules: FoldRules, stamped: Bool = false
-    ) throws(FactDecodingError) -> (bytes: [UInt8], before: Timeline, after: Timeline)? {
-        var leftOut: Range<Int>?
-        var boundsStored = false
-        var timeline = try Timeline(
-            decoding: bytes, leavingOutEarlierPeriods: true, earlierPeriods: &leftOut, boundsStored: &boundsStored)
-        let before = timeline
-        let earlierPeriods = leftOut.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) }
-        if earlierPeriods == nil {
-            guard timeline.apply(contentsOf: events, rules: rules) else { return nil }
-        } else {
-            guard boundsStored, timeline.applyToLatestPeriod(contentsOf: events, rules: rules) else { return nil }
-        }
-        var w = BinaryWriter(capacity: 8 + timeline.estimatedSize(earlierPeriods: earlierPeriods?.count ?? 0))
-        if stamped { w.writeBigEndian(timeline.lastSeq) }
-        timeline.encode(into: &w, earlierPeriods: earlierPeriods)
-        return (w.finish(), before, timeline)
-    }
-}

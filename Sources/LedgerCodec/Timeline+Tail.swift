@@ -11,8 +11,29 @@ extension Timeline {
     public static func appending(
         _ events: [LedgerEvent], toEncoded bytes: UnsafeRawBufferPointer, rules: FoldRules, stamped: Bool = false
     ) throws(FactDecodingError) -> [UInt8]? {
+        try onTail(events, toEncoded: bytes, rules: rules, stamped: stamped, keepingBefore: false)?.bytes
+    }
+
+    /// `appending(_:toEncoded:rules:stamped:)`, also handing back the timeline before and after the events as the
+    /// tail path decoded them (only the latest period; the earlier ones left out), for deriving lifecycle events:
+    /// `Lifecycle.statements` says the same about the periods such a timeline holds.
+    public static func appendingWithTimelines(
+        _ events: [LedgerEvent], toEncoded bytes: UnsafeRawBufferPointer, rules: FoldRules, stamped: Bool = false
+    ) throws(FactDecodingError) -> (bytes: [UInt8], before: Timeline, after: Timeline)? {
+        guard let tail = try onTail(events, toEncoded: bytes, rules: rules, stamped: stamped, keepingBefore: true),
+            let before = tail.before
+        else { return nil }
+        return (tail.bytes, before, tail.after)
+    }
+
+    /// The tail path itself, for both: the timeline as decoded is kept only when asked (`keepingBefore`).
+    private static func onTail(
+        _ events: [LedgerEvent], toEncoded bytes: UnsafeRawBufferPointer, rules: FoldRules, stamped: Bool,
+        keepingBefore: Bool
+    ) throws(FactDecodingError) -> (bytes: [UInt8], before: Timeline?, after: Timeline)? {
         var stored = StoredTail()
         var timeline = try Timeline(decoding: bytes, leavingOutEarlierPeriods: true, stored: &stored)
+        let before = keepingBefore ? timeline : nil
         let earlierPeriods = stored.earlierPeriods.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) }
         if earlierPeriods == nil {
             guard timeline.apply(contentsOf: events, rules: rules) else { return nil }
@@ -25,6 +46,6 @@ extension Timeline {
         // The latest period's terms, when the events left them as they were (and a renewal shares them), are copied
         // from the stored bytes rather than written again.
         timeline.encode(into: &w, earlierPeriods: earlierPeriods, storedTerms: stored.latestTerms)
-        return w.finish()
+        return (w.finish(), before, timeline)
     }
 }
