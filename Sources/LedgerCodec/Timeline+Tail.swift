@@ -26,7 +26,9 @@ extension Timeline {
         return (tail.bytes, before, tail.after)
     }
 
-    /// The tail path itself, for both: the timeline as decoded is kept only when asked (`keepingBefore`).
+    /// The tail path itself, for both: the timeline as decoded is kept only when asked (`keepingBefore`). Inlined,
+    /// so that `appending` keeps no copy and hands back no timeline it does not need.
+    @inline(__always)
     private static func onTail(
         _ events: [LedgerEvent], toEncoded bytes: UnsafeRawBufferPointer, rules: FoldRules, stamped: Bool,
         keepingBefore: Bool
