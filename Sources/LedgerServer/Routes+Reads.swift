@@ -207,23 +207,10 @@ extension LedgerRoutes {
 // MARK: - GET /v1/events
 
 extension LedgerRoutes {
-    /// Events per read transaction while streaming.
-    static let eventPage = 1_000
-    /// Largest `limit` without `follow`.
-    static let maxEventLimit = 10_000
-
-    func addEventRoutes(to router: Router<LedgerRequestContext>) {
-        router.get("/v1/events") { request, context in
-            try self.events(request, context)
-        }
-    }
-
-    /// NDJSON of events after `after`, at most `limit` (default 1000). With `follow=true` the answer streams: events
-    /// are written as they commit until `limit` events were sent (if given), `timeout` seconds passed (if given), the
-    /// client goes away, or the server shuts down.
-    func events(_ request: Request, _ context: LedgerRequestContext) throws -> Response {
-        let query = request.uri.queryParameters
-        try Self.checkQuery(query.map(\.key), route: "GET /v1/events")
+    /// The parameters of the NDJSON streams (`GET /v1/events`, `GET /v1/lifecycle`): `after` a log seq (default 0),
+    /// `limit` a positive count, `follow` a boolean (default false), `timeout` positive seconds; `invalid_query` names
+    /// the one that is not.
+    static func streamQuery(_ query: Parameters) throws -> (after: UInt64, limit: Int?, follow: Bool, timeout: Double?) {
         let after: UInt64 = try query["after"].map { text -> UInt64 in
             guard let v = UInt64(text) else { throw CodedError(.invalidQuery, "after must be a log sequence number") }
             return v
@@ -243,6 +230,27 @@ extension LedgerRoutes {
             guard let v = Double(text), v > 0 else { throw CodedError(.invalidQuery, "timeout must be positive seconds") }
             return v
         }
+        return (after, limit, follow, timeout)
+    }
+
+    /// Events per read transaction while streaming.
+    static let eventPage = 1_000
+    /// Largest `limit` without `follow`.
+    static let maxEventLimit = 10_000
+
+    func addEventRoutes(to router: Router<LedgerRequestContext>) {
+        router.get("/v1/events") { request, context in
+            try self.events(request, context)
+        }
+    }
+
+    /// NDJSON of events after `after`, at most `limit` (default 1000). With `follow=true` the answer streams: events
+    /// are written as they commit until `limit` events were sent (if given), `timeout` seconds passed (if given), the
+    /// client goes away, or the server shuts down.
+    func events(_ request: Request, _ context: LedgerRequestContext) throws -> Response {
+        let query = request.uri.queryParameters
+        try Self.checkQuery(query.map(\.key), route: "GET /v1/events")
+        let (after, limit, follow, timeout) = try Self.streamQuery(query)
         let headers: HTTPFields = [.contentType: "application/x-ndjson"]
         guard follow else {
             let count = min(limit ?? Self.eventPage, Self.maxEventLimit)
@@ -313,25 +321,7 @@ extension LedgerRoutes {
     func lifecycle(_ request: Request, _ context: LedgerRequestContext) throws -> Response {
         let query = request.uri.queryParameters
         try Self.checkQuery(query.map(\.key), route: "GET /v1/lifecycle")
-        let after: UInt64 = try query["after"].map { text -> UInt64 in
-            guard let v = UInt64(text) else { throw CodedError(.invalidQuery, "after must be a log sequence number") }
-            return v
-        } ?? 0
-        let limit: Int? = try query["limit"].map { text -> Int in
-            guard let v = Int(text), v > 0 else { throw CodedError(.invalidQuery, "limit must be a positive integer") }
-            return v
-        }
-        let follow: Bool = try query["follow"].map { text -> Bool in
-            switch text {
-            case "true", "1": return true
-            case "false", "0": return false
-            default: throw CodedError(.invalidQuery, "follow must be true or false")
-            }
-        } ?? false
-        let timeout: Double? = try query["timeout"].map { text -> Double in
-            guard let v = Double(text), v > 0 else { throw CodedError(.invalidQuery, "timeout must be positive seconds") }
-            return v
-        }
+        let (after, limit, follow, timeout) = try Self.streamQuery(query)
         let headers: HTTPFields = [.contentType: "application/x-ndjson"]
         guard follow else {
             let count = min(limit ?? Self.eventPage, Self.maxEventLimit)
