@@ -28,8 +28,10 @@ struct StoreLayout {
     /// 2: timelines carry their period bounds (field 10), which the tail path of the incremental core reads.
     /// 3: the fold of docs/domain.md (token claims, restored one-time purchases, upgrades that end the old period,
     /// billing retry that ends), prices on periods, and claims that name no environment (`bindings_any`).
+    /// 4: periods keep Apple's `inAppOwnershipType` with their terms (field 22), for the customer answer's
+    /// `ownershipType`.
     /// An older ledger opened for writing is upgraded by rebuilding its projections from the log.
-    static let schemaVersion: UInt64 = 3
+    static let schemaVersion: UInt64 = 4
 
     let meta: Database
     let raw: Database
