@@ -90,6 +90,8 @@ private func text(_ s: String?) -> String { s ?? "-" }
 
 private func text(_ n: UInt64?) -> String { n.map { "\($0)" } ?? "-" }
 
+private func list(_ items: [String]) -> String { items.isEmpty ? "-" : items.joined(separator: ", ") }
+
 /// An offer as a phrase: its kind, its id, how it is paid and for how long (`introductory offer: free trial for 1
 /// week`, `offer code SPRING: pay up front for 3 months`). Values Apple may add later are shown as they come.
 func offerText(_ offer: Offer) -> String {
@@ -180,7 +182,19 @@ func printCustomerTable(_ c: CustomerView) {
         print(
             "  " + pad(name, 30) + pad(yesNo(e.active), 8) + pad(formatInstant(e.expiresAt), 22)
                 + pad(e.productId, 34) + e.originalTransactionId)
+        // The grantor under each entitlement: what RevenueCat's EntitlementInfo tells beyond the line above.
+        var notes = [
+            e.periodType.rawValue, "transaction \(e.transactionId)", "bought \(formatInstant(e.latestPurchaseDate))",
+            "first \(formatInstant(e.originalPurchaseDate))", e.willRenew ? "will renew" : "will not renew",
+        ]
+        if let u = e.unsubscribeDetectedAt { notes.append("auto-renew off since \(formatInstant(u))") }
+        if let b = e.billingIssueDetectedAt { notes.append("billing issue since \(formatInstant(b))") }
+        if let o = e.ownershipType { notes.append(o == "FAMILY_SHARED" ? "family shared" : o.lowercased()) }
+        if e.isSandbox { notes.append("sandbox") }
+        print("  " + pad("", 30) + notes.joined(separator: "; "))
     }
+    print("\nPRODUCTS      active \(list(c.activeProductIds))   ever \(list(c.allPurchasedProductIds))")
+    print("manage at     \(text(c.managementURL))")
     if !c.credits.isEmpty {
         print("\nCREDITS")
         for k in c.credits.keys.sorted() { print("  " + pad(k, 24) + "\(c.credits[k]!)") }
