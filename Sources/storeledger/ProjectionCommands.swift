@@ -60,7 +60,9 @@ struct Timeline: ParsableCommand {
 
 /// `storeledger customer USER`.
 struct Customer: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "One app user's entitlements, subscriptions and binding history.")
+    static let configuration = CommandConfiguration(
+        abstract: "One app user's entitlements, subscriptions and binding history.",
+        discussion: "Under each entitlement: its grantor's period type, transaction and purchase dates, whether it will renew, when a cancellation or a billing issue was seen, ownership (family shared) and sandbox. Then the products active at --at and every product bought, and where subscriptions are managed. --json: the document of GET /v1/customers/{id} (docs/socket-api.md).")
 
     @OptionGroup var ledger: LedgerOptions
     @OptionGroup var clocks: ClockOptions

@@ -43,7 +43,9 @@ public struct EntitlementView: Hashable, Sendable {
     public var transactionId = ""
     /// Active, auto-renewable, auto-renew not turned off, no billing problem, not the old side of an upgrade.
     public var willRenew = false
-    public var periodType = PeriodType.normal
+    /// How the grantor period was bought (`normal`, `trial`, `intro`, `promotional`, `offer_code`, `win_back`): the
+    /// classification the lifecycle events carry, from Apple's offer fields (`LifecyclePeriodType`).
+    public var periodType = LifecyclePeriodType.normal
     /// When the grantor period was bought (its purchase or renewal).
     public var latestPurchaseDate: UnixMillis = 0
     /// Apple's `originalPurchaseDate`: the subscription's first purchase.

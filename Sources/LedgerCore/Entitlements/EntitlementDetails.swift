@@ -1,46 +1,18 @@
 // MARK: - What an entitlement's answer says beyond active and until when (RevenueCat's EntitlementInfo)
 
-/// What kind of price the grantor period was bought at, from Apple's offer fields (API.md "Customer"):
-///
-/// | Apple states | periodType |
-/// |---|---|
-/// | no offer | `normal` |
-/// | `offerType` 1 (introductory) with `offerDiscountType` `FREE_TRIAL`, or V1 `is_trial_period` true | `trial` |
-/// | `offerType` 1 otherwise (`PAY_AS_YOU_GO`, `PAY_UP_FRONT`), or V1 `is_in_intro_offer_period` true | `intro` |
-/// | `offerType` 2 (promotional offer) | `promotional` |
-/// | `offerType` 3 (offer code) | `offer_code` |
-/// | `offerType` 4 (win-back offer) | `win_back` |
-///
-/// A free trial bought with a promotional offer, an offer code or a win-back offer is named by the offer's kind, as
-/// Apple's `offerType` names it; the timeline's period keeps the discount type. An offer type Apple adds later is
-/// `promotional` (a price the developer offered) until this mapping names it.
-public enum PeriodType: String, Hashable, Sendable, CaseIterable {
-    case normal, trial, intro, promotional
-    case offerCode = "offer_code"
-    case winBack = "win_back"
-
-    /// The period type of a period bought with `offer` (nil: none).
-    public init(_ offer: Offer?) {
-        guard let offer else {
-            self = .normal
-            return
-        }
-        switch offer.type {
-        case nil, 1?: self = offer.isTrial ? .trial : .intro
-        case 3?: self = .offerCode
-        case 4?: self = .winBack
-        default: self = .promotional
-        }
-    }
-}
-
 extension Timeline {
-    /// Whether the subscription is set to renew, as known at `at`: the latest renewal info stated by then (its
-    /// `autoRenewStatus`), else the latest auto-renew change a notification stated by then; nil when neither.
+    /// Whether the subscription is set to renew, as known at `at`: what was stated last by then, the latest renewal
+    /// info (its `autoRenewStatus`) or a later auto-renew change a notification stated (DID_CHANGE_RENEWAL_STATUS
+    /// without a renewal info); nil when neither says.
     /// - Complexity: O(stated changes).
     public func autoRenewStatus(at: UnixMillis) -> Bool? {
-        if let r = renewal, r.at <= at { return r.info.autoRenewStatus }
-        return lastAutoRenewChange(at: at).map { $0.kind == .autoRenewOn }
+        let info = renewal.flatMap { $0.at <= at ? $0 : nil }
+        if let change = lastAutoRenewChange(at: at),
+            info.map({ change.at > $0.at || $0.info.autoRenewStatus == nil }) ?? true
+        {
+            return change.kind == .autoRenewOn
+        }
+        return info?.info.autoRenewStatus
     }
 
     /// When the customer was seen turning auto-renew off, as known at `at` (RevenueCat's `unsubscribeDetectedAt`):
@@ -86,7 +58,7 @@ extension EntitlementView {
     /// the timeline's own instants, so `Timeline.unchangedSpan(around:)` bounds them as it bounds the rest.
     mutating func describe(grantor p: Period, of timeline: Timeline, at: UnixMillis) {
         transactionId = p.transactionId.rawValue
-        periodType = PeriodType(p.offer)
+        periodType = LifecyclePeriodType(p.offer)
         latestPurchaseDate = p.start
         originalPurchaseDate = p.originalPurchaseDate ?? timeline.firstPurchaseDate
         ownershipType = p.terms?.ownershipType
