@@ -10,7 +10,8 @@ import LedgerCore
 ///  "socket": {"path": "…", "mode": "0660", "writers": {"uids": [1000], "gids": []}},
 ///  "limits": {"maxBodyBytes": 16777216, "maxBatchInputs": 10000, "maxQueuedInputs": 100000,
 ///             "headerTimeoutSeconds": 10, "idleTimeoutSeconds": 60, "maxConnections": 512},
-///  "products": {"com.example.premium.monthly": {"type": "autoRenewable", "entitlements": ["premium"]}}}
+///  "products": {"com.example.premium.monthly": {"type": "autoRenewable", "entitlements": ["premium"]}},
+///  "revenue": {"currency": "EUR", "rates": {"USD": 0.92}}}
 /// ```
 ///
 /// Read by every command (the fold rules, the Apple inputs accepted, the writer queue's bound) and by the server
