@@ -10,7 +10,8 @@ import LedgerCore
 ///  "socket": {"path": "…", "mode": "0660", "writers": {"uids": [1000], "gids": []}},
 ///  "limits": {"maxBodyBytes": 16777216, "maxBatchInputs": 10000, "maxQueuedInputs": 100000,
 ///             "headerTimeoutSeconds": 10, "idleTimeoutSeconds": 60, "maxConnections": 512},
-///  "products": {"com.example.premium.monthly": {"type": "autoRenewable", "entitlements": ["premium"]}}}
+///  "products": {"com.example.premium.monthly": {"type": "autoRenewable", "entitlements": ["premium"]}},
+///  "revenue": {"currency": "EUR", "rates": {"USD": 0.92}}}
 /// ```
 ///
 /// Read by every command (the fold rules, the Apple inputs accepted, the writer queue's bound) and by the server
@@ -88,6 +89,10 @@ public struct LedgerConfiguration: Sendable {
     }
 
     public var webhook: Webhook?
+    /// The operator's exchange rates for the revenue answers (`"revenue": {"currency": "EUR", "rates": {"USD":
+    /// 0.92}}`): each rate is how many units of `currency` one unit of the named currency is worth, at most six
+    /// decimals. Nil: amounts stay in their own currencies (the ledger never guesses a rate).
+    public var revenueRates: ExchangeRates?
     /// The file this came from, if any.
     public var source: String?
 
@@ -206,6 +211,40 @@ public struct LedgerConfiguration: Sendable {
             }
             self.webhook = webhook
         }
+        if let r = object["revenue"] { revenueRates = try Self.exchangeRates(r) }
+    }
+
+    /// Parses `"revenue": {"currency": "EUR", "rates": {"USD": 0.92, …}}`.
+    private static func exchangeRates(_ value: JSON) throws -> ExchangeRates {
+        guard case .object(let r) = value else { throw Invalid(message: "revenue must be an object") }
+        for key in r.keys where !["currency", "rates"].contains(key) {
+            throw Invalid(message: "revenue.\(key) is not a revenue setting (currency, rates)")
+        }
+        guard case .string(let currency)? = r["currency"], Self.isCurrencyCode(currency) else {
+            throw Invalid(message: "revenue.currency must be a three-letter currency code such as \"EUR\"")
+        }
+        guard case .object(let rates)? = r["rates"] else {
+            throw Invalid(message: "revenue.rates must be an object of currency code → rate")
+        }
+        var micros: [String: Int64] = [:]
+        for (code, v) in rates {
+            guard Self.isCurrencyCode(code) else {
+                throw Invalid(message: "revenue.rates: '\(code)' is not a three-letter currency code")
+            }
+            guard let rate = Self.number(v), rate > 0, rate < 1_000_000, case let scaled = (rate * 1_000_000).rounded(),
+                abs(scaled - rate * 1_000_000) < 1e-3 * max(1, rate)
+            else {
+                throw Invalid(
+                    message: "revenue.rates.\(code) must be a positive number below 1000000 with at most six decimals")
+            }
+            micros[code] = Int64(scaled)
+        }
+        return ExchangeRates(currency: currency, micros: micros)
+    }
+
+    /// Three uppercase ASCII letters (ISO 4217, as Apple states `currency`).
+    private static func isCurrencyCode(_ s: String) -> Bool {
+        s.utf8.count == 3 && s.utf8.allSatisfy { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
     }
 
     /// A JSON number as a `Double`; nil for anything else (booleans are not numbers).

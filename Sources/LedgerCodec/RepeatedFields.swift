@@ -38,7 +38,7 @@ struct RepeatedStringField {
 }
 
 /// The terms of the period decoded last and the bytes they were read from: the encoder writes a period's terms as its
-/// last fields (tags 16–21), so a period whose record ends in the same bytes has the same terms, and its decoder takes
+/// last fields (tags 16–22), so a period whose record ends in the same bytes has the same terms, and its decoder takes
 /// the instance made before without reading them (two-byte keys, strings made and compared, for each period).
 struct RepeatedPeriodTerms {
     /// The terms of the period decoded last.
@@ -70,7 +70,7 @@ struct RepeatedPeriodFields {
 
     init(stored: RepeatedPeriodTerms = RepeatedPeriodTerms()) { self.stored = stored }
 
-    /// Writes `value`'s fields (tags 16–21), or copies them when they are the instance written last or stored.
+    /// Writes `value`'s fields (tags 16–22), or copies them when they are the instance written last or stored.
     @inline(__always)
     mutating func write(_ value: PeriodTerms?, into w: inout BinaryWriter) {
         guard let value else { return }
@@ -88,6 +88,7 @@ struct RepeatedPeriodFields {
             w.write(19, value.billingPlanType)
             w.write(20, value.commitmentExpiresDate)
             w.write(21, value.originalApplicationVersion)
+            w.write(22, value.ownershipType)
         }
         terms = value
         termsAt = at

@@ -301,14 +301,14 @@ extension Period {
         var observedAs: [TransactionID] = [], revocations: [Revocation] = [], seq: UInt64 = 0
         var revokingTransactions: [TransactionID] = []
         var price: Int64?, currency: String?, transactionReason: String?, billingPlanType: String?
-        var commitmentExpiresDate: Int64?, originalApplicationVersion: String?
+        var commitmentExpiresDate: Int64?, originalApplicationVersion: String?, ownershipType: String?
         // Where the first term field starts, whether only term fields follow it, and whether they repeat the last
         // period's bytes.
         var termsAt: Int?, onlyTerms = true, repeated = false
         while true {
             let at = r.offset
             guard let (tag, wire) = try r.nextField() else { break }
-            if 16...21 ~= tag {
+            if 16...22 ~= tag {
                 if termsAt == nil {
                     termsAt = at
                     if previous.repeats(UnsafeRawBufferPointer(rebasing: bytes[at...])) {
@@ -373,7 +373,8 @@ extension Period {
             case 19 where s: billingPlanType = try r.readString()
             case 20 where n: commitmentExpiresDate = try r.readInt64()
             case 21 where s: originalApplicationVersion = try r.readString()
-            case 1...21: throw FactDecodingError("period field \(tag) has the wrong wire type")
+            case 22 where s: ownershipType = try r.readString()
+            case 1...22: throw FactDecodingError("period field \(tag) has the wrong wire type")
             default: try r.skip(wire)
             }
         }
@@ -388,7 +389,7 @@ extension Period {
                 : PeriodTerms.sharing(
                     previous.terms, price: price, currency: currency, transactionReason: transactionReason,
                     billingPlanType: billingPlanType, commitmentExpiresDate: commitmentExpiresDate,
-                    originalApplicationVersion: originalApplicationVersion))
+                    originalApplicationVersion: originalApplicationVersion, ownershipType: ownershipType))
         if !repeated {
             previous.terms = terms
             previous.bytes = termsAt.flatMap { onlyTerms ? UnsafeRawBufferPointer(rebasing: bytes[$0...]) : nil }

@@ -88,6 +88,7 @@ public final class LedgerRoutes: Sendable {
         addReadRoutes(to: router)
         addEventRoutes(to: router)
         addLifecycleRoutes(to: router)
+        addRevenueRoutes(to: router)
         addOperationRoutes(to: router)
         return router
     }
@@ -296,6 +297,8 @@ extension LedgerRoutes {
         "GET " + subscriptionRoute: ["at", "asOf", "environment"],
         "GET " + customerRoute: ["at", "asOf", "environment"],
         "GET " + whyRoute: ["at", "asOf", "environment"],
+        "GET " + revenueRoute: ["from", "to", "product", "asOf", "environment"],
+        "GET " + customerRevenueRoute: ["from", "to", "product", "asOf", "environment"],
         "GET " + timelineSVGRoute: ["at", "asOf", "environment"],
         "GET " + timelineHTMLRoute: ["at", "asOf", "environment"],
         "GET /v1/transactions/{transactionId}": [],

@@ -60,7 +60,9 @@ struct Timeline: ParsableCommand {
 
 /// `storeledger customer USER`.
 struct Customer: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "One app user's entitlements, subscriptions and binding history.")
+    static let configuration = CommandConfiguration(
+        abstract: "One app user's entitlements, subscriptions and binding history.",
+        discussion: "Under each entitlement: its grantor's period type, transaction and purchase dates, whether it will renew, when a cancellation or a billing issue was seen, ownership (family shared) and sandbox. Then the products active at --at and every product bought, and where subscriptions are managed. --json: the document of GET /v1/customers/{id} (docs/socket-api.md).")
 
     @OptionGroup var ledger: LedgerOptions
     @OptionGroup var clocks: ClockOptions
@@ -89,6 +91,8 @@ private func yesNo(_ b: Bool?) -> String {
 private func text(_ s: String?) -> String { s ?? "-" }
 
 private func text(_ n: UInt64?) -> String { n.map { "\($0)" } ?? "-" }
+
+private func list(_ items: [String]) -> String { items.isEmpty ? "-" : items.joined(separator: ", ") }
 
 /// An offer as a phrase: its kind, its id, how it is paid and for how long (`introductory offer: free trial for 1
 /// week`, `offer code SPRING: pay up front for 3 months`). Values Apple may add later are shown as they come.
@@ -180,7 +184,19 @@ func printCustomerTable(_ c: CustomerView) {
         print(
             "  " + pad(name, 30) + pad(yesNo(e.active), 8) + pad(formatInstant(e.expiresAt), 22)
                 + pad(e.productId, 34) + e.originalTransactionId)
+        // The grantor under each entitlement: what RevenueCat's EntitlementInfo tells beyond the line above.
+        var notes = [
+            e.periodType.rawValue, "transaction \(e.transactionId)", "bought \(formatInstant(e.latestPurchaseDate))",
+            "first \(formatInstant(e.originalPurchaseDate))", e.willRenew ? "will renew" : "will not renew",
+        ]
+        if let u = e.unsubscribeDetectedAt { notes.append("auto-renew off since \(formatInstant(u))") }
+        if let b = e.billingIssueDetectedAt { notes.append("billing issue since \(formatInstant(b))") }
+        if let o = e.ownershipType { notes.append(o == "FAMILY_SHARED" ? "family shared" : o.lowercased()) }
+        if e.isSandbox { notes.append("sandbox") }
+        print("  " + pad("", 30) + notes.joined(separator: "; "))
     }
+    print("\nPRODUCTS      active \(list(c.activeProductIds))   ever \(list(c.allPurchasedProductIds))")
+    print("manage at     \(text(c.managementURL))")
     if !c.credits.isEmpty {
         print("\nCREDITS")
         for k in c.credits.keys.sorted() { print("  " + pad(k, 24) + "\(c.credits[k]!)") }

@@ -2,7 +2,9 @@ import LedgerCore
 
 // MARK: - Customer (API.md "Customer": `customer --json`, `GET /v1/customers/{id}`)
 
-/// Entitlements and credits by name in sorted order; absent values as `null`.
+/// Entitlements and credits by name in sorted order; absent values as `null`. The members after `refusedClaims` (and
+/// an entitlement's after `grantedBy`) came with issue 14: RevenueCat's CustomerInfo and EntitlementInfo, added
+/// after the earlier members so that readers of those see the same bytes where they were.
 extension CustomerView: JSONDocument {
     public func write(to json: inout JSONWriter) { _ = writeLocatingClocks(to: &json) }
 
@@ -29,6 +31,9 @@ extension CustomerView: JSONDocument {
             }
             o.key("bindings"); o.array(bindings) { $1.write(to: &$0) }
             o.key("refusedClaims"); o.array(refusedClaims) { $1.write(to: &$0) }
+            o.key("activeProductIds"); o.array(activeProductIds) { $0.string($1) }
+            o.key("allPurchasedProductIds"); o.array(allPurchasedProductIds) { $0.string($1) }
+            o.key("managementURL"); o.string(managementURL)
         }
         return spans
     }
@@ -42,6 +47,15 @@ extension EntitlementView: JSONDocument {
             o.key("productId"); o.string(productId)
             o.key("originalTransactionId"); o.string(originalTransactionId)
             o.key("grantedBy"); o.array(grantedBy) { $1.write(to: &$0) }
+            o.key("transactionId"); o.string(transactionId)
+            o.key("willRenew"); o.bool(willRenew)
+            o.key("periodType"); o.string(periodType.rawValue)
+            o.key("latestPurchaseDate"); o.number(latestPurchaseDate)
+            o.key("originalPurchaseDate"); o.number(originalPurchaseDate)
+            o.key("unsubscribeDetectedAt"); o.number(unsubscribeDetectedAt)
+            o.key("billingIssueDetectedAt"); o.number(billingIssueDetectedAt)
+            o.key("ownershipType"); o.string(ownershipType)
+            o.key("isSandbox"); o.bool(isSandbox)
         }
     }
 }

@@ -16,6 +16,15 @@ public struct CustomerView: Hashable, Sendable {
     public var bindings: [BindingView]
     /// Claims of this user refused under `keep`.
     public var refusedClaims: [BindingView]
+    /// The products granting the user access at `at` (RevenueCat's `activeSubscriptions`, one-time purchases
+    /// included), in id order.
+    public var activeProductIds: [String] = []
+    /// Every product the user bought by `at` while owning its subscription, consumables included, refunded or not
+    /// (RevenueCat's `allPurchasedProductIdentifiers`), in id order.
+    public var allPurchasedProductIds: [String] = []
+    /// Where the customer manages their subscriptions: Apple's page while an auto-renewable subscription grants
+    /// them access at `at`, nil otherwise (RevenueCat's `managementURL`).
+    public var managementURL: String?
 }
 
 /// One entitlement of a `CustomerView`.
@@ -28,6 +37,27 @@ public struct EntitlementView: Hashable, Sendable {
     public var originalTransactionId: String
     /// Every period granting it at the instant (active), or the last one that did (inactive).
     public var grantedBy: [GrantView]
+    // What the answer says about the grantor (RevenueCat's EntitlementInfo; `describe(grantor:of:at:)`): the period
+    // of `productId` in `originalTransactionId` that runs until `expiresAt`.
+    /// The grantor period's transaction.
+    public var transactionId = ""
+    /// Active, auto-renewable, auto-renew not turned off, no billing problem, not the old side of an upgrade.
+    public var willRenew = false
+    /// How the grantor period was bought (`normal`, `trial`, `intro`, `promotional`, `offer_code`, `win_back`): the
+    /// classification the lifecycle events carry, from Apple's offer fields (`LifecyclePeriodType`).
+    public var periodType = LifecyclePeriodType.normal
+    /// When the grantor period was bought (its purchase or renewal).
+    public var latestPurchaseDate: UnixMillis = 0
+    /// Apple's `originalPurchaseDate`: the subscription's first purchase.
+    public var originalPurchaseDate: UnixMillis?
+    /// When auto-renew was seen turned off (nil while it is on; `Timeline.unsubscribeDetectedAt(at:)`).
+    public var unsubscribeDetectedAt: UnixMillis?
+    /// When the grantor period's billing problem was first stated (`Timeline.billingIssueDetectedAt(since:at:)`).
+    public var billingIssueDetectedAt: UnixMillis?
+    /// Apple's `inAppOwnershipType`: `PURCHASED` or `FAMILY_SHARED`; nil when Apple did not state it.
+    public var ownershipType: String?
+    /// The subscription's environment is not `Production`.
+    public var isSandbox = false
 }
 
 /// Why an entitlement is granted: which subscription, transaction and product.

@@ -15,10 +15,15 @@ public enum Entitlements {
         var credits: [String: Int64] = [:]
         var bindings: [BindingView] = []
         var refused: [BindingView] = []
+        // Each entitlement's grantor (the timeline's index in `sorted`, and the period), described at the end.
+        var grantors: [String: (timeline: Int, period: Period)] = [:]
+        var activeProducts: Set<String> = []
+        var purchasedProducts: Set<String> = []
+        var managed = false
         let sorted = timelines.filter { $0.environment == environment }.sorted {
             $0.originalTransactionId < $1.originalTransactionId
         }
-        for timeline in sorted {
+        for (index, timeline) in sorted.enumerated() {
             let otid = timeline.originalTransactionId.rawValue
             let intervals = timeline.ownerIntervals.filter { $0.appUserId == user }
             for r in timeline.refusedClaims where r.appUserId == user {
@@ -35,6 +40,8 @@ public enum Entitlements {
             // Entitlements granted now.
             if ownsNow {
                 for g in timeline.grants(at: at) {
+                    activeProducts.insert(g.period.productId)
+                    if g.period.type == .autoRenewable { managed = true }
                     let grant = GrantView(
                         originalTransactionId: otid, transactionId: g.period.transactionId.rawValue,
                         productId: g.period.productId, expiresAt: g.expiresAt)
@@ -44,10 +51,12 @@ public enum Entitlements {
                             view = EntitlementView(
                                 active: true, expiresAt: g.expiresAt, productId: g.period.productId,
                                 originalTransactionId: otid, grantedBy: [])
+                            grantors[e] = (index, g.period)
                         } else if later(g.expiresAt, than: view!.expiresAt) {
                             view!.expiresAt = g.expiresAt
                             view!.productId = g.period.productId
                             view!.originalTransactionId = otid
+                            grantors[e] = (index, g.period)
                         }
                         view!.grantedBy.append(grant)
                         entitlements[e] = view
@@ -56,9 +65,11 @@ public enum Entitlements {
             }
 
             // Entitlements once had: any period begun by `at` while the user owned the subscription.
-            for p in timeline.periods where p.start <= at && p.type != .consumable {
+            for p in timeline.periods where p.start <= at {
                 let owned = intervals.contains { o in o.from <= at && o.from < (p.end ?? .max) && (o.to.map { p.start < $0 } ?? true) }
                 guard owned else { continue }
+                purchasedProducts.insert(p.productId)
+                guard p.type != .consumable else { continue }
                 let ended = min(p.end ?? .max, p.revocations.first.map(\.date) ?? .max)
                 for e in rules.catalog.entitlements(for: p.productId, type: p.type) {
                     if let existing = entitlements[e], existing.active || !later(ended, than: existing.expiresAt ?? .min) {
@@ -72,6 +83,7 @@ public enum Entitlements {
                                 originalTransactionId: otid, transactionId: p.transactionId.rawValue,
                                 productId: p.productId, expiresAt: ended == .max ? nil : ended)
                         ])
+                    grantors[e] = (index, p)
                 }
             }
 
@@ -93,12 +105,17 @@ public enum Entitlements {
             entitlements[e]!.grantedBy.sort {
                 ($0.originalTransactionId, $0.transactionId) < ($1.originalTransactionId, $1.transactionId)
             }
+            if let grantor = grantors[e] {
+                entitlements[e]!.describe(grantor: grantor.period, of: sorted[grantor.timeline], at: at)
+            }
         }
         bindings.sort { ($0.from, $0.originalTransactionId) < ($1.from, $1.originalTransactionId) }
         return CustomerView(
             appUserId: user.rawValue, environment: environment.rawValue, at: at, asOf: asOf,
             entitlements: entitlements, subscriptions: subscriptions, credits: credits, bindings: bindings,
-            refusedClaims: refused)
+            refusedClaims: refused, activeProductIds: activeProducts.sorted(),
+            allPurchasedProductIds: purchasedProducts.sorted(),
+            managementURL: managed ? EntitlementView.appStoreManagementURL : nil)
     }
 
     /// The share of a consumable's credits a revocation leaves, in milliunits of 100%: all (100,000) without one,

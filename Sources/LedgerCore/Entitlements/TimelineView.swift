@@ -172,11 +172,7 @@ extension Timeline {
         let s = status(at: at)
         let renewalKnown = renewal.flatMap { $0.at <= at ? $0.info : nil }
         let current = s.period?.productId ?? periods.last?.productId
-        var autoRenew = renewalKnown?.autoRenewStatus
-        if renewalKnown == nil {
-            autoRenew = statedChanges.last { $0.at <= at && ($0.kind == .autoRenewOn || $0.kind == .autoRenewOff) }
-                .map { $0.kind == .autoRenewOn }
-        }
+        let autoRenew = autoRenewStatus(at: at)
         let pending = renewalKnown?.autoRenewProductId.flatMap { $0 != current ? $0 : nil }
         return TimelineView(
             originalTransactionId: originalTransactionId.rawValue, environment: environment.rawValue, at: at,

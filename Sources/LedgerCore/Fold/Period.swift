@@ -156,17 +156,21 @@ public final class PeriodTerms: Hashable, Sendable {
     public let commitmentExpiresDate: UnixMillis?
     /// For the app's own purchase (an AppTransaction): the app version the customer first got.
     public let originalApplicationVersion: String?
+    /// Apple's `inAppOwnershipType` (V1 `in_app_ownership_type`): `PURCHASED`, or `FAMILY_SHARED` for a family
+    /// member's purchase shared with this customer. As Apple states it; nil when it does not.
+    public let ownershipType: String?
 
     /// Nil when no term is stated, so periods from receipts (which state none) carry nothing. Inlinable, as
     /// `sharing`: the codec's decoder makes the terms of every stored period.
     @inlinable
     public init?(
         price: Int64? = nil, currency: String? = nil, transactionReason: String? = nil, billingPlanType: String? = nil,
-        commitmentExpiresDate: UnixMillis? = nil, originalApplicationVersion: String? = nil
+        commitmentExpiresDate: UnixMillis? = nil, originalApplicationVersion: String? = nil,
+        ownershipType: String? = nil
     ) {
         guard
             price != nil || currency != nil || transactionReason != nil || billingPlanType != nil
-                || commitmentExpiresDate != nil || originalApplicationVersion != nil
+                || commitmentExpiresDate != nil || originalApplicationVersion != nil || ownershipType != nil
         else { return nil }
         self.price = price
         self.currency = currency
@@ -174,6 +178,7 @@ public final class PeriodTerms: Hashable, Sendable {
         self.billingPlanType = billingPlanType
         self.commitmentExpiresDate = commitmentExpiresDate
         self.originalApplicationVersion = originalApplicationVersion
+        self.ownershipType = ownershipType
     }
 
     /// The terms given, as `previous` when it states exactly these (no new instance), or a new instance. Out of line:
@@ -182,18 +187,20 @@ public final class PeriodTerms: Hashable, Sendable {
     @inline(never)
     package static func sharing(
         _ previous: PeriodTerms?, price: Int64?, currency: String?, transactionReason: String?,
-        billingPlanType: String?, commitmentExpiresDate: UnixMillis?, originalApplicationVersion: String?
+        billingPlanType: String?, commitmentExpiresDate: UnixMillis?, originalApplicationVersion: String?,
+        ownershipType: String?
     ) -> PeriodTerms? {
         if let previous, previous.price == price, previous.currency == currency,
             previous.transactionReason == transactionReason, previous.billingPlanType == billingPlanType,
             previous.commitmentExpiresDate == commitmentExpiresDate,
-            previous.originalApplicationVersion == originalApplicationVersion
+            previous.originalApplicationVersion == originalApplicationVersion, previous.ownershipType == ownershipType
         {
             return previous
         }
         return PeriodTerms(
             price: price, currency: currency, transactionReason: transactionReason, billingPlanType: billingPlanType,
-            commitmentExpiresDate: commitmentExpiresDate, originalApplicationVersion: originalApplicationVersion)
+            commitmentExpiresDate: commitmentExpiresDate, originalApplicationVersion: originalApplicationVersion,
+            ownershipType: ownershipType)
     }
 
     /// The terms the transaction `t` states, shared with `previous` when the same.
@@ -202,14 +209,14 @@ public final class PeriodTerms: Hashable, Sendable {
         sharing(
             previous, price: t.price, currency: t.currency, transactionReason: t.transactionReason,
             billingPlanType: t.billingPlanType, commitmentExpiresDate: t.commitment?.expiresDate,
-            originalApplicationVersion: t.originalApplicationVersion)
+            originalApplicationVersion: t.originalApplicationVersion, ownershipType: t.inAppOwnershipType)
     }
 
     public static func == (a: PeriodTerms, b: PeriodTerms) -> Bool {
         a === b
             || (a.price == b.price && a.currency == b.currency && a.transactionReason == b.transactionReason
                 && a.billingPlanType == b.billingPlanType && a.commitmentExpiresDate == b.commitmentExpiresDate
-                && a.originalApplicationVersion == b.originalApplicationVersion)
+                && a.originalApplicationVersion == b.originalApplicationVersion && a.ownershipType == b.ownershipType)
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -219,6 +226,7 @@ public final class PeriodTerms: Hashable, Sendable {
         hasher.combine(billingPlanType)
         hasher.combine(commitmentExpiresDate)
         hasher.combine(originalApplicationVersion)
+        hasher.combine(ownershipType)
     }
 }
 

@@ -32,8 +32,10 @@ struct StoreLayout {
     /// billing retry that ends), prices on periods, and claims that name no environment (`bindings_any`).
     /// 4: the lifecycle events derived from timeline changes (`lifecycle`), the webhook's dead letters
     /// (`webhook_dead`) and position (`meta`).
+    /// 5: periods keep Apple's `inAppOwnershipType` with their terms (field 22), for the customer answer's
+    /// `ownershipType` and the revenue a family member's period does not bring.
     /// An older ledger opened for writing is upgraded by rebuilding its projections from the log.
-    static let schemaVersion: UInt64 = 4
+    static let schemaVersion: UInt64 = 5
 
     let meta: Database
     let raw: Database
