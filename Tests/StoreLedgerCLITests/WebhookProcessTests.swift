@@ -40,8 +40,10 @@ class Receiver(http.server.BaseHTTPRequestHandler):
             except OSError:
                 pass
             return
-        self.send_response(status); self.send_header("Content-Length", "0"); self.end_headers()
+        # Recorded before answering: the ledger sends the next event only after this answer, so the log's order is
+        # the order of arrival (recorded after, the next request's thread could write its line first).
         record(entry)
+        self.send_response(status); self.send_header("Content-Length", "0"); self.end_headers()
     def log_message(self, *args):
         pass
 server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
@@ -84,9 +86,11 @@ private final class Receiver {
     /// The requests received so far.
     func requests() -> [[String: Any]] {
         guard let text = try? String(contentsOfFile: log, encoding: .utf8) else { return [] }
-        return text.split(separator: "\n").compactMap {
+        let lines = text.split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
         }
+        // In the order the requests arrived (their number), whatever the order their lines were written in.
+        return lines.sorted { ($0["n"] as? Int ?? 0) < ($1["n"] as? Int ?? 0) }
     }
 
     /// Waits (bounded) until `condition` holds for the requests received.
