@@ -73,6 +73,9 @@ public enum FactBounds {
                 try checkInstant(c.checkedAt, "checkedAt", of: "reconciliation of \(c.originalTransactionId.rawValue)")
             case .rules(let r):
                 try checkInstant(r.appliedAt, "appliedAt", of: "rules")
+            case .grant(let g):
+                try checkInstant(g.from, g.action == .grant ? "from" : "at", of: "grant to \(g.appUserId.rawValue)")
+                try checkInstant(g.until, "until", of: "grant to \(g.appUserId.rawValue)")
             }
         }
         try checkInstant(receivedAt, "receivedAt")

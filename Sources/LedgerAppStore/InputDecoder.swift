@@ -115,7 +115,8 @@ public final class InputDecoder: Sendable {
         let envelope = AppleObject(object)
         if let name = try envelope.string("type") {
             guard let type = InputType(rawValue: name) else {
-                throw .unknownInputType("envelope type '\(name)' is not one of receipt, notification, transaction, renewal, binding")
+                throw .unknownInputType(
+                    "envelope type '\(name)' is not one of \(InputType.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             context.type = type
         }
@@ -216,6 +217,8 @@ public final class InputDecoder: Sendable {
                     appAccountToken: try root.string("appAccountToken").map { $0.lowercased() },
                     everyEnvironment: environment == nil)
                 return Decoded(facts: [.binding(claim)], type: .binding, source: .binding, signature: .unsigned, observedAt: nil)
+            case .grant:
+                return try decodeGrant(root, context: context)
             }
         }
     }

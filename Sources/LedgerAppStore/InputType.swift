@@ -13,4 +13,7 @@ public enum InputType: String, Hashable, Codable, Sendable, CaseIterable {
     case renewal
     /// `{"appUserId":…,"originalTransactionId":…}` from the app's backend.
     case binding
+    /// The operator's grant (or revoke) of an entitlement: `{"appUserId","entitlement","duration"}` (never detected;
+    /// named by the envelope, the route or `--type`).
+    case grant
 }

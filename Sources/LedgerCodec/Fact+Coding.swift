@@ -546,6 +546,7 @@ extension Fact {
         case .binding(let b): b.encode(into: &w)
         case .reconciliation(let c): c.encode(into: &w)
         case .rules(let r): r.encode(into: &w)
+        case .grant(let g): g.encode(into: &w)
         }
     }
 
@@ -578,6 +579,7 @@ extension Fact {
         case .binding: self = .binding(try BindingClaim(reading: &r))
         case .reconciliation: self = .reconciliation(try ReconciliationFact(reading: &r))
         case .rules: self = .rules(try RulesChange(reading: &r))
+        case .grant: self = .grant(try OperatorGrant(reading: &r))
         }
     }
 }

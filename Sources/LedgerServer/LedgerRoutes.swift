@@ -89,6 +89,7 @@ public final class LedgerRoutes: Sendable {
         addEventRoutes(to: router)
         addLifecycleRoutes(to: router)
         addRevenueRoutes(to: router)
+        addGrantRoutes(to: router)
         addOperationRoutes(to: router)
         return router
     }
@@ -299,6 +300,8 @@ extension LedgerRoutes {
         "GET " + whyRoute: ["at", "asOf", "environment"],
         "GET " + revenueRoute: ["from", "to", "product", "asOf", "environment"],
         "GET " + customerRevenueRoute: ["from", "to", "product", "asOf", "environment"],
+        "POST " + grantsRoute: ["receivedAt"],
+        "GET " + grantsRoute: ["at", "asOf", "environment"],
         "GET " + timelineSVGRoute: ["at", "asOf", "environment"],
         "GET " + timelineHTMLRoute: ["at", "asOf", "environment"],
         "GET /v1/transactions/{transactionId}": [],

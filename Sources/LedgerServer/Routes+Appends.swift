@@ -67,17 +67,19 @@ extension LedgerRoutes {
 
     /// One input of a known type, exactly as received: 200 with its result once durable (appended or duplicate);
     /// 400 (not JSON) or 422 (refused) with the result, whose `error` says why.
-    func appendOne(_ request: Request, _ context: LedgerRequestContext, path: String, type: InputType) async throws
-        -> Response
-    {
+    /// `user`, when given, is the app user the route names (`POST /v1/customers/{appUserId}/grants`).
+    func appendOne(
+        _ request: Request, _ context: LedgerRequestContext, path: String, type: InputType, user: String? = nil
+    ) async throws -> Response {
         try await authorizeWriter(context)
         var received = ReceivedBody()
-        let options: IngestPipeline.Options
+        var options: IngestPipeline.Options
         let body: [UInt8]
         do {
             body = try await collectBody(request, into: &received)
             try checkContentType(request)
             options = try ingestOptions(request, route: "POST " + path, forcedType: type)
+            if let user { options.appUserId = AppUserID(user) }
             try IngestPipeline.checkNotBlank(body)
         } catch let error as CodedError {
             await recordRefusal(error, request, received)

@@ -73,6 +73,9 @@ extension ErrorCode {
     /// Decoded facts the store refuses: none at all, or an id it cannot key.
     public static let noFacts = ErrorCode("no_facts")
     public static let invalidID = ErrorCode("invalid_id")
+    /// The operator's grant or revoke states fields that contradict each other or are out of shape (a duration that
+    /// is not ISO-8601, both `duration` and `until`, a revoke with `from`).
+    public static let invalidGrant = ErrorCode("invalid_grant")
 }
 
 // MARK: - Requests refused as a whole (the server)

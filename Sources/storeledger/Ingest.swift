@@ -15,7 +15,9 @@ struct Ingest: AsyncParsableCommand {
 
     @OptionGroup var ledger: LedgerOptions
 
-    @Option(name: .long, help: "Force the input type: receipt, notification, transaction, renewal or binding.")
+    @Option(
+        name: .long,
+        help: "Force the input type: receipt, notification, transaction, renewal, binding or grant (the operator's).")
     var type: String?
 
     @Option(name: .customLong("app-user-id"), help: "The app user every input is claimed by.")

@@ -181,6 +181,12 @@ func printCustomerTable(_ c: CustomerView) {
     print("  " + pad("ENTITLEMENT", 30) + pad("ACTIVE", 8) + pad("EXPIRES", 22) + pad("PRODUCT", 34) + "OTID")
     for name in c.entitlements.keys.sorted() {
         let e = c.entitlements[name]!
+        if let grant = e.grantId {
+            print(
+                "  " + pad(name, 30) + pad(yesNo(e.active), 8) + pad(formatInstant(e.expiresAt), 22)
+                    + "operator grant \(grant)")
+            continue
+        }
         print(
             "  " + pad(name, 30) + pad(yesNo(e.active), 8) + pad(formatInstant(e.expiresAt), 22)
                 + pad(e.productId, 34) + e.originalTransactionId)
@@ -208,4 +214,5 @@ func printCustomerTable(_ c: CustomerView) {
             "  " + pad(b.originalTransactionId, 20) + pad(formatInstant(b.from), 22) + "→ "
                 + pad(formatInstant(b.to), 22) + pad(b.cause, 16) + "seq \(b.seq)")
     }
+    if !c.grants.isEmpty { printGrantLines(c.grants) }
 }

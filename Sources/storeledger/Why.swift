@@ -44,11 +44,12 @@ func printExplanation(_ e: EntitlementExplanation) {
     print("at            \(formatInstant(e.at))   as of seq \(e.asOf.map { "\($0)" } ?? "-")   (\(e.environment))")
     print("reason        \(e.reason.rawValue)")
     if e.grantors.isEmpty {
-        print("\nno period of a subscription \(e.appUserId) owned grants \(e.entitlement)")
+        print("\nno period of a subscription \(e.appUserId) owned, and no operator grant, grants \(e.entitlement)")
     }
     for g in e.grantors {
         let verdict = g.grants ? "grants until \(formatInstant(g.until))" : "stopped \(formatInstant(g.until))"
-        print("\n\(g.originalTransactionId) / \(g.transactionId) (\(g.productId)): \(g.reason.rawValue), \(verdict)")
+        let grantor = g.grantId.map { "operator grant \($0)" } ?? "\(g.originalTransactionId) / \(g.transactionId) (\(g.productId))"
+        print("\n\(grantor): \(g.reason.rawValue), \(verdict)")
         print("  " + pad("AT", 22) + pad("FACT", 20) + pad("SEQ", 7) + pad("RECEIVED", 22) + pad("RAW SHA-256", 14) + "WHAT")
         for f in g.facts {
             let digest = f.rawDigest.map { String(lowercaseHex($0).prefix(12)) } ?? "-"

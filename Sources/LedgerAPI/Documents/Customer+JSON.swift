@@ -34,20 +34,23 @@ extension CustomerView: JSONDocument {
             o.key("activeProductIds"); o.array(activeProductIds) { $0.string($1) }
             o.key("allPurchasedProductIds"); o.array(allPurchasedProductIds) { $0.string($1) }
             o.key("managementURL"); o.string(managementURL)
+            o.key("grants"); o.array(grants) { $1.write(to: &$0) }
         }
         return spans
     }
 }
 
+/// Decided by the operator's grant (`grantId`), the answer names no product, subscription or transaction (`null`).
 extension EntitlementView: JSONDocument {
     public func write(to json: inout JSONWriter) {
+        let bought = grantId == nil
         json.object { o in
             o.key("active"); o.bool(active)
             o.key("expiresAt"); o.number(expiresAt)
-            o.key("productId"); o.string(productId)
-            o.key("originalTransactionId"); o.string(originalTransactionId)
+            o.key("productId"); o.string(bought ? productId : nil)
+            o.key("originalTransactionId"); o.string(bought ? originalTransactionId : nil)
             o.key("grantedBy"); o.array(grantedBy) { $1.write(to: &$0) }
-            o.key("transactionId"); o.string(transactionId)
+            o.key("transactionId"); o.string(bought ? transactionId : nil)
             o.key("willRenew"); o.bool(willRenew)
             o.key("periodType"); o.string(periodType.rawValue)
             o.key("latestPurchaseDate"); o.number(latestPurchaseDate)
@@ -56,18 +59,44 @@ extension EntitlementView: JSONDocument {
             o.key("billingIssueDetectedAt"); o.number(billingIssueDetectedAt)
             o.key("ownershipType"); o.string(ownershipType)
             o.key("isSandbox"); o.bool(isSandbox)
+            if let grantId { o.key("grantId"); o.string(grantId) }
         }
     }
 }
 
-/// `expiresAt` only when the grant ends.
+/// A period: its subscription, transaction and product. The operator's grant: its id and reason. `expiresAt` only
+/// when the grant ends.
 extension GrantView: JSONDocument {
     public func write(to json: inout JSONWriter) {
         json.object { o in
-            o.key("originalTransactionId"); o.string(originalTransactionId)
-            o.key("transactionId"); o.string(transactionId)
-            o.key("productId"); o.string(productId)
+            if let grantId {
+                o.key("grantId"); o.string(grantId)
+                o.key("reason"); o.string(reason)
+            } else {
+                o.key("originalTransactionId"); o.string(originalTransactionId)
+                o.key("transactionId"); o.string(transactionId)
+                o.key("productId"); o.string(productId)
+            }
             if let expiresAt { o.key("expiresAt"); o.number(expiresAt) }
+        }
+    }
+}
+
+/// One of the operator's grants: what it grants over which span, why, whether it grants at the answer's instant,
+/// and the revoke that ended it early (`null` when none did).
+extension GrantState: JSONDocument {
+    public func write(to json: inout JSONWriter) {
+        json.object { o in
+            o.key("grantId"); o.string(record.grantId)
+            o.key("entitlement"); o.string(record.entitlement)
+            o.key("active"); o.bool(active)
+            o.key("from"); o.number(record.from)
+            o.key("until"); o.number(record.grantedUntil)
+            o.key("reason"); o.string(record.reason)
+            o.key("seq"); o.number(record.seq)
+            o.key("revokedAt"); o.number(record.revokedAt)
+            o.key("revokeSeq"); o.number(record.revokeSeq)
+            o.key("revokeReason"); o.string(record.revokeReason)
         }
     }
 }

@@ -40,6 +40,7 @@ public struct EventDocument: Encodable, Sendable {
         case binding(BindingClaim)
         case reconciliation(ReconciliationFact)
         case rules(RulesChange)
+        case grant(OperatorGrant)
 
         public func encode(to encoder: any Encoder) throws {
             switch self {
@@ -48,6 +49,7 @@ public struct EventDocument: Encodable, Sendable {
             case .notification(let f): try f.encode(to: encoder)
             case .binding(let f): try f.encode(to: encoder)
             case .reconciliation(let f): try f.encode(to: encoder)
+            case .grant(let f): try f.encode(to: encoder)
             case .rules(let f):
                 // The configuration file's own keys (`products`, `bindingPolicy`) and when they were applied.
                 var c = encoder.container(keyedBy: RulesKeys.self)
@@ -82,6 +84,7 @@ public struct EventDocument: Encodable, Sendable {
         case .binding(let f): fact = .binding(f)
         case .reconciliation(let f): fact = .reconciliation(f)
         case .rules(let f): fact = .rules(f)
+        case .grant(let f): fact = .grant(f)
         }
         self.raw = raw.map { Data($0).base64EncodedString() }
     }
@@ -164,6 +167,7 @@ extension EventDocument {
         case .binding(let f): try json.encodable(f)
         case .reconciliation(let f): try json.encodable(f)
         case .rules(let f): try json.encodable(FactBody.rules(f))
+        case .grant(let f): try json.encodable(f)
         }
         json.key("key")
         json.string(e.fact.eventKey)

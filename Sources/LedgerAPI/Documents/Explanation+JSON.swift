@@ -18,6 +18,7 @@ extension EntitlementExplanation: JSONDocument {
             o.key("originalTransactionId"); o.string(originalTransactionId)
             o.key("reason"); o.string(reason.rawValue)
             o.key("grantors"); o.array(grantors) { $1.write(to: &$0) }
+            if let grantId { o.key("grantId"); o.string(grantId) }
         }
     }
 }
@@ -32,6 +33,7 @@ extension GrantorExplanation: JSONDocument {
             o.key("until"); o.number(until)
             o.key("reason"); o.string(reason.rawValue)
             o.key("facts"); o.array(facts) { $1.write(to: &$0) }
+            if let grantId { o.key("grantId"); o.string(grantId) }
         }
     }
 }

@@ -17,6 +17,7 @@ extension AppendResult: JSONDocument {
                     o.key("kind"); o.string(e.kind.rawValue)
                     if let t = e.transactionId { o.key("transactionId"); o.string(t) }
                     if let t = e.originalTransactionId { o.key("originalTransactionId"); o.string(t) }
+                    if let g = e.grantId { o.key("grantId"); o.string(g) }
                 }
             }
             if let error {

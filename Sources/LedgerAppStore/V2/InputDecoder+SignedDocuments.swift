@@ -46,7 +46,7 @@ extension InputDecoder {
             return Decoded(
                 facts: [.renewal(try V2Mapping.renewal(payload))], type: .renewal, source: .signedTransaction,
                 signature: opened.signature, observedAt: nil)
-        case .receipt, .binding:
+        case .receipt, .binding, .grant:
             throw .unknownInputType("a JWS cannot be a \(kind.rawValue)")
         }
     }

@@ -25,6 +25,21 @@ public struct CustomerView: Hashable, Sendable {
     /// Where the customer manages their subscriptions: Apple's page while an auto-renewable subscription grants
     /// them access at `at`, nil otherwise (RevenueCat's `managementURL`).
     public var managementURL: String?
+    /// The operator's grants to the user known at `asOf` (`OperatorGrants`), begun or not, by start; each says
+    /// whether it grants at `at`.
+    public var grants: [GrantState] = []
+}
+
+/// One of the operator's grants in a `CustomerView`.
+public struct GrantState: Hashable, Sendable {
+    public var record: GrantRecord
+    /// True when it grants at the answer's instant.
+    public var active: Bool
+
+    public init(record: GrantRecord, active: Bool) {
+        self.record = record
+        self.active = active
+    }
 }
 
 /// One entitlement of a `CustomerView`.
@@ -58,14 +73,21 @@ public struct EntitlementView: Hashable, Sendable {
     public var ownershipType: String?
     /// The subscription's environment is not `Production`.
     public var isSandbox = false
+    /// The operator's grant that decides the answer (`OperatorGrants`), when no purchase does: then the answer names
+    /// no product, subscription or transaction.
+    public var grantId: String?
 }
 
-/// Why an entitlement is granted: which subscription, transaction and product.
+/// Why an entitlement is granted: which subscription, transaction and product; or which of the operator's grants
+/// (`grantId`, and no subscription, transaction or product).
 public struct GrantView: Hashable, Sendable {
     public var originalTransactionId: String
     public var transactionId: String
     public var productId: String
     public var expiresAt: UnixMillis?
+    public var grantId: String? = nil
+    /// The operator's reason for the grant.
+    public var reason: String? = nil
 }
 
 /// One ownership interval (or refused claim) in a `CustomerView`.

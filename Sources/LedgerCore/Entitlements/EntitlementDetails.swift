@@ -49,6 +49,21 @@ extension Timeline {
 }
 
 extension EntitlementView {
+    /// Sets what the answer says when the operator's grant `g` decides it: no transaction, bought at the grant's
+    /// start, never renewing.
+    mutating func describe(operatorGrant g: GrantRecord, environment: AppStoreEnvironment) {
+        grantId = g.grantId
+        transactionId = ""
+        periodType = .normal
+        latestPurchaseDate = g.from
+        originalPurchaseDate = g.from
+        ownershipType = nil
+        isSandbox = environment != .production
+        willRenew = false
+        unsubscribeDetectedAt = nil
+        billingIssueDetectedAt = nil
+    }
+
     /// Apple's page where a customer manages their App Store subscriptions (RevenueCat's `managementURL`).
     public static let appStoreManagementURL = "https://apps.apple.com/account/subscriptions"
 

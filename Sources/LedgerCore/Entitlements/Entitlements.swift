@@ -3,12 +3,13 @@ public enum Entitlements {
     /// The customer `user` at instant `at`, from the timelines of every OTID the user was ever bound to (others are
     /// ignored, as are timelines of another environment). Entitlement E is active when some OTID the user owns at
     /// `at` has a period granting access then whose product grants E; with several grantors the latest expiry wins,
-    /// and losing one never revokes what another still grants. `asOf` is echoed: the caller folded the timelines from
-    /// the events with seq ≤ asOf.
-    /// - Complexity: O(total size of the timelines).
+    /// and losing one never revokes what another still grants. The operator's `grants` to the user (`OperatorGrants`)
+    /// grant their entitlement over their span like a period would, and compete with the periods on expiry the same
+    /// way. `asOf` is echoed: the caller folded the timelines and grants from the events with seq ≤ asOf.
+    /// - Complexity: O(total size of the timelines + grants).
     public static func customer(
-        user: AppUserID, environment: AppStoreEnvironment, timelines: [Timeline], at: UnixMillis, asOf: UInt64?,
-        rules: FoldRules
+        user: AppUserID, environment: AppStoreEnvironment, timelines: [Timeline], grants: [GrantRecord] = [],
+        at: UnixMillis, asOf: UInt64?, rules: FoldRules
     ) -> CustomerView {
         var entitlements: [String: EntitlementView] = [:]
         var subscriptions: [String] = []
@@ -17,6 +18,8 @@ public enum Entitlements {
         var refused: [BindingView] = []
         // Each entitlement's grantor (the timeline's index in `sorted`, and the period), described at the end.
         var grantors: [String: (timeline: Int, period: Period)] = [:]
+        // Or the operator's grant that decides it.
+        var operatorGrantors: [String: GrantRecord] = [:]
         var activeProducts: Set<String> = []
         var purchasedProducts: Set<String> = []
         var managed = false
@@ -101,12 +104,48 @@ public enum Entitlements {
                 }
             }
         }
+        // The operator's grants begun by `at`: granting while in force, else once had.
+        let mine = grants.filter { $0.environment == environment }
+        for g in mine where g.from <= at {
+            let e = g.entitlement
+            let ends = g.end
+            let grant = GrantView(
+                originalTransactionId: "", transactionId: "", productId: "", expiresAt: ends, grantId: g.grantId,
+                reason: g.reason)
+            if g.grants(at: at) {
+                var view = entitlements[e]
+                if view == nil || view?.active == false {
+                    view = EntitlementView(active: true, expiresAt: ends, productId: "", originalTransactionId: "", grantedBy: [])
+                    grantors[e] = nil
+                    operatorGrantors[e] = g
+                } else if later(ends, than: view!.expiresAt) {
+                    view!.expiresAt = ends
+                    view!.productId = ""
+                    view!.originalTransactionId = ""
+                    grantors[e] = nil
+                    operatorGrantors[e] = g
+                }
+                view!.grantedBy.append(grant)
+                entitlements[e] = view
+            } else if let ended = ends {
+                if let existing = entitlements[e], existing.active || !later(ended, than: existing.expiresAt ?? .min) {
+                    continue
+                }
+                entitlements[e] = EntitlementView(
+                    active: false, expiresAt: ended, productId: "", originalTransactionId: "", grantedBy: [grant])
+                grantors[e] = nil
+                operatorGrantors[e] = g
+            }
+        }
         for e in entitlements.keys {
             entitlements[e]!.grantedBy.sort {
-                ($0.originalTransactionId, $0.transactionId) < ($1.originalTransactionId, $1.transactionId)
+                ($0.originalTransactionId, $0.transactionId, $0.grantId ?? "")
+                    < ($1.originalTransactionId, $1.transactionId, $1.grantId ?? "")
             }
             if let grantor = grantors[e] {
                 entitlements[e]!.describe(grantor: grantor.period, of: sorted[grantor.timeline], at: at)
+            } else if let grant = operatorGrantors[e] {
+                entitlements[e]!.describe(operatorGrant: grant, environment: environment)
             }
         }
         bindings.sort { ($0.from, $0.originalTransactionId) < ($1.from, $1.originalTransactionId) }
@@ -115,7 +154,8 @@ public enum Entitlements {
             entitlements: entitlements, subscriptions: subscriptions, credits: credits, bindings: bindings,
             refusedClaims: refused, activeProductIds: activeProducts.sorted(),
             allPurchasedProductIds: purchasedProducts.sorted(),
-            managementURL: managed ? EntitlementView.appStoreManagementURL : nil)
+            managementURL: managed ? EntitlementView.appStoreManagementURL : nil,
+            grants: mine.map { GrantState(record: $0, active: $0.grants(at: at)) })
     }
 
     /// The share of a consumable's credits a revocation leaves, in milliunits of 100%: all (100,000) without one,

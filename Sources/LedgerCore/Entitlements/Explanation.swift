@@ -18,13 +18,17 @@ public struct EntitlementExplanation: Hashable, Sendable {
     /// The periods the answer rests on: every one granting at `at` (active), or the one the answer names
     /// (inactive), or, for a user whose claim was refused under `keep`, the subscription they could not own.
     public var grantors: [GrantorExplanation]
+    /// The operator's grant the answer names instead of a product and subscription (then both are nil).
+    public var grantId: String? = nil
 }
 
-/// One period the answer rests on, and the chain of facts that makes it grant, or stop granting, at the instant.
+/// One period the answer rests on, or one of the operator's grants (`grantId`; then no subscription, transaction or
+/// product), and the chain of facts that makes it grant, or stop granting, at the instant.
 public struct GrantorExplanation: Hashable, Sendable {
     public var originalTransactionId: String
     public var transactionId: String
     public var productId: String
+    public var grantId: String? = nil
     /// True when the period grants the entitlement to the user at the instant.
     public var grants: Bool
     /// While granting: until when (nil: no end). Otherwise: when it stopped granting to this user.
@@ -72,6 +76,9 @@ public enum ExplainedFactRole: String, Hashable, Sendable, CaseIterable {
     case gracePeriodExpired = "grace_period_expired"
     case recovered
     case expired
+    /// The operator's grant, and the revoke that ended it early.
+    case operatorGrant = "operator_grant"
+    case grantRevoked = "grant_revoked"
 }
 
 /// Why a period grants, or does not grant, the entitlement to the user at the instant.
@@ -98,9 +105,17 @@ public enum ExplanationReason: String, Hashable, Sendable, CaseIterable {
     case claimRefused = "claim_refused"
     /// No period of any subscription the user owned grants the entitlement.
     case noGrantor = "no_grantor"
+    /// Granting: the operator granted it (`POST /v1/customers/{id}/grants`).
+    case operatorGrant = "operator_grant"
+    /// Not granting: the operator's grant ran to its end.
+    case grantEnded = "grant_ended"
+    /// Not granting: the operator revoked the grant.
+    case grantRevoked = "grant_revoked"
 
-    /// True for the reasons of a granting period.
-    public var grants: Bool { self == .purchase || self == .familySharing || self == .gracePeriod }
+    /// True for the reasons of a granting period or grant.
+    public var grants: Bool {
+        self == .purchase || self == .familySharing || self == .gracePeriod || self == .operatorGrant
+    }
 }
 
 extension Entitlements {
@@ -110,17 +125,24 @@ extension Entitlements {
     /// expiry or grace period that decides it at `at`. `events` are the events of the timelines (by seq), read for
     /// each fact's provenance and the transaction's ownership type; a seq missing there is explained without them.
     /// - Complexity: O(total size of the timelines).
+    /// The operator's `grants` the answer names are explained from the grant and its revoke (their events in `events`).
     public static func explain(
         entitlement: String, user: AppUserID, environment: AppStoreEnvironment, timelines: [Timeline],
-        events: [UInt64: LedgerEvent], at: UnixMillis, asOf: UInt64?, rules: FoldRules
+        grants: [GrantRecord] = [], events: [UInt64: LedgerEvent], at: UnixMillis, asOf: UInt64?, rules: FoldRules
     ) -> EntitlementExplanation {
         let answer = customer(
-            user: user, environment: environment, timelines: timelines, at: at, asOf: asOf, rules: rules
+            user: user, environment: environment, timelines: timelines, grants: grants, at: at, asOf: asOf, rules: rules
         ).entitlements[entitlement]
         let mine = timelines.filter { $0.environment == environment }
         let context = ExplanationContext(user: user, entitlement: entitlement, events: events, at: at, rules: rules)
         var grantors: [GrantorExplanation] = []
         for named in answer?.grantedBy ?? [] {
+            if let id = named.grantId {
+                if let grant = grants.first(where: { $0.grantId == id && $0.environment == environment }) {
+                    grantors.append(context.explain(grant))
+                }
+                continue
+            }
             guard let timeline = mine.first(where: { $0.originalTransactionId.rawValue == named.originalTransactionId }),
                 let period = timeline.periods.first(where: { $0.transactionId.rawValue == named.transactionId })
             else { continue }
@@ -139,8 +161,10 @@ extension Entitlements {
             grantors.first(where: { $0.grants })?.reason ?? grantors.first?.reason ?? .noGrantor
         return EntitlementExplanation(
             appUserId: user.rawValue, entitlement: entitlement, environment: environment.rawValue, at: at, asOf: asOf,
-            active: answer?.active ?? false, expiresAt: answer?.expiresAt, productId: answer?.productId,
-            originalTransactionId: answer?.originalTransactionId, reason: reason, grantors: grantors)
+            active: answer?.active ?? false, expiresAt: answer?.expiresAt,
+            productId: answer?.grantId == nil ? answer?.productId : nil,
+            originalTransactionId: answer?.grantId == nil ? answer?.originalTransactionId : nil, reason: reason,
+            grantors: grantors, grantId: answer?.grantId)
     }
 }
 
@@ -296,6 +320,32 @@ struct ExplanationContext {
         return GrantorExplanation(
             originalTransactionId: otid, transactionId: p.transactionId.rawValue, productId: p.productId,
             grants: reason.grants, until: until, reason: reason, facts: facts)
+    }
+}
+
+extension ExplanationContext {
+    /// The operator's grant `g`, for the user at the instant: granting while in force, else ended or revoked.
+    func explain(_ g: GrantRecord) -> GrantorExplanation {
+        var granted = "the operator granted \(g.entitlement) (grant \(g.grantId))"
+        granted += g.grantedUntil.map { " until \($0)" } ?? " with no end"
+        if let reason = g.reason { granted += ": \(reason)" }
+        var facts = [fact(.operatorGrant, at: g.from, seq: g.seq, granted)]
+        var reason = ExplanationReason.operatorGrant
+        var until = g.end
+        if let revokedAt = g.revokedAt, revokedAt <= at {
+            var detail = "the operator revoked grant \(g.grantId)"
+            if let why = g.revokeReason { detail += ": \(why)" }
+            facts.append(fact(.grantRevoked, at: revokedAt, seq: g.revokeSeq, detail))
+        }
+        if !g.grants(at: at) {
+            let revoked = g.revokedAt.map { r in g.grantedUntil.map { r < $0 } ?? true } ?? false
+            reason = revoked ? .grantRevoked : .grantEnded
+            if !revoked, let end = g.grantedUntil { facts.append(fact(.expiry, at: end, seq: g.seq, "the grant ended")) }
+            until = g.end
+        }
+        return GrantorExplanation(
+            originalTransactionId: "", transactionId: "", productId: "", grantId: g.grantId, grants: reason.grants,
+            until: until, reason: reason, facts: facts)
     }
 }
 

@@ -41,8 +41,10 @@ extension Timeline {
 extension Entitlements {
     /// The instants around `at` at which `customer(user:environment:timelines:at:asOf:rules:)` gives what it gives
     /// at `at` (but its echoed `at`): where every timeline's span meets (`Timeline.unchangedSpan(around:)`). All
-    /// instants when there is no timeline.
-    public static func unchangedSpan(of timelines: [Timeline], around at: UnixMillis) -> Range<UnixMillis> {
+    /// instants when there is no timeline. The operator's `grants` bound it at their starts and ends.
+    public static func unchangedSpan(
+        of timelines: [Timeline], grants: [GrantRecord] = [], around at: UnixMillis
+    ) -> Range<UnixMillis> {
         var lower = UnixMillis.min
         var upper = UnixMillis.max
         for timeline in timelines {
@@ -50,7 +52,16 @@ extension Entitlements {
             lower = max(lower, span.lowerBound)
             upper = min(upper, span.upperBound)
         }
-        return lower..<upper
+        if !grants.isEmpty {
+            var span = UnchangedSpan(at: at)
+            for g in grants {
+                span.bound(by: g.from)
+                if let end = g.end { span.bound(by: end) }
+            }
+            lower = max(lower, span.range.lowerBound)
+            upper = min(upper, span.range.upperBound)
+        }
+        return lower..<max(lower, upper)
     }
 }
 

@@ -261,6 +261,8 @@ public enum Fact: Hashable, Sendable {
     /// The ledger's fold rules (catalog and binding policy) from this event's log position on: about no
     /// subscription, on no timeline.
     indirect case rules(RulesChange)
+    /// The operator's grant (or revoke) of an entitlement to an app user: about a customer, on no timeline.
+    indirect case grant(OperatorGrant)
 
     /// The kind, as named on the wire and in `events`.
     public var kind: Kind {
@@ -271,13 +273,14 @@ public enum Fact: Hashable, Sendable {
         case .binding: .binding
         case .reconciliation: .reconciliation
         case .rules: .rules
+        case .grant: .grant
         }
     }
 
     /// The kinds of fact, in fold order: at one instant transactions fold first, then renewal infos, notifications
     /// and claims (`FoldPosition`). Rules changes are on no timeline: they decide which rules every fold uses.
     public enum Kind: String, Hashable, Codable, Sendable, CaseIterable, Comparable {
-        case transaction, renewal, notification, binding, reconciliation, rules
+        case transaction, renewal, notification, binding, reconciliation, rules, grant
 
         /// The kind's place in the fold order, from 1; also its code where events and timelines are stored
         /// (LedgerCodec), so a code is never reused or renumbered. Inlinable, as `init(code:)`: the codec reads and
@@ -291,6 +294,7 @@ public enum Fact: Hashable, Sendable {
             case .binding: 4
             case .reconciliation: 5
             case .rules: 6
+            case .grant: 7
             }
         }
 
@@ -314,6 +318,7 @@ public enum Fact: Hashable, Sendable {
         case .binding(let b): "binding:" + b.originalTransactionId.rawValue
         case .reconciliation(let c): ReconciliationFact.eventKey(c.originalTransactionId)
         case .rules: RulesChange.eventKey
+        case .grant(let g): OperatorGrant.eventKey(g.appUserId)
         }
     }
 
@@ -326,8 +331,7 @@ public enum Fact: Hashable, Sendable {
         case .renewal(let r): r.originalTransactionId
         case .notification(let n): n.originalTransactionId
         case .binding(let b): b.originalTransactionId
-        case .reconciliation: nil
-        case .rules: nil
+        case .reconciliation, .rules, .grant: nil
         }
     }
 
@@ -349,6 +353,7 @@ public enum Fact: Hashable, Sendable {
         case .reconciliation(let c): c.environment
         // About every environment; named Production only because every fact names one.
         case .rules: .production
+        case .grant(let g): g.environment
         }
     }
 
@@ -358,7 +363,7 @@ public enum Fact: Hashable, Sendable {
         case .transaction(let t): t.signedDate
         case .renewal(let r): r.signedDate
         case .notification(let n): n.signedDate
-        case .binding, .reconciliation, .rules: nil
+        case .binding, .reconciliation, .rules, .grant: nil
         }
     }
 }
@@ -381,6 +386,8 @@ public enum FactSource: String, Hashable, Codable, Sendable, CaseIterable {
     case reconciliation
     /// The ledger's configuration (`storeledger rules apply`). New sources go last: a source's position is its code.
     case configuration
+    /// The operator's grant or revoke of an entitlement (`POST /v1/customers/{id}/grants`, `storeledger grant`).
+    case grant
 }
 
 /// Whether a fact's signature was checked.

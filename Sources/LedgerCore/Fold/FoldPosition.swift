@@ -28,6 +28,7 @@ package struct FoldPosition: Hashable, Sendable, Comparable {
         case .reconciliation(let c):
             self.init(instant: c.checkedAt, kind: .reconciliation, id: CompactID(c.originalTransactionId.rawValue))
         case .rules(let r): self.init(instant: r.appliedAt, kind: .rules, id: .empty)
+        case .grant(let g): self.init(instant: g.from, kind: .grant, id: CompactID(g.grantId ?? ""))
         }
     }
 

@@ -167,7 +167,7 @@ extension Timeline {
         switch fact {
         case .transaction(let t): !isSurelyNew(t, oneTime: isOneTimePurchase(t, rules: rules))
         case .notification(let n): n.notificationType == "REFUND_REVERSED"
-        case .renewal, .binding, .reconciliation, .rules: false
+        case .renewal, .binding, .reconciliation, .rules, .grant: false
         }
     }
 
@@ -195,7 +195,7 @@ extension Timeline {
         case .reconciliation:
             // A check of the subscription, never a step of its fold (`Fact.originalTransactionId`).
             return nil
-        case .rules: return nil
+        case .rules, .grant: return nil
         }
     }
 
@@ -204,6 +204,7 @@ extension Timeline {
             return b.applies(to: environment) && b.originalTransactionId == originalTransactionId
         }
         if case .reconciliation = fact { return false }
+        if case .grant = fact { return false }
         return fact.environment == environment && fact.originalTransactionId == originalTransactionId
     }
 
@@ -216,7 +217,7 @@ extension Timeline {
         case .notification(let n): stepNotification(n, at: instant, seq: seq)
         case .binding(let b): stepClaim(b, seq: seq, policy: rules.bindingPolicy)
         case .reconciliation: break
-        case .rules: break  // On no timeline (`concerns` is false for it).
+        case .rules, .grant: break  // On no timeline (`concerns` is false for them).
         }
     }
 

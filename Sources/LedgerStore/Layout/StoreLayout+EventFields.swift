@@ -78,6 +78,7 @@ extension Fact {
             var uuid = n.notificationUUID
             return uuid.withUTF8 { prefixed("notification:", $0) }
         case .rules: return key.hasSameBytes(as: Array(RulesChange.eventKey.utf8))
+        case .grant(let g): return key.hasSameBytes(as: Array(OperatorGrant.eventKey(g.appUserId).utf8))
         }
     }
 }

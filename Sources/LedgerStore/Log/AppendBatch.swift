@@ -82,13 +82,17 @@ struct AppendBatch {
                                 user: claim.appUserId, otid: claim.originalTransactionId, claim.environment, txn,
                                 changes: &changes)
                         }
+                    } else if case .grant(let grant) = fact {
+                        // Found by its key (`OperatorGrant.eventKey`); the customer's kept answer is no longer true.
+                        changes.customers.insert(StoreLayout.userKey(grant.environment, grant.appUserId))
                     }
                     written.append(LedgerEvent(seq: seq, fact: fact, metadata: metadata))
                     inputOf.append(rawKey!)
                     writtenForInput.append(
                         AppendResult.WrittenEvent(
                             seq: seq, kind: fact.kind, transactionId: fact.transactionId?.rawValue,
-                            originalTransactionId: fact.originalTransactionId?.rawValue))
+                            originalTransactionId: fact.originalTransactionId?.rawValue,
+                            grantId: { if case .grant(let g) = fact { g.grantId } else { nil } }()))
                 }
                 results.append(AppendResult(events: writtenForInput))
             }
@@ -123,6 +127,9 @@ struct AppendBatch {
             }
             if case .binding(let b) = fact, b.appUserId.rawValue.isEmpty || b.appUserId.rawValue.utf8.count > 400 {
                 return AppendResult.ErrorInfo(code: "missing_field", message: "appUserId is empty or too long")
+            }
+            if case .grant(let g) = fact, g.appUserId.rawValue.isEmpty {
+                return AppendResult.ErrorInfo(code: "missing_field", message: "appUserId is empty")
             }
         }
         return nil

@@ -18,6 +18,8 @@ public struct AppendResult: Sendable, Hashable, Codable {
         public var kind: Fact.Kind
         public var transactionId: String?
         public var originalTransactionId: String?
+        /// The operator's grant a grant or revoke event is about (`OperatorGrant.grantId`).
+        public var grantId: String? = nil
     }
 
     /// A refusal's code and message.

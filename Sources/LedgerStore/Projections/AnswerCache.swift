@@ -137,7 +137,7 @@ public final class AnswerCache<Answer: Sendable>: Sendable {
             let read = try ledger.customer(user, env, at: at, asOf: asOf, txn)
             let answer = try make(read.view)
             if asOf.map({ $0 >= read.lastSeq }) ?? true {
-                let span = Entitlements.unchangedSpan(of: read.timelines, around: at)
+                let span = Entitlements.unchangedSpan(of: read.timelines, grants: read.grants, around: at)
                 keep(
                     .customer, key, Entry(answer: answer, span: span, subscriptions: read.subscriptions),
                     snapshot: txn.id, lastSeq: read.lastSeq)

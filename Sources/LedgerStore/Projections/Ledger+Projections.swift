@@ -79,10 +79,12 @@ extension Ledger {
     }
 
     /// A customer as read in `txn`, with what the answer rests on: the timelines evaluated and the `by_user` entries
-    /// (subscription keys) that named them, and the log's last seq in `txn`.
+    /// (subscription keys) that named them, the operator's grants, and the log's last seq in `txn`.
     func customer(
         _ user: AppUserID, _ env: AppStoreEnvironment, at: UnixMillis, asOf: UInt64?, _ txn: Transaction
-    ) throws -> (view: CustomerView, timelines: [Timeline], subscriptions: [[UInt8]], lastSeq: UInt64) {
+    ) throws -> (
+        view: CustomerView, timelines: [Timeline], grants: [GrantRecord], subscriptions: [[UInt8]], lastSeq: UInt64
+    ) {
         let last = try batch.lastSeq(txn)
         let knownAsOf = min(asOf ?? last, last)
         var timelines: [Timeline] = []
@@ -98,10 +100,35 @@ extension Ledger {
             }
             entry = try cursor.nextDuplicate()
         }
+        let grants = OperatorGrants.fold(try grantEvents(user, env, asOf: knownAsOf, txn).map { ($0.seq, $0.grant) })
         let view = Entitlements.customer(
-            user: user, environment: env, timelines: timelines, at: at, asOf: knownAsOf,
+            user: user, environment: env, timelines: timelines, grants: grants, at: at, asOf: knownAsOf,
             rules: try history.rules(asOf: knownAsOf, layout, txn))
-        return (view, timelines, subscriptions, last)
+        return (view, timelines, grants, subscriptions, last)
+    }
+
+    /// The operator's grants and revokes for `user` in `env` with seq ≤ `asOf`, in log order: the revisions of
+    /// `grant:<appUserId>` (one seek when there are none).
+    func grantEvents(_ user: AppUserID, _ env: AppStoreEnvironment, asOf: UInt64, _ txn: Transaction) throws
+        -> [(seq: UInt64, grant: OperatorGrant, event: LedgerEvent)]
+    {
+        var out: [(seq: UInt64, grant: OperatorGrant, event: LedgerEvent)] = []
+        try layout.forEachRevision(of: OperatorGrant.eventKey(user), txn) { seq, stored in
+            guard seq <= asOf else { return false }
+            let event = try StoreLayout.decodeEvent(seq: seq, stored)
+            if case .grant(let g) = event.fact, g.environment == env { out.append((seq, g, event)) }
+            return true
+        }
+        return out
+    }
+
+    /// The operator's grants to `user` in `env`, as known after `asOf` (default: everything), by start.
+    public func grants(_ user: AppUserID, environment env: AppStoreEnvironment = .production, asOf: UInt64? = nil)
+        throws -> [GrantRecord]
+    {
+        try environment.read { txn in
+            OperatorGrants.fold(try grantEvents(user, env, asOf: asOf ?? .max, txn).map { ($0.seq, $0.grant) })
+        }
     }
 
     /// Why `user` has, or has not, `entitlement` at `at`, as known after `asOf`: the customer's answer for it and
@@ -128,8 +155,11 @@ extension Ledger {
                 }
                 entry = try cursor.nextDuplicate()
             }
+            let grantEvents = try grantEvents(user, env, asOf: knownAsOf, txn)
+            for g in grantEvents { events[g.seq] = g.event }
             return Entitlements.explain(
-                entitlement: entitlement, user: user, environment: env, timelines: timelines, events: events, at: at,
+                entitlement: entitlement, user: user, environment: env, timelines: timelines,
+                grants: OperatorGrants.fold(grantEvents.map { ($0.seq, $0.grant) }), events: events, at: at,
                 asOf: knownAsOf, rules: try history.rules(asOf: knownAsOf, layout, txn))
         }
     }
