@@ -157,4 +157,33 @@ import Testing
         #expect(afterRefund.text.contains(#""active":false"#))
         #expect(afterRefund.text.contains(#""asOf":3"#))
     }
+
+    /// The operator's grant is on no timeline: its commit drops the kept answer of the customer it names (and only
+    /// theirs), and the answer made again holds until the grant's end, not past it.
+    @Test func aGrantDropsTheKeptAnswerOfItsCustomerAndBoundsTheNext() throws {
+        let t = try TemporaryLedger()
+        let cache = AnswerCache<ClockedAnswer>(ledger: t.ledger)
+        let start = History.start
+        let claim = BindingClaim(appUserId: AppUserID("bob"), originalTransactionId: "9100", claimedAt: start, everyEnvironment: false)
+        _ = try t.ledger.appendAndWait(History.inputs([.binding(claim)]))
+        func read(_ user: AppUserID, _ at: UnixMillis) throws -> String {
+            let (answer, asOf) = try cache.customer(user, environment: .production, at: at, asOf: nil, answer: ClockedAnswer.init)
+            let text = String(decoding: answer.bytes(at: at, asOf: asOf), as: UTF8.self)
+            #expect(text == String(decoding: JSONWriter.bytes(of: try t.ledger.customer(user, at: at)) + [0x0A], as: UTF8.self))
+            return text
+        }
+        let at = start + History.day
+        #expect(!(try read("alice", at)).contains("premium"))
+        _ = try read("bob", at)
+        #expect(cache.count == 2)
+
+        let grant = OperatorGrant(
+            action: .grant, appUserId: "alice", grantId: "g1", entitlement: "premium", from: start,
+            until: start + 2 * History.day)
+        _ = try t.ledger.appendAndWait(History.inputs([.grant(grant)]))
+        #expect(cache.count == 1, "alice's kept answer dropped, bob's kept")
+        #expect(try read("alice", at).contains(#""premium":{"active":true"#))
+        #expect(try read("alice", start + 2 * History.day - 1).contains(#""premium":{"active":true"#))
+        #expect(try read("alice", start + 2 * History.day).contains(#""premium":{"active":false"#))
+    }
 }
