@@ -327,7 +327,7 @@ extension ExplanationContext {
     /// The operator's grant `g`, for the user at the instant: granting while in force, else ended or revoked.
     func explain(_ g: GrantRecord) -> GrantorExplanation {
         var granted = "the operator granted \(g.entitlement) (grant \(g.grantId))"
-        granted += g.grantedUntil.map { " until \($0)" } ?? " with no end"
+        if g.grantedUntil == nil { granted += " with no end" }
         if let reason = g.reason { granted += ": \(reason)" }
         var facts = [fact(.operatorGrant, at: g.from, seq: g.seq, granted)]
         var reason = ExplanationReason.operatorGrant
