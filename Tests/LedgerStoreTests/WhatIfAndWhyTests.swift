@@ -97,6 +97,23 @@ import Testing
         #expect(report.differences.filter { $0.after?.active == true }.map(\.appUserId) == ["bob", "carol", "frank"])
     }
 
+    /// The operator's grant names its entitlement, not a product: a catalog that takes "premium" from the monthly
+    /// product takes it from every buyer but one whose grant keeps it.
+    @Test func aGrantKeepsWhatACatalogChangeWouldTake() throws {
+        let t = try TemporaryLedger(rules: FoldRules(catalog: Self.catalog))
+        try Self.stories(t.ledger)
+        let at = Self.start + 15 * Self.day
+        let grant = OperatorGrant(
+            action: .grant, appUserId: "carol", grantId: "g1", entitlement: "premium", from: Self.start, until: nil)
+        _ = try t.ledger.appendAndWait([Self.input(.grant(grant), received: Self.start + 14 * Self.day)])
+        var less = Self.catalog
+        less.products[Self.monthly]?.entitlements = []
+        let report = try t.ledger.whatIf(FoldRules(catalog: less), at: at)
+        let lost = report.differences.filter { $0.before?.active == true && $0.after?.active != true }.map(\.appUserId)
+        #expect(lost == ["bob", "frank"], "carol keeps premium by her grant")
+        #expect(try t.ledger.customer("carol", at: at).entitlements["premium"]?.grantedBy.count == 2)
+    }
+
     @Test func whyNamesEachFactsSeqReceiptAndRawDigest() throws {
         let t = try TemporaryLedger(rules: FoldRules(catalog: Self.catalog))
         try Self.stories(t.ledger)

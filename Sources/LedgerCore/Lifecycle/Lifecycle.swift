@@ -12,13 +12,18 @@ public enum Lifecycle {
     /// were left out (the store's tail path) says the same about the periods it has.
     /// - Complexity: O(periods + stated changes + owners).
     public static func statements(of timeline: Timeline, rules: FoldRules) -> [LifecycleStatement] {
+        statements(of: timeline, rules: rules, from: .min)
+    }
+
+    /// The statements of `timeline` whose valid time is `cut` or later (`statements(of:rules:)` without those
+    /// before): only these are made, so an append that changed the end of a long timeline pays for its end.
+    static func statements(of timeline: Timeline, rules: FoldRules, from cut: UnixMillis) -> [LifecycleStatement] {
         var all: [LifecycleStatement] = []
-        all.reserveCapacity(timeline.periods.count + timeline.statedChanges.count)
         let periods = timeline.periods
         for i in periods.indices {
             let p = periods[i]
-            all.append(purchase(timeline, i, rules: rules))
-            for r in p.revocations {
+            if p.start >= cut { all.append(purchase(timeline, i, rules: rules)) }
+            for r in p.revocations where r.date >= cut || (r.reversedAt.map { $0 >= cut } ?? false) {
                 let cause = "\(p.transactionId.rawValue)@\(r.date)"
                 var refund = LifecycleStatement(type: .refund, cause: cause, at: r.date)
                 refund.describe(p)
@@ -26,15 +31,15 @@ public enum Lifecycle {
                 if !r.isFamilyRevoke, let price = p.terms?.price {
                     refund.refundAmount = refundedAmount(price: price, revocation: r)
                 }
-                all.append(refund)
-                if let back = r.reversedAt {
+                if r.date >= cut { all.append(refund) }
+                if let back = r.reversedAt, back >= cut {
                     var reversed = LifecycleStatement(type: .refundReversed, cause: cause, at: back)
                     reversed.describe(p)
                     all.append(reversed)
                 }
             }
         }
-        for c in timeline.statedChanges {
+        for c in timeline.statedChanges where c.at >= cut {
             let type: LifecycleEventType
             switch c.kind {
             case .autoRenewOff: type = .cancellation
@@ -58,7 +63,7 @@ public enum Lifecycle {
             }
             all.append(s)
         }
-        for (i, o) in timeline.owners.enumerated() where o.cause == .transfer {
+        for (i, o) in timeline.owners.enumerated() where o.cause == .transfer && o.from >= cut {
             var s = LifecycleStatement(type: .transfer, cause: "\(o.appUserId.rawValue)@\(o.from)", at: o.from)
             s.toAppUserId = o.appUserId.rawValue
             for before in timeline.owners[..<i] where before.to == o.from && before.appUserId != o.appUserId {
@@ -94,9 +99,26 @@ public enum Lifecycle {
     /// CORRECTION with what stands now; one said before that no longer holds is a CORRECTION, `retracted`. Nothing
     /// is rewritten silently. In valid-time order.
     /// - Complexity: O(size of the two timelines).
+    ///
+    /// Only the statements from the first instant where the two timelines differ are made and compared
+    /// (`firstDifference`): those before it are the same on both sides, so they say nothing. A replay, which derives
+    /// the stream input by input, then costs what each input changed, not the size of its timeline.
     public static func events(before: Timeline?, after: Timeline, seq: UInt64, rules: FoldRules) -> [LifecycleEvent] {
-        let old = before.map { statements(of: $0, rules: rules) } ?? []
-        let new = statements(of: after, rules: rules)
+        events(before: before, after: after, seq: seq, rules: rules, everything: false)
+    }
+
+    /// `everything`: every statement of both timelines made and compared, no cut: what the cut must agree with
+    /// (LifecyclePropertyTests compares the two).
+    package static func events(
+        before: Timeline?, after: Timeline, seq: UInt64, rules: FoldRules, everything: Bool
+    ) -> [LifecycleEvent] {
+        var cut = UnixMillis.min
+        if let before, !everything {
+            guard let differs = firstDifference(before, after) else { return [] }
+            cut = differs
+        }
+        let old = before.map { statements(of: $0, rules: rules, from: cut) } ?? []
+        let new = statements(of: after, rules: rules, from: cut)
         if old == new { return [] }
         let otid = after.originalTransactionId, env = after.environment
         var saidBefore: [String: Int] = [:]
@@ -143,6 +165,44 @@ public enum Lifecycle {
     public static func refundedAmount(price: Int64, revocation r: Revocation) -> Int64 {
         guard r.type == "REFUND_PRORATED", let share = r.percentage, share >= 0, share < 100_000 else { return price }
         return price / 100_000 * share + price % 100_000 * share / 100_000
+    }
+
+    /// The earliest valid instant at which a statement of `a` and one of `b` may differ; nil when none can (their
+    /// periods, stated changes and owners are equal). Every statement depends only on what the timeline holds at or
+    /// before its own instant: a period's on it and the period before (and the billing changes between them), a
+    /// refund's on its period, a stated change's and a transfer's on the periods begun by then and the owners
+    /// before. So the first element that differs in each list, and every element after it on either side, bound
+    /// the cut from below; a first period that differs gives none (a change before any period names the first
+    /// period's product).
+    /// - Complexity: O(periods + stated changes + owners) comparisons, no statement made.
+    static func firstDifference(_ a: Timeline, _ b: Timeline) -> UnixMillis? {
+        var cut: UnixMillis?
+        func bound(_ x: UnixMillis) { cut = min(cut ?? x, x) }
+        func firstUnequal<T: Equatable>(_ x: [T], _ y: [T]) -> Int? {
+            let n = min(x.count, y.count)
+            var i = 0
+            while i < n && x[i] == y[i] { i += 1 }
+            return i < x.count || i < y.count ? i : nil
+        }
+        if let i = firstUnequal(a.periods, b.periods) {
+            if i == 0 { return .min }
+            for p in a.periods[i...] + b.periods[i...] {
+                bound(p.start)
+                for r in p.revocations {
+                    bound(r.date)
+                    if let back = r.reversedAt { bound(back) }
+                }
+            }
+        }
+        if let i = firstUnequal(a.statedChanges, b.statedChanges) {
+            for c in a.statedChanges[i...] { bound(c.at) }
+            for c in b.statedChanges[i...] { bound(c.at) }
+        }
+        if let i = firstUnequal(a.owners, b.owners) {
+            for o in a.owners[i...] { bound(o.from) }
+            for o in b.owners[i...] { bound(o.from) }
+        }
+        return cut
     }
 
     /// The statement of the period at `i`: what it was to the one before.

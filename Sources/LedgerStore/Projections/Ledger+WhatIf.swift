@@ -62,12 +62,16 @@ extension Ledger {
             var differences: [EntitlementDifference] = []
             for key in customers.keys.sorted() {
                 let indices = customers[key]!
+                // The operator's grants name their entitlement, not a product: the same under either rules, and
+                // counted in both answers (a grant keeps what a catalog change would take).
+                let grants = OperatorGrants.fold(
+                    try grantEvents(key.user, key.environment, asOf: limit, txn).map { ($0.seq, $0.grant) })
                 let was = Entitlements.customer(
-                    user: key.user, environment: key.environment, timelines: indices.map { before[$0] }, at: at,
-                    asOf: limit, rules: rules)
+                    user: key.user, environment: key.environment, timelines: indices.map { before[$0] }, grants: grants,
+                    at: at, asOf: limit, rules: rules)
                 let would = Entitlements.customer(
-                    user: key.user, environment: key.environment, timelines: indices.map { after[$0] }, at: at,
-                    asOf: limit, rules: alternative)
+                    user: key.user, environment: key.environment, timelines: indices.map { after[$0] }, grants: grants,
+                    at: at, asOf: limit, rules: alternative)
                 differences += Entitlements.differences(before: was, after: would)
             }
             return WhatIfReport(
