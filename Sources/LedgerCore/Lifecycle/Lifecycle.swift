@@ -20,7 +20,16 @@ public enum Lifecycle {
     static func statements(of timeline: Timeline, rules: FoldRules, from cut: UnixMillis) -> [LifecycleStatement] {
         var all: [LifecycleStatement] = []
         let periods = timeline.periods
-        for i in periods.indices {
+        // Periods wholly before the cut are passed over without copying them (a copy retains each of their fields).
+        let first =
+            cut == .min
+            ? 0
+            : periods.withUnsafeBufferPointer { ps in
+                ps.firstIndex { p in
+                    p.start >= cut || p.revocations.contains { $0.date >= cut || ($0.reversedAt ?? .min) >= cut }
+                } ?? ps.count
+            }
+        for i in periods.indices[first...] {
             let p = periods[i]
             if p.start >= cut { all.append(purchase(timeline, i, rules: rules)) }
             for r in p.revocations where r.date >= cut || (r.reversedAt.map { $0 >= cut } ?? false) {
@@ -180,8 +189,14 @@ public enum Lifecycle {
         func bound(_ x: UnixMillis) { cut = min(cut ?? x, x) }
         func firstUnequal<T: Equatable>(_ x: [T], _ y: [T]) -> Int? {
             let n = min(x.count, y.count)
-            var i = 0
-            while i < n && x[i] == y[i] { i += 1 }
+            // Through the buffers: the elements are compared where they lie, not copied (a copy retains each field).
+            let i = x.withUnsafeBufferPointer { xs in
+                y.withUnsafeBufferPointer { ys in
+                    var i = 0
+                    while i < n && xs[i] == ys[i] { i += 1 }
+                    return i
+                }
+            }
             return i < x.count || i < y.count ? i : nil
         }
         if let i = firstUnequal(a.periods, b.periods) {
