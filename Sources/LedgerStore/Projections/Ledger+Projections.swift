@@ -87,24 +87,35 @@ extension Ledger {
     ) {
         let last = try batch.lastSeq(txn)
         let knownAsOf = min(asOf ?? last, last)
-        var timelines: [Timeline] = []
-        var subscriptions: [[UInt8]] = []
-        let cursor = try txn.cursor(layout.byUser)
-        var entry = try cursor.find(StoreLayout.userKey(env, user))
-        while let e = entry {
-            subscriptions.append(Array(e.value))
-            if let (_, otid) = StoreLayout.decodeSubscriptionKey(e.value),
-                let (timeline, _) = try timeline(env, otid, asOf: asOf, txn)
-            {
-                timelines.append(timeline)
-            }
-            entry = try cursor.nextDuplicate()
-        }
+        let owned = try userTimelines(user, env, asOf: asOf, txn)
+        let timelines = owned.timelines.map(\.timeline)
+        let subscriptions = owned.keys
         let grants = OperatorGrants.fold(try grantEvents(user, env, asOf: knownAsOf, txn).map { ($0.seq, $0.grant) })
         let view = Entitlements.customer(
             user: user, environment: env, timelines: timelines, grants: grants, at: at, asOf: knownAsOf,
             rules: try history.rules(asOf: knownAsOf, layout, txn))
         return (view, timelines, grants, subscriptions, last)
+    }
+
+    /// The subscriptions `by_user` names for `user` in `env` (its entries: subscription keys), and the timelines of
+    /// those known, as known after `asOf`.
+    func userTimelines(_ user: AppUserID, _ env: AppStoreEnvironment, asOf: UInt64?, _ txn: Transaction) throws
+        -> (keys: [[UInt8]], timelines: [(otid: OriginalTransactionID, timeline: Timeline)])
+    {
+        var keys: [[UInt8]] = []
+        var timelines: [(otid: OriginalTransactionID, timeline: Timeline)] = []
+        let cursor = try txn.cursor(layout.byUser)
+        var entry = try cursor.find(StoreLayout.userKey(env, user))
+        while let e = entry {
+            keys.append(Array(e.value))
+            if let (_, otid) = StoreLayout.decodeSubscriptionKey(e.value),
+                let (timeline, _) = try timeline(env, otid, asOf: asOf, txn)
+            {
+                timelines.append((otid, timeline))
+            }
+            entry = try cursor.nextDuplicate()
+        }
+        return (keys, timelines)
     }
 
     /// The operator's grants and revokes for `user` in `env` with seq ≤ `asOf`, in log order: the revisions of
@@ -140,20 +151,13 @@ extension Ledger {
         try environment.read { txn in
             let last = try batch.lastSeq(txn)
             let knownAsOf = min(asOf ?? last, last)
-            var timelines: [Timeline] = []
+            let owned = try userTimelines(user, env, asOf: asOf, txn).timelines
+            let timelines = owned.map(\.timeline)
             var events: [UInt64: LedgerEvent] = [:]
-            let cursor = try txn.cursor(layout.byUser)
-            var entry = try cursor.find(StoreLayout.userKey(env, user))
-            while let e = entry {
-                if let (_, otid) = StoreLayout.decodeSubscriptionKey(e.value),
-                    let (timeline, _) = try timeline(env, otid, asOf: asOf, txn)
-                {
-                    timelines.append(timeline)
-                    for event in try SubscriptionScan.events(layout, env, otid, upTo: knownAsOf, txn) {
-                        events[event.seq] = event
-                    }
+            for (otid, _) in owned {
+                for event in try SubscriptionScan.events(layout, env, otid, upTo: knownAsOf, txn) {
+                    events[event.seq] = event
                 }
-                entry = try cursor.nextDuplicate()
             }
             let grantEvents = try grantEvents(user, env, asOf: knownAsOf, txn)
             for g in grantEvents { events[g.seq] = g.event }

@@ -20,16 +20,7 @@ extension Ledger {
             let knownAsOf = min(asOf ?? last, last)
             var timelines: [Timeline] = []
             if let user {
-                let cursor = try txn.cursor(layout.byUser)
-                var entry = try cursor.find(StoreLayout.userKey(env, user))
-                while let e = entry {
-                    if let (_, otid) = StoreLayout.decodeSubscriptionKey(e.value),
-                        let (timeline, _) = try timeline(env, otid, asOf: asOf, txn)
-                    {
-                        timelines.append(timeline)
-                    }
-                    entry = try cursor.nextDuplicate()
-                }
+                timelines = try userTimelines(user, env, asOf: asOf, txn).timelines.map(\.timeline)
             } else {
                 let cursor = try txn.cursor(layout.timelines)
                 var entry = try cursor.first()
