@@ -13,34 +13,57 @@ struct LifecycleReplay {
     }
 
     /// The events `events` (the subscription's, in log order; `inputs[i]` the input of `events[i]`) said.
-    /// - Complexity: O(events) steps and one derivation per input, each O(size of the timeline).
+    ///
+    /// Between inputs the timeline is kept encoded, as the store keeps it, and each input goes the store's way: the
+    /// tail path when it applies (only the latest period decoded; the timelines before and after it hold only that
+    /// period, and the earlier ones are copied as bytes), else a whole decode and `apply`, else a refold. Keeping a
+    /// decoded timeline instead would copy every period at each input (the copy kept as "before" shares them).
+    /// - Complexity: O(events) steps and one derivation per input, each O(what the input changed) but for copying
+    ///   the encoding.
     static func entries(
         _ events: [LedgerEvent], inputs: [UInt64], otid: OriginalTransactionID, environment: AppStoreEnvironment,
         rules: FoldRules
-    ) -> [Entry] {
+    ) throws -> [Entry] {
         var out: [Entry] = []
-        var timeline: Timeline?
+        var stored: [UInt8]?
         var end = 0
-        for run in ProjectionEngine.inputRuns(Array(zip(events, inputs).map { (event: $0.0, input: $0.1) })) {
+        let runs = ProjectionEngine.inputRuns(Array(zip(events, inputs).map { (event: $0.0, input: $0.1) }))
+        for (r, run) in runs.enumerated() {
             end += run.count
             let seq = run[run.count - 1].seq
+            let last = r == runs.count - 1
             func fold() -> Timeline {
                 Timeline.fold(
                     Array(events[..<end]), originalTransactionId: otid, environment: environment, rules: rules,
                     ties: .canonical)
             }
-            let after: Timeline
-            if var next = timeline {
-                if !next.apply(contentsOf: run, rules: rules) { next = fold() }
-                after = next
-            } else {
-                if run.allSatisfy({ ProjectionEngine.namesNoEnvironment($0) }) { continue }
-                after = fold()
+            let said: [LifecycleEvent]
+            do {
+                if let bytes = stored {
+                    if let tail = try bytes.withUnsafeBytes({ b throws(FactDecodingError) in
+                        try Timeline.appendingWithTimelines(run, toEncoded: b, rules: rules)
+                    }) {
+                        said = Lifecycle.events(before: tail.before, after: tail.after, seq: seq, rules: rules)
+                        stored = tail.bytes
+                    } else {
+                        let before = try Timeline(decoding: bytes)
+                        var after = before
+                        if !after.apply(contentsOf: run, rules: rules) { after = fold() }
+                        said = Lifecycle.events(before: before, after: after, seq: seq, rules: rules)
+                        stored = last ? nil : after.encoded()
+                    }
+                } else {
+                    if run.allSatisfy({ ProjectionEngine.namesNoEnvironment($0) }) { continue }
+                    let after = fold()
+                    said = Lifecycle.events(before: nil, after: after, seq: seq, rules: rules)
+                    stored = last ? nil : after.encoded()
+                }
+            } catch {
+                throw LedgerError.corrupted("the timeline of \(environment.rawValue)/\(otid) does not decode: \(error)")
             }
-            for (i, e) in Lifecycle.events(before: timeline, after: after, seq: seq, rules: rules).enumerated() {
+            for (i, e) in said.enumerated() {
                 out.append(Entry(key: StoreLayout.lifecycleKey(seq: seq, environment, index: i), event: e))
             }
-            timeline = after
         }
         return out
     }
