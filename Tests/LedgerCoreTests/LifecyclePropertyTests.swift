@@ -7,7 +7,9 @@ import Testing
 /// offers of every type, refunds full, prorated and reversed, upgrades, restores, renewal infos, notifications,
 /// claims), delivered shuffled, redelivered and grouped into inputs, the stream derived the store's way (the tail
 /// path on stored bytes, else a whole decode and `apply`, else a refold) equals the one a full replay derives (a
-/// fold of everything delivered before and after each input), ids included.
+/// fold of everything delivered before and after each input), ids included; and so does the stream a replay derives
+/// holding the timeline decoded (`Timeline.applyOnTail`, else `apply`, else a refold), whose timeline stays the
+/// store's.
 @Suite struct LifecyclePropertyTests {
     static let otid: OriginalTransactionID = "9000"
 
@@ -24,7 +26,7 @@ import Testing
     }
 
     @Test func incrementalAppendsSayWhatAFullReplaySaysIdsIncluded() throws {
-        var tailHits = 0, refolds = 0, said = 0, late = 0, corrections = 0
+        var tailHits = 0, heldTailHits = 0, refolds = 0, said = 0, late = 0, corrections = 0
         var types = Set<LifecycleEventType>()
         for seed in UInt64(1)...300 {
             let (facts, rules) = FoldPropertyTests.history(seed: seed)
@@ -55,6 +57,8 @@ import Testing
             var replayBefore: Timeline?
             var incremental: [LifecycleEvent] = []
             var replayed: [LifecycleEvent] = []
+            var held: Timeline?
+            var heldStream: [LifecycleEvent] = []
             for input in inputs {
                 let run = input.filter { Self.concerns($0.fact) }
                 let before = delivered
@@ -72,6 +76,27 @@ import Testing
                 #expect(said == everything, "seed \(seed), input ending at seq \(last.seq)")
                 replayed += said
                 replayBefore = replayAfter
+                // A replay's way: the timeline held decoded.
+                if var current = held {
+                    held = nil
+                    if let tail = current.applyOnTail(contentsOf: run, rules: rules) {
+                        heldTailHits += 1
+                        heldStream += Lifecycle.events(before: tail.before, after: tail.after, seq: last.seq, rules: rules)
+                        held = current
+                    } else {
+                        var t = current
+                        if !t.apply(contentsOf: run, rules: rules) { t = fold(delivered) }
+                        heldStream += Lifecycle.events(before: current, after: t, seq: last.seq, rules: rules)
+                        held = t
+                    }
+                } else {
+                    held = fold(delivered)
+                    heldStream += Lifecycle.events(before: nil, after: held!, seq: last.seq, rules: rules)
+                }
+                defer {
+                    // What the replay holds is what the store stores.
+                    #expect(held?.encoded() == stored, "seed \(seed), input ending at seq \(last.seq): held timeline differs")
+                }
                 // The store's way.
                 guard let bytes = stored else {
                     let t = fold(delivered)
@@ -97,6 +122,7 @@ import Testing
                 stored = t.encoded()
             }
             #expect(incremental == replayed, "seed \(seed): the incremental stream differs from a full replay's")
+            #expect(heldStream == replayed, "seed \(seed): the stream of a held timeline differs from a full replay's")
             if incremental != replayed {
                 for (a, b) in zip(incremental, replayed) where a != b {
                     Issue.record("seed \(seed): first difference:\n\(a)\n\(b)")
@@ -113,7 +139,7 @@ import Testing
             for e in incremental { types.insert(e.statement.type) }
         }
         // The histories exercise every path and most kinds of event, or the comparison above proves little.
-        #expect(tailHits > 300 && refolds > 100 && late > 100 && corrections > 10, "\(tailHits) \(refolds) \(late) \(corrections)")
+        #expect(tailHits > 300 && heldTailHits >= tailHits && refolds > 100 && late > 100 && corrections > 10, "\(tailHits) \(refolds) \(late) \(corrections)")
         #expect(said > 3_000)
         let expected: Set<LifecycleEventType> = [
             .initialPurchase, .renewal, .trialStarted, .trialConverted, .cancellation, .uncancellation, .billingIssue,

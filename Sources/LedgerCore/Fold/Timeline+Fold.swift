@@ -134,6 +134,44 @@ extension Timeline {
         applyInFoldOrder(events, rules: rules, earlierPeriodsLeftOut: true)
     }
 
+    /// The tail path on a timeline held decoded (LedgerCodec's `appendingWithTimelines` on a stored one):
+    /// `apply(contentsOf:rules:)` stepping only the latest period, handing back the timeline before and after the
+    /// events with only that period and those the events added (the earlier ones left out), for deriving lifecycle
+    /// events. Returns nil, and leaves the timeline unchanged, when the path does not apply (as
+    /// `applyToLatestPeriod`); the caller then applies on the whole timeline or refolds.
+    ///
+    /// The earlier periods are neither copied nor retained: `self.periods` keeps its buffer, which takes the tail
+    /// back in place (so hold no other copy of the timeline while calling this, or that buffer is copied whole).
+    /// - Complexity: O(1) but for the steps of the events on the latest period.
+    package mutating func applyOnTail(contentsOf events: [LedgerEvent], rules: FoldRules)
+        -> (before: Timeline, after: Timeline)?
+    {
+        guard periods.count > 1 else {
+            let before = self
+            guard apply(contentsOf: events, rules: rules) else { return nil }
+            return (before, self)
+        }
+        // Without id bounds the fold cannot tell a renewal without reading every period.
+        guard idBounds.built else { return nil }
+        var earlier = periods
+        periods = []
+        let latest = earlier.removeLast()
+        var tail = self
+        tail.periods = [latest]
+        let before = tail
+        guard tail.applyToLatestPeriod(contentsOf: events, rules: rules) else {
+            earlier.append(latest)
+            periods = earlier
+            return nil
+        }
+        let after = tail
+        earlier.append(contentsOf: tail.periods)
+        tail.periods = []
+        self = tail
+        periods = earlier
+        return (before, after)
+    }
+
     private mutating func applyInFoldOrder(_ events: [LedgerEvent], rules: FoldRules, earlierPeriodsLeftOut: Bool)
         -> Bool
     {

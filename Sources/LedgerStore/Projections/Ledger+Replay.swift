@@ -198,7 +198,7 @@ extension Ledger {
     ) throws -> Bool {
         let inputs = try LifecycleReplay.inputs(of: events, layout, txn)
         var different = false
-        for entry in try LifecycleReplay.entries(events, inputs: inputs, otid: otid, environment: env, rules: rules) {
+        for entry in LifecycleReplay.entries(events, inputs: inputs, otid: otid, environment: env, rules: rules) {
             let bytes = entry.event.encoded()
             chunk.lifecycleEvents += 1
             digest.update(length: entry.key.count)

@@ -14,52 +14,45 @@ struct LifecycleReplay {
 
     /// The events `events` (the subscription's, in log order; `inputs[i]` the input of `events[i]`) said.
     ///
-    /// Between inputs the timeline is kept encoded, as the store keeps it, and each input goes the store's way: the
-    /// tail path when it applies (only the latest period decoded; the timelines before and after it hold only that
-    /// period, and the earlier ones are copied as bytes), else a whole decode and `apply`, else a refold. Keeping a
-    /// decoded timeline instead would copy every period at each input (the copy kept as "before" shares them).
-    /// - Complexity: O(events) steps and one derivation per input, each O(what the input changed) but for copying
-    ///   the encoding.
+    /// The timeline is held decoded from one input to the next and each input goes the store's way: the tail path
+    /// when it applies (`Timeline.applyOnTail`: the timelines before and after it hold only the latest period and
+    /// those the input added, and the earlier ones stay where they are), else `apply` on the whole timeline (the
+    /// copy kept as "before" then costs a copy of every period), else a refold.
+    /// - Complexity: O(events) steps and one derivation per input, each O(what the input changed) on the tail path.
     static func entries(
         _ events: [LedgerEvent], inputs: [UInt64], otid: OriginalTransactionID, environment: AppStoreEnvironment,
         rules: FoldRules
-    ) throws -> [Entry] {
+    ) -> [Entry] {
         var out: [Entry] = []
-        var stored: [UInt8]?
+        var timeline: Timeline?
         var end = 0
-        let runs = ProjectionEngine.inputRuns(Array(zip(events, inputs).map { (event: $0.0, input: $0.1) }))
-        for (r, run) in runs.enumerated() {
+        for run in ProjectionEngine.inputRuns(Array(zip(events, inputs).map { (event: $0.0, input: $0.1) })) {
             end += run.count
             let seq = run[run.count - 1].seq
-            let last = r == runs.count - 1
             func fold() -> Timeline {
                 Timeline.fold(
                     Array(events[..<end]), originalTransactionId: otid, environment: environment, rules: rules,
                     ties: .canonical)
             }
             let said: [LifecycleEvent]
-            do {
-                if let bytes = stored {
-                    if let tail = try bytes.withUnsafeBytes({ b throws(FactDecodingError) in
-                        try Timeline.appendingWithTimelines(run, toEncoded: b, rules: rules)
-                    }) {
-                        said = Lifecycle.events(before: tail.before, after: tail.after, seq: seq, rules: rules)
-                        stored = tail.bytes
-                    } else {
-                        let before = try Timeline(decoding: bytes)
-                        var after = before
-                        if !after.apply(contentsOf: run, rules: rules) { after = fold() }
-                        said = Lifecycle.events(before: before, after: after, seq: seq, rules: rules)
-                        stored = last ? nil : after.encoded()
-                    }
+            if var current = timeline {
+                // Let go of the held copy, so that the tail path takes the new periods in place.
+                timeline = nil
+                if let tail = current.applyOnTail(contentsOf: run, rules: rules) {
+                    said = Lifecycle.events(before: tail.before, after: tail.after, seq: seq, rules: rules)
+                    timeline = current
                 } else {
-                    if run.allSatisfy({ ProjectionEngine.namesNoEnvironment($0) }) { continue }
-                    let after = fold()
-                    said = Lifecycle.events(before: nil, after: after, seq: seq, rules: rules)
-                    stored = last ? nil : after.encoded()
+                    var after = current
+                    if !after.apply(contentsOf: run, rules: rules) { after = fold() }
+                    said = Lifecycle.events(before: current, after: after, seq: seq, rules: rules)
+                    timeline = after
                 }
-            } catch {
-                throw LedgerError.corrupted("the timeline of \(environment.rawValue)/\(otid) does not decode: \(error)")
+            } else {
+                // New: claims that named no environment say nothing until the subscription's own first event.
+                if run.allSatisfy({ ProjectionEngine.namesNoEnvironment($0) }) { continue }
+                let after = fold()
+                said = Lifecycle.events(before: nil, after: after, seq: seq, rules: rules)
+                timeline = after
             }
             for (i, e) in said.enumerated() {
                 out.append(Entry(key: StoreLayout.lifecycleKey(seq: seq, environment, index: i), event: e))

@@ -154,7 +154,7 @@ struct ProjectionEngine {
                     scan.events, originalTransactionId: otid, environment: environment, rules: rules, ties: .canonical)
                 try txn.put(layout.timelines, key: key, value: StoredTimeline.encode(timeline))
                 let inputs = try LifecycleReplay.inputs(of: scan.events, layout, txn)
-                for said in try LifecycleReplay.entries(
+                for said in LifecycleReplay.entries(
                     scan.events, inputs: inputs, otid: otid, environment: environment, rules: rules)
                 {
                     try txn.put(layout.lifecycle, key: said.key, value: said.event.encoded())
