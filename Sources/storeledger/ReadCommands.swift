@@ -195,6 +195,10 @@ struct Replay: ParsableCommand {
     @OptionGroup var ledger: LedgerOptions
     @Option(name: .long, help: "Fold only events up to this sequence number (reports, writes nothing).") var until: UInt64?
     @Flag(name: .long, help: "Compare with the stored projections; exit 1 on any difference.") var check = false
+    @Option(
+        name: .long,
+        help: "Only these projections: 'timelines' (what access answers are read from) or 'lifecycle' (the typed events each input said). Default: both.")
+    var only: String?
     @Flag(name: .long, help: "One JSON document on stdout.") var json = false
     @Option(
         name: .customLong("what-if"),
@@ -205,6 +209,12 @@ struct Replay: ParsableCommand {
     func validate() throws {
         if whatIf != nil && check { throw ValidationError("--what-if compares other rules; it cannot be combined with --check") }
         if whatIf == nil && at != nil { throw ValidationError("--at is for --what-if") }
+        if let only {
+            guard Ledger.ReplayProjections(name: only) != nil else {
+                throw ValidationError("--only '\(only)' is neither 'timelines' nor 'lifecycle'")
+            }
+            if whatIf != nil { throw ValidationError("--only is for a replay; --what-if compares timelines alone") }
+        }
         if let at, Instant.parse(at) == nil {
             throw ValidationError("--at '\(at)' is neither ISO-8601 nor milliseconds since epoch")
         }
@@ -219,14 +229,15 @@ struct Replay: ParsableCommand {
         let store = try ledger.openLedger(configuration, readOnly: check || until != nil, json: json)
         defer { store.close() }
         let progress = ProgressLine("replaying", unit: "subscriptions")
-        let report = try store.replay(until: until, check: check, progress: progress.update)
+        let projections = only.flatMap(Ledger.ReplayProjections.init(name:)) ?? .all
+        let report = try store.replay(until: until, check: check, projections: projections, progress: progress.update)
         progress.finish()
         if json {
             try printJSON(encoding: report)
         } else {
             print(
                 "\(counted(report.subscriptions, "subscription")), \(counted(report.events, "event")) folded up to seq "
-                    + "\(report.untilSeq); "
+                    + "\(report.untilSeq)" + (projections == .all ? "" : " (\(report.projections.joined()) only)") + "; "
                     + (report.rewrote ? "projections rewritten" : "nothing written"))
             print("projections digest \(report.projectionsDigest)")
         }
@@ -235,7 +246,15 @@ struct Replay: ParsableCommand {
                 Data("error: \(ErrorCode.replayMismatch): \(report.differences.count) projection(s) differ, first \(report.differences[0])\n".utf8))
             throw ExitCode(1)
         }
-        if check && !json { print("ok: every stored projection is byte-identical to the replay") }
+        if check && !json {
+            let what =
+                switch projections {
+                case .timelines: "stored timeline"
+                case .lifecycle: "stored lifecycle event"
+                default: "stored projection"
+                }
+            print("ok: every \(what) is byte-identical to the replay")
+        }
     }
 }
 

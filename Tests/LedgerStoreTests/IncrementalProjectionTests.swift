@@ -237,6 +237,9 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
             check.differences == [
                 "Production/60010", "Production/60499", "Production/60700", "1 stored timelines have no events",
             ])
+        #expect(try tampered.replay(check: true, projections: .timelines).differences == check.differences)
+        // The lifecycle stream alone was not touched.
+        #expect(try tampered.replay(check: true, projections: .lifecycle).differences.isEmpty)
         // A rewriting replay rebuilds every projection from the log (the orphan stays: no event names it).
         #expect(try tampered.replay(check: false).rewrote)
         #expect(try tampered.replay(check: true).differences == ["1 stored timelines have no events"])

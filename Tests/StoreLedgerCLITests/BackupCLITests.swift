@@ -182,6 +182,18 @@ struct BackupCLITests {
         }
         #expect(digest(replayed) != nil)
         #expect(digest(replayed) == digest(original))
+        // Each projection alone too, with its own digest.
+        for only in ["timelines", "lifecycle"] {
+            let a = try await storeLedgerSucceeds(
+                ["replay", "--check", "--only", only, "--json", "--data", target, "--config", source.config])
+            let b = try await storeLedgerSucceeds(
+                ["replay", "--check", "--only", only, "--json", "--data", source.data, "--config", source.config])
+            #expect(digest(a) != nil && digest(a) == digest(b) && digest(a) != digest(original), "--only \(only)")
+        }
+        let text = try await storeLedgerSucceeds(["replay", "--check", "--only", "timelines", "--data", target])
+        #expect(text.contains("(timelines only)") && text.contains("ok: every stored timeline is byte-identical"), "\(text)")
+        let wrong = try await runStoreLedger(["replay", "--check", "--only", "customers", "--data", target])
+        #expect(wrong.status != 0 && wrong.stderr.contains("--only 'customers' is neither"), "\(wrong.stderr)")
         #expect(FileManager.default.fileExists(atPath: target + "/data.mdb"))
         #expect(
             try FileManager.default.contentsOfDirectory(atPath: target).filter { $0.hasPrefix(".storeledger") }.isEmpty,

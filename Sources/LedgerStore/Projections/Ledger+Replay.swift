@@ -23,6 +23,36 @@ extension Ledger {
         /// SHA-256 (hex) over every rebuilt projection in key order (in chunks of `Ledger.replayChunkSize`
         /// subscriptions): two replays of the same log to the same seq give the same digest on any machine.
         public var projectionsDigest: String
+        /// The projections rebuilt (`ReplayProjections.names`): the digest is over these.
+        public var projections: [String]
+    }
+
+    /// Which projections a replay rebuilds: both unless asked otherwise. Each can be checked alone: the timelines
+    /// (what every access answer is read from) in a fraction of the time the lifecycle stream takes, which is
+    /// derived input by input.
+    public struct ReplayProjections: OptionSet, Sendable, Hashable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        /// Each subscription's timeline.
+        public static let timelines = ReplayProjections(rawValue: 1)
+        /// The lifecycle stream: the typed events each input said (`GET /v1/lifecycle`, the webhook).
+        public static let lifecycle = ReplayProjections(rawValue: 2)
+        public static let all: ReplayProjections = [.timelines, .lifecycle]
+
+        /// The projections named `name` ("timelines", "lifecycle"; "all" for both), or nil.
+        public init?(name: String) {
+            switch name {
+            case "timelines": self = .timelines
+            case "lifecycle": self = .lifecycle
+            case "all": self = .all
+            default: return nil
+            }
+        }
+
+        /// Their names, in the order above.
+        public var names: [String] {
+            (contains(.timelines) ? ["timelines"] : []) + (contains(.lifecycle) ? ["lifecycle"] : [])
+        }
     }
 
     /// Subscriptions per read or write transaction of a replay (also the unit of the projections digest). Small
@@ -36,15 +66,20 @@ extension Ledger {
     /// so a running server keeps appending meanwhile. A replay to an earlier `until` only reports (the stored
     /// projections reflect the whole log and stay). Reading replays use every core: chunks of subscriptions are
     /// folded by several threads, each taking the next chunk when done, each chunk in its own short read transaction.
-    public func replay(until: UInt64? = nil, check: Bool, progress: ProgressHandler? = nil) throws -> ReplayReport {
-        try replay(until: until, check: check, validatingIndexes: false, progress: progress).report
+    /// `projections` narrows what is rebuilt (and checked, and digested) to the timelines or the lifecycle stream.
+    public func replay(
+        until: UInt64? = nil, check: Bool, projections: ReplayProjections = .all, progress: ProgressHandler? = nil
+    ) throws -> ReplayReport {
+        try replay(until: until, check: check, projections: projections, validatingIndexes: false, progress: progress)
+            .report
     }
 
-    /// `replay(until:check:progress:)`; with `validatingIndexes` (and `check`), every `by_otid` entry read is also
-    /// checked against the event it names (`indexFault`, the first one in key order).
-    func replay(until: UInt64?, check: Bool, validatingIndexes: Bool, progress: ProgressHandler?) throws
-        -> (report: ReplayReport, indexFault: String?)
-    {
+    /// `replay(until:check:projections:progress:)`; with `validatingIndexes` (and `check`), every `by_otid` entry
+    /// read is also checked against the event it names (`indexFault`, the first one in key order).
+    func replay(
+        until: UInt64?, check: Bool, projections: ReplayProjections = .all, validatingIndexes: Bool,
+        progress: ProgressHandler?
+    ) throws -> (report: ReplayReport, indexFault: String?) {
         let last = try lastSeq()
         let limit = min(until ?? last, last)
         let mode: ReplayMode = check ? .check : (limit == last ? .rewrite : .report)
@@ -53,7 +88,7 @@ extension Ledger {
         let total = UInt64(subscriptions)
         let workers = mode == .rewrite ? 1 : max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
         let results = ReplayResults(progress: progress, total: total)
-        if mode == .rewrite {
+        if mode == .rewrite && projections.contains(.lifecycle) {
             // The lifecycle events up to `limit` are derived again below; those after it (a server appending
             // meanwhile) stay.
             try environment.write { txn in try self.clearLifecycle(upTo: limit, txn) }
@@ -64,7 +99,7 @@ extension Ledger {
                 while let index = results.nextChunk(of: starts.count) {
                     let work = { (txn: Transaction) in
                         try self.replayChunk(
-                            after: starts[index], limit: limit, mode: mode,
+                            after: starts[index], limit: limit, mode: mode, projections: projections,
                             rules: self.history.rules(asOf: limit, self.layout, txn),
                             validatingIndexes: validatingIndexes && check, txn)
                     }
@@ -80,7 +115,7 @@ extension Ledger {
         } else {
             DispatchQueue.concurrentPerform(iterations: workers, execute: body)
         }
-        var report = try results.report(untilSeq: limit, rewrote: mode == .rewrite)
+        var report = try results.report(untilSeq: limit, rewrote: mode == .rewrite, projections: projections.names)
         if check {
             // A stored projection the log knows nothing of is a difference too (checked only when nothing was
             // appended meanwhile: a live server adds subscriptions the chunks above did not see).
@@ -88,12 +123,13 @@ extension Ledger {
                 (try txn.statistics(layout.timelines).entries, try batch.lastSeq(txn))
             }
             let orphans = stored - results.storedFound
-            if now == last && orphans > 0 {
+            if projections.contains(.timelines) && now == last && orphans > 0 {
                 report.differences.append("\(orphans) stored timelines have no events")
             }
             // Every stored lifecycle event up to `limit` must be one the replay derived (each derived one was
             // looked up by its key, so more stored ones are events no input said).
-            let storedSaid = try environment.read { txn in try self.lifecycleCount(upTo: limit, txn) }
+            let storedSaid =
+                projections.contains(.lifecycle) ? try environment.read { txn in try self.lifecycleCount(upTo: limit, txn) } : 0
             if storedSaid > results.lifecycleEvents {
                 report.differences.append("\(storedSaid - results.lifecycleEvents) stored lifecycle events were said by no input")
             }
@@ -114,8 +150,8 @@ extension Ledger {
 
     /// Folds up to `replayChunkSize` subscriptions after the key `resume` (from the first when nil).
     private func replayChunk(
-        after resume: [UInt8]?, limit: UInt64, mode: ReplayMode, rules: FoldRules, validatingIndexes: Bool,
-        _ txn: Transaction
+        after resume: [UInt8]?, limit: UInt64, mode: ReplayMode, projections: ReplayProjections, rules: FoldRules,
+        validatingIndexes: Bool, _ txn: Transaction
     ) throws -> ReplayChunk {
         let cursor = try txn.cursor(layout.byOTID)
         var entry = try position(cursor, after: resume)
@@ -153,7 +189,7 @@ extension Ledger {
             }
             chunk.events += scan.events.count
             chunk.keys += 1
-            if !scan.events.isEmpty {
+            if !scan.events.isEmpty && projections.contains(.timelines) {
                 let timeline = Timeline.fold(
                     scan.events, originalTransactionId: otid, environment: env, rules: rules, ties: .canonical)
                 rebuilt.removeAll()
@@ -180,6 +216,8 @@ extension Ledger {
                     }
                 }
                 if different { chunk.differences.append("\(env.rawValue)/\(otid)") }
+            }
+            if !scan.events.isEmpty && projections.contains(.lifecycle) {
                 if try replayLifecycle(scan.events, env, otid, rules, mode: mode, into: &chunk, digest: &digest, txn) {
                     chunk.differences.append("lifecycle events of \(env.rawValue)/\(otid)")
                 }

@@ -85,12 +85,13 @@ final class ReplayResults: @unchecked Sendable {
         return chunks.keys.sorted().lazy.compactMap { self.chunks[$0]!.indexFault }.first
     }
 
-    func report(untilSeq: UInt64, rewrote: Bool) throws -> Ledger.ReplayReport {
+    func report(untilSeq: UInt64, rewrote: Bool, projections: [String]) throws -> Ledger.ReplayReport {
         lock.lock()
         defer { lock.unlock() }
         if let error { throw error }
         var report = Ledger.ReplayReport(
-            subscriptions: 0, events: 0, differences: [], untilSeq: untilSeq, rewrote: rewrote, projectionsDigest: "")
+            subscriptions: 0, events: 0, differences: [], untilSeq: untilSeq, rewrote: rewrote, projectionsDigest: "",
+            projections: projections)
         var digest = SHA256()
         for index in chunks.keys.sorted() {
             let c = chunks[index]!
