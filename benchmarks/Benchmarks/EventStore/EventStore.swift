@@ -115,9 +115,13 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     // Replay: every projection rebuilt from the log and compared byte for byte (`storeledger replay --check`), over
-    // ledgers of 1M events in three shapes. Figures per event.
+    // ledgers of 1M events in three shapes. Figures per event. Each shape twice: the timelines alone (`--only
+    // timelines`: the work every replay row measured before the lifecycle stream existed, so these rows compare with
+    // older builds' "Replay --check" rows), and every projection, the lifecycle stream too (derived input by input).
     nonisolated(unsafe) var replayLedger: Ledger!
-    func replayBenchmark(_ name: String, subscriptions: Int, iterations: Int = 10) {
+    func replayBenchmark(
+        _ name: String, subscriptions: Int, iterations: Int = 10, projections: Ledger.ReplayProjections = .all
+    ) {
         Benchmark(
             name,
             configuration: .init(
@@ -126,17 +130,26 @@ let benchmarks: @Sendable () -> Void = {
                 setup: { replayLedger = try populatedLedger(events: 1_000_000, subscriptions: subscriptions).0 },
                 teardown: { remove(replayLedger) })
         ) { benchmark in
-            let report = try replayLedger.replay(check: true)
+            let report = try replayLedger.replay(check: true, projections: projections)
             precondition(report.events == 1_000_000 && report.differences.isEmpty)
         }
     }
     // 200k subscriptions × 5 renewals.
+    replayBenchmark(
+        "Replay --check --only timelines, 1M events (figures per event)", subscriptions: 200_000,
+        projections: .timelines)
     replayBenchmark("Replay --check, 1M events (figures per event)", subscriptions: 200_000)
     // Long histories: 10k subscriptions × 100 monthly renewals (a subscription's life over eight years), so the
     // per-subscription work (cursor, timeline encoding, digest, comparison) is spread over more events.
+    replayBenchmark(
+        "Replay --check --only timelines, 1M events in 10k subscriptions of 100 (figures per event)",
+        subscriptions: 10_000, projections: .timelines)
     replayBenchmark("Replay --check, 1M events in 10k subscriptions of 100 (figures per event)", subscriptions: 10_000)
     // The full rebuild the incremental update is compared with: 1M subscriptions of one event each (the ledger the
     // incremental benchmarks below update), so the per-subscription work weighs the most.
+    replayBenchmark(
+        "Replay --check --only timelines, 1M events in 1M subscriptions (figures per event)", subscriptions: 1_000_000,
+        iterations: 5, projections: .timelines)
     replayBenchmark(
         "Replay --check, 1M events in 1M subscriptions (figures per event)", subscriptions: 1_000_000, iterations: 5)
 
