@@ -197,6 +197,12 @@ public final class PeriodTerms: Hashable, Sendable {
         {
             return previous
         }
+        // Checked here, not left to the failable init: a class is allocated before its init runs, so an init that
+        // fails allocates and frees an instance (every period of a receipt, which states no term).
+        guard
+            price != nil || currency != nil || transactionReason != nil || billingPlanType != nil
+                || commitmentExpiresDate != nil || originalApplicationVersion != nil || ownershipType != nil
+        else { return nil }
         return PeriodTerms(
             price: price, currency: currency, transactionReason: transactionReason, billingPlanType: billingPlanType,
             commitmentExpiresDate: commitmentExpiresDate, originalApplicationVersion: originalApplicationVersion,
