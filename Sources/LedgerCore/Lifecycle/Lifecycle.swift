@@ -130,32 +130,31 @@ public enum Lifecycle {
         let new = statements(of: after, rules: rules, from: cut)
         if old == new { return [] }
         let otid = after.originalTransactionId, env = after.environment
-        var saidBefore: [String: Int] = [:]
-        saidBefore.reserveCapacity(old.count)
-        for (i, s) in old.enumerated() { saidBefore[s.id(otid, env)] = i }
+        // Statements of one subscription share its environment and OTID, so their ids are equal when their types and
+        // causes are: matched on those, and an id is made only for an event said.
+        let said = SaidBefore(old)
         var stillSaid = [Bool](repeating: false, count: old.count)
         let folded = before?.frontier?.instant
-        var out: [(statement: LifecycleStatement, event: LifecycleEvent)] = []
+        var out: [LifecycleEvent] = []
         func event(_ s: LifecycleStatement, id: String, late: Bool, corrects: String?, retracted: Bool) {
             out.append(
-                (
-                    s,
-                    LifecycleEvent(
-                        id: id, seq: seq, originalTransactionId: otid, environment: env,
-                        appUserId: after.lifecycleOwner(at: s.at)?.rawValue,
-                        entitlements: s.productId.map {
-                            rules.catalog.entitlements(for: $0, type: s.type == .consumablePurchase ? .consumable : nil)
-                        } ?? [],
-                        late: late, corrects: corrects, retracted: retracted, statement: s)
-                ))
+                LifecycleEvent(
+                    id: id, seq: seq, originalTransactionId: otid, environment: env,
+                    appUserId: after.lifecycleOwner(at: s.at)?.rawValue,
+                    entitlements: s.productId.map {
+                        rules.catalog.entitlements(for: $0, type: s.type == .consumablePurchase ? .consumable : nil)
+                    } ?? [],
+                    late: late, corrects: corrects, retracted: retracted, statement: s))
         }
         for s in new {
-            let id = s.id(otid, env)
-            if let i = saidBefore[id] {
+            if let i = said.index(of: s) {
                 stillSaid[i] = true
-                if old[i] != s { event(s, id: id + "/corrected@\(seq)", late: false, corrects: id, retracted: false) }
+                if old[i] != s {
+                    let id = s.id(otid, env)
+                    event(s, id: id + "/corrected@\(seq)", late: false, corrects: id, retracted: false)
+                }
             } else {
-                event(s, id: id, late: folded.map { s.at < $0 } ?? false, corrects: nil, retracted: false)
+                event(s, id: s.id(otid, env), late: folded.map { s.at < $0 } ?? false, corrects: nil, retracted: false)
             }
         }
         for (i, s) in old.enumerated() where !stillSaid[i] {
@@ -164,9 +163,37 @@ public enum Lifecycle {
         }
         out.sort { a, b in
             if a.statement != b.statement { return LifecycleStatement.precedes(a.statement, b.statement) }
-            return a.event.id < b.event.id
+            return a.id < b.id
         }
-        return out.map(\.event)
+        return out
+    }
+
+    /// The statements said before an input, found by type and cause: by looking through them when they are few (an
+    /// append's usually are: those from the first difference on), through a dictionary otherwise.
+    private struct SaidBefore {
+        struct Key: Hashable {
+            var type: LifecycleEventType
+            var cause: String
+        }
+        let statements: [LifecycleStatement]
+        let index: [Key: Int]?
+
+        init(_ statements: [LifecycleStatement]) {
+            self.statements = statements
+            if statements.count > 16 {
+                var index: [Key: Int] = [:]
+                index.reserveCapacity(statements.count)
+                for (i, s) in statements.enumerated() { index[Key(type: s.type, cause: s.cause)] = i }
+                self.index = index
+            } else {
+                index = nil
+            }
+        }
+
+        func index(of s: LifecycleStatement) -> Int? {
+            if let index { return index[Key(type: s.type, cause: s.cause)] }
+            return statements.firstIndex { $0.type == s.type && $0.cause == s.cause }
+        }
     }
 
     /// What a refund gave back, in milliunits: the price, or the share a prorated refund states
@@ -201,13 +228,20 @@ public enum Lifecycle {
         }
         if let i = firstUnequal(a.periods, b.periods) {
             if i == 0 { return .min }
-            for p in a.periods[i...] + b.periods[i...] {
-                bound(p.start)
-                for r in p.revocations {
-                    bound(r.date)
-                    if let back = r.reversedAt { bound(back) }
+            // Each side read in place (concatenating them copied every period from `i`).
+            func boundPeriods(_ periods: [Period]) {
+                periods.withUnsafeBufferPointer { ps in
+                    for j in ps.indices where j >= i {
+                        bound(ps[j].start)
+                        for r in ps[j].revocations {
+                            bound(r.date)
+                            if let back = r.reversedAt { bound(back) }
+                        }
+                    }
                 }
             }
+            boundPeriods(a.periods)
+            boundPeriods(b.periods)
         }
         if let i = firstUnequal(a.statedChanges, b.statedChanges) {
             for c in a.statedChanges[i...] { bound(c.at) }

@@ -163,5 +163,8 @@ public struct LifecycleEvent: Hashable, Sendable {
 
 extension LifecycleEventType {
     /// The type's position among the types as declared: the order statements of one instant are listed in.
-    var position: Int { LifecycleEventType.allCases.firstIndex(of: self)! }
+    var position: Int { Self.declared.firstIndex(of: self)! }
+
+    /// `allCases`, made once (each read of `allCases` makes the array anew).
+    private static let declared = allCases
 }
