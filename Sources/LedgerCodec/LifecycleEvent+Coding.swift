@@ -11,6 +11,12 @@ extension LifecycleEvent {
     /// The event's compact binary form. Equal events give identical bytes.
     public func encoded() -> [UInt8] {
         var w = BinaryWriter(capacity: 160 + id.utf8.count)
+        encode(into: &w)
+        return w.finish()
+    }
+
+    /// Appends `encoded()` to `w` (a replay encodes every event into one buffer, emptied between them).
+    package func encode(into w: inout BinaryWriter) {
         w.writeVarint(UInt64(Self.formatVersion))
         w.write(1, id)
         w.write(2, seq)
@@ -38,7 +44,6 @@ extension LifecycleEvent {
         w.write(24, s.refundAmount)
         for u in s.fromAppUserIds { w.write(25, u) }
         w.write(26, s.toAppUserId)
-        return w.finish()
     }
 
     /// Decodes what `encoded()` wrote.

@@ -164,11 +164,10 @@ extension Timeline {
             periods = earlier
             return nil
         }
-        let after = tail
         earlier.append(contentsOf: tail.periods)
-        tail.periods = []
+        let after = tail
+        tail.periods = earlier
         self = tail
-        periods = earlier
         return (before, after)
     }
 

@@ -94,8 +94,12 @@ extension StoreLayout {
     /// code keeps keys apart. In seq order: the stream is read in key order.
     static func lifecycleKey(seq: UInt64, _ environment: AppStoreEnvironment, index: Int) -> [UInt8] {
         var k = BigEndian.bytes(seq)
+        k.reserveCapacity(13)
         k.append(environment.code)
-        for shift in [24, 16, 8, 0] { k.append(UInt8(truncatingIfNeeded: index >> shift)) }
+        k.append(UInt8(truncatingIfNeeded: index >> 24))
+        k.append(UInt8(truncatingIfNeeded: index >> 16))
+        k.append(UInt8(truncatingIfNeeded: index >> 8))
+        k.append(UInt8(truncatingIfNeeded: index))
         return k
     }
 }

@@ -160,6 +160,7 @@ extension Ledger {
         // Buffers reused from one subscription to the next: the events read, and the rebuilt projection's bytes.
         var scan = SubscriptionScan(inKeyOrder: txn, layout)
         var rebuilt = BinaryWriter(capacity: 4096)
+        var lifecycleBytes = BinaryWriter(capacity: 512)
         // The stored projections, in the same key order: looked up going forward through their own cursor.
         let stored = mode == .check ? try txn.cursor(layout.timelines) : nil
         // A subscription's claims that named no environment may have joined it in an environment where its first
@@ -218,7 +219,9 @@ extension Ledger {
                 if different { chunk.differences.append("\(env.rawValue)/\(otid)") }
             }
             if !scan.events.isEmpty && projections.contains(.lifecycle) {
-                if try replayLifecycle(scan.events, env, otid, rules, mode: mode, into: &chunk, digest: &digest, txn) {
+                if try replayLifecycle(
+                    scan.events, env, otid, rules, mode: mode, into: &chunk, digest: &digest, encoding: &lifecycleBytes, txn)
+                {
                     chunk.differences.append("lifecycle events of \(env.rawValue)/\(otid)")
                 }
             }
@@ -232,26 +235,33 @@ extension Ledger {
     /// with the stored ones (`check`, true when one differs or is missing) or writes them (`rewrite`).
     private func replayLifecycle(
         _ events: [LedgerEvent], _ env: AppStoreEnvironment, _ otid: OriginalTransactionID, _ rules: FoldRules,
-        mode: ReplayMode, into chunk: inout ReplayChunk, digest: inout SHA256, _ txn: Transaction
+        mode: ReplayMode, into chunk: inout ReplayChunk, digest: inout SHA256, encoding: inout BinaryWriter,
+        _ txn: Transaction
     ) throws -> Bool {
         let inputs = try LifecycleReplay.inputs(of: events, layout, txn)
         var different = false
         for entry in LifecycleReplay.entries(events, inputs: inputs, otid: otid, environment: env, rules: rules) {
-            let bytes = entry.event.encoded()
+            encoding.removeAll()
+            entry.event.encode(into: &encoding)
             chunk.lifecycleEvents += 1
-            digest.update(length: entry.key.count)
-            entry.key.withUnsafeBytes { digest.update(bufferPointer: $0) }
-            digest.update(length: bytes.count)
-            bytes.withUnsafeBytes { digest.update(bufferPointer: $0) }
-            switch mode {
-            case .check:
-                guard let found = try txn.get(layout.lifecycle, key: entry.key), found.hasSameBytes(as: bytes) else {
-                    different = true
-                    continue
+            let same = try encoding.withBytes { bytes in
+                let bytes = UnsafeRawBufferPointer(bytes)
+                digest.update(length: entry.key.count)
+                entry.key.withUnsafeBytes { digest.update(bufferPointer: $0) }
+                digest.update(length: bytes.count)
+                digest.update(bufferPointer: bytes)
+                switch mode {
+                case .check:
+                    guard let found = try txn.get(layout.lifecycle, key: entry.key) else { return false }
+                    return found.hasSameBytes(as: bytes)
+                case .rewrite:
+                    try entry.key.withUnsafeBytes { k in try txn.put(layout.lifecycle, key: k, value: bytes) }
+                    return true
+                case .report:
+                    return true
                 }
-            case .rewrite: try txn.put(layout.lifecycle, key: entry.key, value: bytes)
-            case .report: break
             }
+            if !same { different = true }
         }
         return different
     }
