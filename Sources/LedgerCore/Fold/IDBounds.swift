@@ -23,6 +23,9 @@ package struct IDBounds: Hashable, Sendable {
     /// Unknown (`built` false).
     package init() {}
 
+    /// The bounds of a timeline without periods: known, and empty.
+    package init(ofNoPeriods: Void) { built = true }
+
     /// The bounds of the given periods. O(periods).
     package init(periods: [Period]) {
         built = true

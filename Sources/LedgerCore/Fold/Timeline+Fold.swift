@@ -30,18 +30,18 @@ extension Timeline {
         _ events: [LedgerEvent], originalTransactionId: OriginalTransactionID, environment: AppStoreEnvironment,
         rules: FoldRules, ties: FactOrder
     ) -> Timeline {
-        var timeline = Timeline(originalTransactionId: originalTransactionId, environment: environment)
         // The events are sorted by key, not moved: an event is large (its fact and metadata hold several references).
         var keys: [FoldKey] = []
         keys.reserveCapacity(events.count)
         var transactions = 0
         for i in events.indices {
-            guard let (instant, kind) = timeline.instantAndKind(ifMine: events[i]) else { continue }
+            guard
+                let (instant, kind) = instantAndKind(
+                    of: events[i], originalTransactionId: originalTransactionId, environment: environment)
+            else { continue }
             keys.append(FoldKey(instant: instant, kind: kind, index: i))
             if kind == .transaction { transactions += 1 }
         }
-        // At most one period per transaction: the array is allocated once, not grown period by period.
-        timeline.periods.reserveCapacity(transactions)
         // The fold order: position (instant, kind, id), then identical facts by seq, other facts by `ties`.
         // Instants and kinds decide almost always; ids and facts are looked at only on a tie.
         keys.sort { a, b in
@@ -49,9 +49,22 @@ extension Timeline {
             if a.kind != b.kind { return a.kind < b.kind }
             return foldsBefore(events[a.index], events[b.index], ties: ties)
         }
+        var timeline = Timeline(originalTransactionId: originalTransactionId, environment: environment)
+        timeline.step(events, in: keys, transactions: transactions, rules: rules)
+        return timeline
+    }
+
+    /// Steps `events` in the order of `keys` (sorted), `transactions` of them transactions; the rest of
+    /// `fold(_:originalTransactionId:environment:rules:ties:)`. Not inlined into it: a function that assigns an
+    /// optional field of a local timeline (`frontier`) and then returns the timeline copies it whole, every field
+    /// retained and then released (Swift 6.3); through a mutating call it is built where it is returned.
+    @inline(never)
+    private mutating func step(_ events: [LedgerEvent], in keys: [FoldKey], transactions: Int, rules: FoldRules) {
+        // At most one period per transaction: the array is allocated once, not grown period by period.
+        periods.reserveCapacity(transactions)
         var previous: FoldKey?
         for key in keys {
-            timeline.lastSeq = max(timeline.lastSeq, events[key.index].seq)
+            lastSeq = max(lastSeq, events[key.index].seq)
             // An identical fact at the same instant is the same revision delivered again: its first (smallest seq)
             // copy was folded.
             if let p = previous, p.instant == key.instant, p.kind == key.kind,
@@ -60,11 +73,10 @@ extension Timeline {
             {
                 continue
             }
-            timeline.step(events[key.index].fact, seq: events[key.index].seq, at: key.instant, rules: rules)
+            step(events[key.index].fact, seq: events[key.index].seq, at: key.instant, rules: rules)
             previous = key
         }
-        timeline.frontier = keys.last.map { FoldPosition(events[$0.index]) }
-        return timeline
+        frontier = keys.last.map { FoldPosition(events[$0.index]) }
     }
 
     /// The fold order of two events at one instant, of one kind: by id, then identical facts by seq, other facts by
@@ -212,10 +224,12 @@ extension Timeline {
     func concerns(_ event: LedgerEvent) -> Bool { concerns(event.fact) }
 
     /// The instant and kind of the event's fold position (`FoldPosition` without its id), or nil when the event is
-    /// not this timeline's (`concerns`): one switch on the fact. Inlined, so that an event read out of an array is
+    /// not of the timeline of `originalTransactionId` in `environment` (`concerns`): one switch on the fact. Inlined, so that an event read out of an array is
     /// read in place (only these fields), not copied whole.
     @inline(__always)
-    private func instantAndKind(ifMine event: LedgerEvent) -> (UnixMillis, Fact.Kind)? {
+    private static func instantAndKind(
+        of event: LedgerEvent, originalTransactionId: OriginalTransactionID, environment: AppStoreEnvironment
+    ) -> (UnixMillis, Fact.Kind)? {
         switch event.fact {
         case .transaction(let t):
             guard t.environment == environment, t.originalTransactionId == originalTransactionId else { return nil }

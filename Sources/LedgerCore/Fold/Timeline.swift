@@ -39,22 +39,21 @@ public struct Timeline: Hashable, Sendable {
     package var frontier: FoldPosition?
     /// What the fold knows of the ids the periods have had (`IDBounds`), so that a renewal is told from a revision
     /// or a restored copy without looking through every period. Derived from the periods: never compared.
-    package var idBounds = IDBounds()
+    package var idBounds: IDBounds
 
     /// An empty timeline, to `apply` events to.
     public init(originalTransactionId: OriginalTransactionID, environment: AppStoreEnvironment) {
+        // The optional fields (`renewal`, `accountToken`, `frontier`) start nil without being assigned: assigning
+        // them, or mutating a field once `self` is complete, builds the timeline twice and copies it (Swift 6.3).
         self.originalTransactionId = originalTransactionId
         self.environment = environment
         periods = []
         statedChanges = []
-        renewal = nil
         owners = []
         refusedClaims = []
-        accountToken = nil
-        tokenUsers = [:]
+        tokenUsers = Dictionary()
         lastSeq = 0
-        frontier = nil
-        idBounds.built = true  // No periods: no ids.
+        idBounds = IDBounds(ofNoPeriods: ())  // No periods: no ids.
     }
 
     /// Every field, for the codec's decoder: each stored once. Building an empty timeline and then assigning its
