@@ -1,5 +1,10 @@
 /// One billing period (or one-time purchase) of a subscription: the transaction that bought it, the restored copies
 /// that observed it again, and whether and when access was taken back.
+///
+/// Its optional fields are spelled `Optional<…>`, not `T?`, as are those of `Revocation`, `Offer` and `Timeline`: a
+/// `var x: T?` is nil before the initializer runs, so an initializer that sets it changes a value already complete,
+/// and Swift 6.3 then returns a copy of the whole value (every reference retained, the original released). The fold
+/// makes one period per transaction, and the codec one per stored period: the copy was 2% of a replay.
 public struct Period: Hashable, Sendable {
     /// The period's own transaction: the smallest id of its group (Apple mints ids in increasing order, so the
     /// original purchase or renewal precedes every restored copy).
@@ -9,20 +14,20 @@ public struct Period: Hashable, Sendable {
         set { lineItem = newValue.map(CompactID.init) }
     }
     /// `webOrderLineItemId` as the fold and the stored form keep it (a number, for Apple's decimal ids).
-    @usableFromInline package var lineItem: CompactID?
+    @usableFromInline package var lineItem: Optional<CompactID>
     public var productId: String
     /// `purchaseDate`: access starts here.
     public var start: UnixMillis
     /// Apple's `expiresDate`, as stated by the latest revision.
-    public var expiresDate: UnixMillis?
+    public var expiresDate: Optional<UnixMillis>
     /// When access ends without a refund: `expiresDate`, the upgrade instant for the old side of an upgrade, or the
     /// catalog duration of a non-renewing subscription. Nil: never (non-consumables, consumables).
-    public var end: UnixMillis?
-    public var originalPurchaseDate: UnixMillis?
+    public var end: Optional<UnixMillis>
+    public var originalPurchaseDate: Optional<UnixMillis>
     /// The product type: catalog first, then Apple's `type`, then inferred (an expiry means a subscription).
     public var type: ProductType
     public var quantity: Int64
-    public var offer: Offer?
+    public var offer: Optional<Offer>
     /// The old side of an upgrade: ends at `end`, not a refund.
     public var upgraded: Bool
     /// Restored copies of this period (other transaction ids, same period), in id order.
@@ -33,7 +38,7 @@ public struct Period: Hashable, Sendable {
     public var seq: UInt64
     /// What the period was sold at and under (price, currency, why it was bought, billing plan), when Apple states any
     /// of it. Shared with the previous period when the same.
-    public var terms: PeriodTerms?
+    public var terms: Optional<PeriodTerms>
     /// The transaction ids whose latest revision states the open revocation: a later revision of one of them
     /// without a revocation date reverses it; a restored copy that never mentioned it does not.
     @usableFromInline package var revokingTransactions: [TransactionID]
@@ -237,20 +242,21 @@ public final class PeriodTerms: Hashable, Sendable {
 }
 
 /// A refund or revoke of one period: access ends at `date`, and comes back at `reversedAt` if the refund was reversed.
+/// Optional fields spelled `Optional<…>`: see `Period`.
 public struct Revocation: Hashable, Sendable {
     public var date: UnixMillis
     /// 0 other, 1 app issue.
-    public var reason: Int64?
+    public var reason: Optional<Int64>
     /// `REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE`.
-    public var type: String?
+    public var type: Optional<String>
     /// Milliunits (50000 = 50%).
-    public var percentage: Int64?
+    public var percentage: Optional<Int64>
     /// When a REFUND_REVERSED notification (or a later revision without a revocation date) restored access.
-    public var reversedAt: UnixMillis?
+    public var reversedAt: Optional<UnixMillis>
     /// Provenance: the event that stated the revocation.
     public var seq: UInt64
     /// Provenance: the event that reversed it.
-    public var reversedSeq: UInt64?
+    public var reversedSeq: Optional<UInt64>
 
     public init(
         date: UnixMillis, reason: Int64? = nil, type: String? = nil, percentage: Int64? = nil,
@@ -269,17 +275,17 @@ public struct Revocation: Hashable, Sendable {
     public var isFamilyRevoke: Bool { type == "FAMILY_REVOKE" }
 }
 
-/// A trial or offer a period was bought with.
+/// A trial or offer a period was bought with. Optional fields spelled `Optional<…>`: see `Period`.
 public struct Offer: Hashable, Sendable, Codable {
     /// 1 introductory, 2 promotional, 3 offer code, 4 win-back.
-    public var type: Int64?
-    public var identifier: String?
+    public var type: Optional<Int64>
+    public var identifier: Optional<String>
     /// `FREE_TRIAL`, `PAY_AS_YOU_GO`, `PAY_UP_FRONT`.
-    public var discountType: String?
+    public var discountType: Optional<String>
     /// V1 `is_trial_period`.
     public var isTrial: Bool
     /// How long the offer lasts (V2 `offerPeriod`, ISO-8601: `P3M`).
-    public var period: String?
+    public var period: Optional<String>
 
     public init(
         type: Int64? = nil, identifier: String? = nil, discountType: String? = nil, isTrial: Bool = false,

@@ -11,6 +11,8 @@
 /// whole value, seqs included, is a function of the set of (fact, instant, smallest seq) — independent of delivery
 /// order. Delivering the same facts in another order assigns other seqs; `withoutProvenance()` strips them for
 /// comparing such histories.
+///
+/// Optional fields spelled `Optional<…>`, and set by the initializers, never changed in them: see `Period`.
 public struct Timeline: Hashable, Sendable {
     public let originalTransactionId: OriginalTransactionID
     public let environment: AppStoreEnvironment
@@ -20,14 +22,14 @@ public struct Timeline: Hashable, Sendable {
     /// the periods and owners (purchase, renewal, plan changes, refunds, owner changes) are derived by `changes`.
     public package(set) var statedChanges: [TimelineChange]
     /// The latest renewal info.
-    public package(set) var renewal: RenewalState?
+    public package(set) var renewal: Optional<RenewalState>
     /// Ownership intervals in claim order (the first owner's `from` as claimed; see `ownerIntervals`).
     public package(set) var owners: [OwnerInterval]
     /// Claims refused under the `keep` policy.
     public package(set) var refusedClaims: [RefusedClaim]
     /// The `appAccountToken` that last claimed the subscription, and the user it claimed for: a later transaction
     /// repeating it claims nothing (docs/domain.md, "Owners").
-    public package(set) var accountToken: AccountTokenClaim?
+    public package(set) var accountToken: Optional<AccountTokenClaim>
     /// App users that claims named for a token on this subscription (token → user), so that a token Apple repeats
     /// alone claims for the app's user, not for the UUID.
     public package(set) var tokenUsers: [String: AppUserID]
@@ -36,23 +38,24 @@ public struct Timeline: Hashable, Sendable {
     /// Where the fold stands: the position of the last event it stepped. A timeline is the fold of its events in fold
     /// order, so `apply` can step an event only when it comes after this one; an event before it is folded by a
     /// refold. Part of the value (a timeline that folded more events is another timeline), though never shown.
-    package var frontier: FoldPosition?
+    package var frontier: Optional<FoldPosition>
     /// What the fold knows of the ids the periods have had (`IDBounds`), so that a renewal is told from a revision
     /// or a restored copy without looking through every period. Derived from the periods: never compared.
     package var idBounds: IDBounds
 
     /// An empty timeline, to `apply` events to.
     public init(originalTransactionId: OriginalTransactionID, environment: AppStoreEnvironment) {
-        // The optional fields (`renewal`, `accountToken`, `frontier`) start nil without being assigned: assigning
-        // them, or mutating a field once `self` is complete, builds the timeline twice and copies it (Swift 6.3).
         self.originalTransactionId = originalTransactionId
         self.environment = environment
         periods = []
         statedChanges = []
+        renewal = nil
         owners = []
         refusedClaims = []
+        accountToken = nil
         tokenUsers = Dictionary()
         lastSeq = 0
+        frontier = nil
         idBounds = IDBounds(ofNoPeriods: ())  // No periods: no ids.
     }
 
