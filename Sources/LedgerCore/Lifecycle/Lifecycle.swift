@@ -34,17 +34,15 @@ public enum Lifecycle {
             if p.start >= cut { all.append(purchase(timeline, i, rules: rules)) }
             for r in p.revocations where r.date >= cut || (r.reversedAt.map { $0 >= cut } ?? false) {
                 let cause = "\(p.transactionId.rawValue)@\(r.date)"
-                var refund = LifecycleStatement(type: .refund, cause: cause, at: r.date)
-                refund.describe(p)
-                refund.reason = r.type ?? "REFUND_FULL"
-                if !r.isFamilyRevoke, let price = p.terms?.price {
-                    refund.refundAmount = refundedAmount(price: price, revocation: r)
+                if r.date >= cut {
+                    all.append(
+                        LifecycleStatement(
+                            type: .refund, cause: cause, at: r.date, period: p, reason: r.type ?? "REFUND_FULL",
+                            refundAmount: r.isFamilyRevoke
+                                ? nil : p.terms?.price.map { refundedAmount(price: $0, revocation: r) }))
                 }
-                if r.date >= cut { all.append(refund) }
                 if let back = r.reversedAt, back >= cut {
-                    var reversed = LifecycleStatement(type: .refundReversed, cause: cause, at: back)
-                    reversed.describe(p)
-                    all.append(reversed)
+                    all.append(LifecycleStatement(type: .refundReversed, cause: cause, at: back, period: p))
                 }
             }
         }
@@ -60,28 +58,21 @@ public enum Lifecycle {
             case .expired: type = .expiration
             default: continue
             }
-            var s = LifecycleStatement(type: type, cause: "\(c.kind.rawValue)@\(c.at)", at: c.at)
-            s.productId = timeline.product(at: c.at)
-            switch c.kind {
-            case .gracePeriod: s.expiresAt = c.until
-            case .pendingChange:
-                s.pending = true
-                s.newProductId = c.detail
-            case .expired: s.reason = c.detail
-            default: break
-            }
-            all.append(s)
+            all.append(
+                LifecycleStatement(
+                    type: type, cause: "\(c.kind.rawValue)@\(c.at)", at: c.at, productId: timeline.product(at: c.at),
+                    expiresAt: c.kind == .gracePeriod ? c.until : nil, reason: c.kind == .expired ? c.detail : nil,
+                    newProductId: c.kind == .pendingChange ? c.detail : nil, pending: c.kind == .pendingChange))
         }
         for (i, o) in timeline.owners.enumerated() where o.cause == .transfer && o.from >= cut {
-            var s = LifecycleStatement(type: .transfer, cause: "\(o.appUserId.rawValue)@\(o.from)", at: o.from)
-            s.toAppUserId = o.appUserId.rawValue
+            var from: [String] = []
             for before in timeline.owners[..<i] where before.to == o.from && before.appUserId != o.appUserId {
-                if !s.fromAppUserIds.contains(before.appUserId.rawValue) {
-                    s.fromAppUserIds.append(before.appUserId.rawValue)
-                }
+                if !from.contains(before.appUserId.rawValue) { from.append(before.appUserId.rawValue) }
             }
-            s.productId = timeline.product(at: o.from)
-            all.append(s)
+            all.append(
+                LifecycleStatement(
+                    type: .transfer, cause: "\(o.appUserId.rawValue)@\(o.from)", at: o.from,
+                    productId: timeline.product(at: o.from), fromAppUserIds: from, toAppUserId: o.appUserId.rawValue))
         }
         all.sort(by: LifecycleStatement.precedes)
         // Two statements of one type and cause would share an id: the later ones get a suffix (never seen from the
@@ -278,23 +269,24 @@ public enum Lifecycle {
                 if change == .resubscribe { reason = "resubscribe" }
             }
         }
-        var s = LifecycleStatement(type: type, cause: p.transactionId.rawValue, at: p.start)
-        s.describe(p)
-        s.periodType = periodType
-        s.reason = reason
-        s.fromProductId = from
-        return s
+        return LifecycleStatement(
+            type: type, cause: p.transactionId.rawValue, at: p.start, period: p, periodType: periodType, reason: reason,
+            fromProductId: from)
     }
 }
 
 extension LifecycleStatement {
-    /// Takes the period's product, transaction, price and expiry.
-    fileprivate mutating func describe(_ p: Period) {
-        productId = p.productId
-        transactionId = p.transactionId.rawValue
-        price = p.terms?.price
-        currency = p.terms?.currency
-        expiresAt = p.expiresDate
+    /// A statement about the period `p`, with its product, transaction, price and expiry. Built whole: a statement
+    /// changed after its initializer is copied when it is returned or appended (see `Period`).
+    fileprivate init(
+        type: LifecycleEventType, cause: String, at: UnixMillis, period p: Period,
+        periodType: LifecyclePeriodType? = nil, reason: String? = nil, fromProductId: String? = nil,
+        refundAmount: Int64? = nil
+    ) {
+        self.init(
+            type: type, cause: cause, at: at, productId: p.productId, transactionId: p.transactionId.rawValue,
+            periodType: periodType, price: p.terms?.price, currency: p.terms?.currency, expiresAt: p.expiresDate,
+            reason: reason, fromProductId: fromProductId, refundAmount: refundAmount)
     }
 }
 

@@ -66,7 +66,8 @@ public enum LifecyclePeriodType: String, Hashable, Sendable, CaseIterable {
 }
 
 /// One thing a timeline says happened, with the cause that identifies it. `Lifecycle.statements(of:rules:)` lists
-/// them; two timelines are compared statement by statement (by `id`).
+/// them; two timelines are compared statement by statement (by `id`). Optional fields spelled `Optional<…>`, and set
+/// by the initializer rather than after it: see `Period`.
 public struct LifecycleStatement: Hashable, Sendable {
     public var type: LifecycleEventType
     /// What within the subscription caused it: a period's transaction id, a revocation (`transactionId@date`), a
@@ -75,35 +76,52 @@ public struct LifecycleStatement: Hashable, Sendable {
     public var cause: String
     /// Valid time: when it happened (a period's start, a refund's date, a change's instant).
     public var at: UnixMillis
-    public var productId: String?
-    public var transactionId: String?
-    public var periodType: LifecyclePeriodType?
+    public var productId: Optional<String>
+    public var transactionId: Optional<String>
+    public var periodType: Optional<LifecyclePeriodType>
     /// Milliunits of `currency`, as Apple states them (a period's price).
-    public var price: Int64?
-    public var currency: String?
+    public var price: Optional<Int64>
+    public var currency: Optional<String>
     /// Apple's `expiresDate` of the period; a grace period's end.
-    public var expiresAt: UnixMillis?
+    public var expiresAt: Optional<UnixMillis>
     /// RENEWAL: "resubscribe"; PRODUCT_CHANGE: upgrade, downgrade or crossgrade; EXPIRATION: Apple's subtype;
     /// REFUND: `REFUND_FULL`, `REFUND_PRORATED` or `FAMILY_REVOKE`.
-    public var reason: String?
+    public var reason: Optional<String>
     /// PRODUCT_CHANGE: the product before.
-    public var fromProductId: String?
+    public var fromProductId: Optional<String>
     /// PRODUCT_CHANGE pending: the product chosen for the next renewal.
-    public var newProductId: String?
+    public var newProductId: Optional<String>
     public var pending: Bool
     /// REFUND: milliunits given back (the price, or its `revocationPercentage` share when prorated).
-    public var refundAmount: Int64?
+    public var refundAmount: Optional<Int64>
     /// TRANSFER: the owners before.
     public var fromAppUserIds: [String]
     /// TRANSFER: the new owner.
-    public var toAppUserId: String?
+    public var toAppUserId: Optional<String>
 
-    public init(type: LifecycleEventType, cause: String, at: UnixMillis) {
+    public init(
+        type: LifecycleEventType, cause: String, at: UnixMillis, productId: String? = nil, transactionId: String? = nil,
+        periodType: LifecyclePeriodType? = nil, price: Int64? = nil, currency: String? = nil,
+        expiresAt: UnixMillis? = nil, reason: String? = nil, fromProductId: String? = nil,
+        newProductId: String? = nil, pending: Bool = false, refundAmount: Int64? = nil, fromAppUserIds: [String] = [],
+        toAppUserId: String? = nil
+    ) {
         self.type = type
         self.cause = cause
         self.at = at
-        pending = false
-        fromAppUserIds = []
+        self.productId = productId
+        self.transactionId = transactionId
+        self.periodType = periodType
+        self.price = price
+        self.currency = currency
+        self.expiresAt = expiresAt
+        self.reason = reason
+        self.fromProductId = fromProductId
+        self.newProductId = newProductId
+        self.pending = pending
+        self.refundAmount = refundAmount
+        self.fromAppUserIds = fromAppUserIds
+        self.toAppUserId = toAppUserId
     }
 
     /// The id of this statement about `otid` in `environment`: `environment/otid/TYPE/cause`.
@@ -120,7 +138,7 @@ public struct LifecycleStatement: Hashable, Sendable {
 }
 
 /// One event of the lifecycle stream: a statement first said, or a correction of one said before, at the log
-/// position of the input that caused it.
+/// position of the input that caused it. Optional fields spelled `Optional<…>`: see `Period`.
 public struct LifecycleEvent: Hashable, Sendable {
     /// `environment/otid/TYPE/cause`; a correction: the corrected id, then `/corrected@seq`.
     public var id: String
@@ -129,13 +147,13 @@ public struct LifecycleEvent: Hashable, Sendable {
     public var originalTransactionId: OriginalTransactionID
     public var environment: AppStoreEnvironment
     /// The owner at `statement.at`, as known when the event was derived (the first owner owns from the start).
-    public var appUserId: String?
+    public var appUserId: Optional<String>
     /// The entitlements the statement's product grants (the catalog's).
     public var entitlements: [String]
     /// Said after something later in valid time was already folded: delivered out of order.
     public var late: Bool
     /// CORRECTION: the id of the event it corrects.
-    public var corrects: String?
+    public var corrects: Optional<String>
     /// CORRECTION: the corrected statement no longer holds (the event repeats what was said).
     public var retracted: Bool
     public var statement: LifecycleStatement
