@@ -411,8 +411,9 @@ public struct FactMetadata: Hashable, Codable, Sendable {
     public var observedAt: UnixMillis
     /// SHA-256 of the raw input this fact was decoded from (key into the raw store).
     public var rawDigest: [UInt8]
-    /// The app user named by the input's envelope (`appUserId`), if any.
-    public var appUserId: AppUserID?
+    /// The app user named by the input's envelope (`appUserId`), if any. Spelled `Optional<…>`, so that the
+    /// initializer builds the metadata where it is returned (see `Period`): the codec makes one per event it reads.
+    public var appUserId: Optional<AppUserID>
     public var unknownFields: UnknownFields
 
     /// Inlinable: LedgerCodec's decoder makes one per stored event and reads the stored fields into it.
