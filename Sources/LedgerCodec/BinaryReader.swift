@@ -49,6 +49,12 @@ package struct BinaryReader {
         // same bytes refused (ten bytes that all say more follows are too long, whatever comes after them).
         if buffer.count &- offset >= 10, let base = buffer.baseAddress {
             let p = base + offset
+            // Two bytes first: a stored period's length, a price, most keys above 15.
+            let b0 = p.load(as: UInt8.self), b1 = p.load(fromByteOffset: 1, as: UInt8.self)
+            if b0 >= 0x80, b1 < 0x80 {
+                offset &+= 2
+                return UInt64(b0 & 0x7F) | UInt64(b1) << 7
+            }
             var result: UInt64 = 0
             for i in 0..<10 {
                 let b = p.load(fromByteOffset: i, as: UInt8.self)

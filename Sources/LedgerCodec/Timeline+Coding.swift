@@ -147,22 +147,28 @@ extension Timeline {
         // (written one after another) start and where the last of them starts.
         var periodCount = 0, changeCount = 0
         var firstPeriodAt = 0, lastPeriodAt = 0
+        // `encoded()` writes the periods one after another; an encoding with another field among them is decoded
+        // whole (the tail path copies the earlier periods' bytes as one run).
+        var periodsInterleaved = false, fieldSincePeriod = false
         do {
             var skim = r
             var at = skim.offset
             while let (tag, wire) = try skim.nextField() {
                 if tag == 3 {
+                    guard wire == .bytes else { throw FactDecodingError("timeline field 3 has the wrong wire type") }
                     if periodCount == 0 { firstPeriodAt = at }
+                    if fieldSincePeriod { periodsInterleaved = true }
                     lastPeriodAt = at
                     periodCount += 1
-                } else if tag == 4 {
-                    changeCount += 1
+                } else {
+                    if periodCount > 0 { fieldSincePeriod = true }
+                    if tag == 4 { changeCount += 1 }
                 }
                 try skim.skip(wire)
                 at = skim.offset
             }
         }
-        let earlierPeriods = tail && periodCount > 1 ? firstPeriodAt..<lastPeriodAt : nil
+        let earlierPeriods = tail && periodCount > 1 && !periodsInterleaved ? firstPeriodAt..<lastPeriodAt : nil
         stored.earlierPeriods = earlierPeriods
         var periods: [Period] = []
         // On the tail path, the latest period and room for the one a renewal adds (its common case), so that
@@ -182,6 +188,10 @@ extension Timeline {
         var tokenUsers: [String: AppUserID] = [:]
         while true {
             let at = r.offset
+            if let earlierPeriods, at == earlierPeriods.lowerBound {
+                r.offset = earlierPeriods.upperBound  // Left out: the skim above has read over them once.
+                continue
+            }
             guard let (tag, wire) = try r.nextField() else { break }
             let s = wire == .bytes, n = wire == .varint
             switch tag {
@@ -189,10 +199,7 @@ extension Timeline {
             case 2 where n: env = try readEnvironment(&r)
             case 13 where s: env = try readEnvironmentName(&r)
             case 3 where s:
-                let record = try r.readBytes()
-                if earlierPeriods == nil || at == lastPeriodAt {
-                    periods.append(try Period(decoding: record, product: &product, terms: &terms))
-                }
+                periods.append(try Period(decoding: try r.readBytes(), product: &product, terms: &terms))
             case 4 where s: changes.append(try TimelineChange(decoding: try r.readBytes()))
             case 5 where s: renewal = try RenewalState(decoding: try r.readBytes())
             case 6 where s: owners.append(try OwnerInterval(decoding: try r.readBytes()))

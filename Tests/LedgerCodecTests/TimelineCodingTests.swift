@@ -88,6 +88,31 @@ import Testing
         #expect(declined == nil)
     }
 
+    /// `encoded()` writes the periods one after another, and the tail path copies the earlier ones as one run of
+    /// bytes. An encoding with another field among them (valid, though not one `encoded()` writes) is decoded
+    /// whole: the renewal continues it to the same timeline, with no field copied twice.
+    @Test func periodsWithAnotherFieldAmongThemAreDecodedWhole() throws {
+        var s = Scenario()
+        for month in 0..<4 {
+            let start = Self.t0 + Int64(month) * 30 * Scenario.day
+            s.purchase(
+                "\(1000 + month)", product: "basic", at: start, expires: start + 30 * Scenario.day,
+                webOrderLineItemId: "\(5000 + month)")
+        }
+        let stored = s.timeline().encoded()
+        let interleaved = try movingField(8, toAfterTheFirst: 3, in: stored)  // The last seq after the first period.
+        #expect(interleaved != stored)
+        #expect(try Timeline(decoding: interleaved) == Timeline(decoding: stored))
+        s.purchase(
+            "1004", product: "basic", at: Self.t0 + 120 * Scenario.day, expires: Self.t0 + 150 * Scenario.day,
+            webOrderLineItemId: "5004")
+        let renewal = s.events.last!
+        for bytes in [stored, interleaved] {
+            let appended = try bytes.withUnsafeBytes { try Timeline.appending([renewal], toEncoded: $0, rules: s.rules) }
+            #expect(appended == s.timeline().encoded())
+        }
+    }
+
     /// A timeline stored before the period bounds were (no field 10) still decodes and continues; the tail path
     /// declines it, since without the bounds it cannot tell a renewal from a restore without reading every period.
     @Test func aTimelineWithoutStoredBoundsIsDecodedWhole() throws {

@@ -21,3 +21,27 @@ public func removingField(_ tag: UInt32, from bytes: [UInt8]) throws -> [UInt8] 
         return w.bytes
     }
 }
+
+/// `bytes` with its top-level field `tag` moved to just after the first field `after` (each field's bytes kept as
+/// they were): an encoding `encoded()` never writes, but a valid one, for a decoder that must not assume an order.
+public func movingField(_ tag: UInt32, toAfterTheFirst after: UInt32, in bytes: [UInt8]) throws -> [UInt8] {
+    try bytes.withUnsafeBytes { buffer in
+        var r = BinaryReader(buffer)
+        let version = try r.readVarint()
+        var fields: [(tag: UInt32, bytes: Range<Int>)] = []
+        var at = r.offset
+        while let (t, wire) = try r.nextField() {
+            try r.skip(wire)
+            fields.append((t, at..<r.offset))
+            at = r.offset
+        }
+        guard let moved = fields.firstIndex(where: { $0.tag == tag }) else { return bytes }
+        let field = fields.remove(at: moved)
+        guard let anchor = fields.firstIndex(where: { $0.tag == after }) else { return bytes }
+        fields.insert(field, at: anchor + 1)
+        var w = BinaryWriter()
+        w.writeVarint(version)
+        for f in fields { w.append(raw: UnsafeRawBufferPointer(rebasing: buffer[f.bytes])) }
+        return w.bytes
+    }
+}
