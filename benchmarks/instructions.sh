@@ -57,13 +57,19 @@ let package = Package(
 )
 PKG
     echo "building $checkout ($(git -C "$checkout" rev-parse --short HEAD 2>/dev/null || echo '?'))" >&2
-    (cd "$dir" && swift build -c release --product fold-instructions >&2)
+    if ! (cd "$dir" && swift build -c release --product fold-instructions >&2); then
+        echo "instructions.sh: the workload does not build against $checkout (see the errors above)" >&2
+        return 1
+    fi
     echo "$dir/.build/release/fold-instructions"
 }
 
 total() {  # BINARY OP COUNT -> instructions of the whole run
     local out; out="$(mktemp)"
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$1" "$2" "$3" >/dev/null 2>&1
+    if ! valgrind --tool=callgrind --callgrind-out-file="$out" "$1" "$2" "$3" >/dev/null 2>&1; then
+        echo "instructions.sh: $1 $2 $3 failed under callgrind" >&2
+        rm -f "$out"; return 1
+    fi
     awk '/^(summary|totals):/ {print $2; exit}' "$out"
     rm -f "$out"
 }
@@ -71,7 +77,10 @@ total() {  # BINARY OP COUNT -> instructions of the whole run
 for op in $ops; do counts "$op" >/dev/null || exit 2; done  # refuse an unknown operation before building
 
 binaries=()
-for c in "${checkouts[@]}"; do binaries+=("$(build "$c")"); done
+for c in "${checkouts[@]}"; do
+    binary="$(build "$c")" || exit 1  # a failed build must not become a row of zeros
+    binaries+=("$binary")
+done
 
 header="| operation |"; rule="|---|"
 for c in "${checkouts[@]}"; do header+=" $(basename "$c") ($(git -C "$c" rev-parse --short HEAD 2>/dev/null || echo '?')) |"; rule+="---|"; done
@@ -81,7 +90,8 @@ for op in $ops; do
     read -r n1 n2 <<<"$(counts "$op")"
     row="| $op |"; first=""
     for b in "${binaries[@]}"; do
-        a="$(total "$b" "$op" "$n1")"; z="$(total "$b" "$op" "$n2")"
+        a="$(total "$b" "$op" "$n1")" || exit 1
+        z="$(total "$b" "$op" "$n2")" || exit 1
         per=$(( (z - a) / (n2 - n1) ))
         row+=" $per |"
         if [[ -z "$first" ]]; then first=$per; else ratio="$(awk -v a="$first" -v b="$per" 'BEGIN {printf "%.2f", b / a}')"; fi

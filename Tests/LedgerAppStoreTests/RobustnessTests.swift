@@ -119,7 +119,7 @@ struct RobustnessTests {
         return bytes
     }
 
-    nonisolated(unsafe) static let corpusCache = corpus()
+    static let corpusCache = corpus()
 
     @Test("Thousands of mutated documents: each decodes or is refused with a code", .timeLimit(.minutes(2)))
     func fuzz() throws {

@@ -485,7 +485,8 @@ extension Timeline {
         case "DID_FAIL_TO_RENEW": note(subtype == "GRACE_PERIOD" ? .gracePeriod : .billingRetry)
         case "GRACE_PERIOD_EXPIRED": note(.gracePeriodExpired)
         case "EXPIRED": note(.expired, subtype)
-        case "DID_RENEW": if subtype == "BILLING_RECOVERY" { note(.recovered) }
+        case "DID_RENEW":  // Its transaction states the renewal; a recovery from billing retry is noted as well.
+            if subtype == "BILLING_RECOVERY" { note(.recovered) }
         case "DID_RECOVER": note(.recovered)
         case "PRICE_INCREASE", "PRICE_INCREASE_CONSENT": note(.priceIncrease, subtype)
         case "OFFER_REDEEMED": note(.offerRedeemed, subtype)
@@ -493,7 +494,7 @@ extension Timeline {
         case "CONSUMPTION_REQUEST": note(.refundRequested, n.statedString("data.consumptionRequestReason"))
         // The transaction each of these carries states what happened (a purchase, a renewal, a refund, a revoke, an
         // upgrade): the timeline shows it as that.
-        case "SUBSCRIBED", "DID_RENEW", "ONE_TIME_CHARGE", "REFUND", "REVOKE", "INITIAL_BUY", "RENEWAL",
+        case "SUBSCRIBED", "ONE_TIME_CHARGE", "REFUND", "REVOKE", "INITIAL_BUY", "RENEWAL",
             "INTERACTIVE_RENEWAL", "CANCEL":
             break
         default: note(.notification, subtype.map { n.notificationType + "/" + $0 } ?? n.notificationType)

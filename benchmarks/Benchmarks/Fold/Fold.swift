@@ -111,3 +111,20 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 }
+
+/// `update(stored:with:all:)` as the store runs it since issue 14: the same path, handing back the timeline before
+/// and after, then the lifecycle events the update said (`Lifecycle.events`), encoded as the store writes them.
+/// Kept here, not in FoldWorkload: `instructions.sh` builds that workload against checkouts older than issue 14.
+func updateSayingLifecycle(stored: [UInt8], with event: LedgerEvent, all: [LedgerEvent]) -> ([UInt8], [[UInt8]]) {
+    if let tail = try! stored.withUnsafeBytes({
+        try Timeline.appendingWithTimelines([event], toEncoded: $0, rules: rules)
+    }) {
+        let said = Lifecycle.events(before: tail.before, after: tail.after, seq: event.seq, rules: rules)
+        return (tail.bytes, said.map { $0.encoded() })
+    }
+    let before = try! Timeline(decoding: stored)
+    var timeline = before
+    if !timeline.apply(event, rules: rules) { timeline = fold(all + [event]) }
+    let said = Lifecycle.events(before: before, after: timeline, seq: event.seq, rules: rules)
+    return (timeline.encoded(), said.map { $0.encoded() })
+}

@@ -107,22 +107,6 @@ public func update(stored: [UInt8], with event: LedgerEvent, all: [LedgerEvent])
     return timeline.encoded()
 }
 
-/// `update(stored:with:all:)` as the store runs it since issue 14: the same path, handing back the timeline before
-/// and after, then the lifecycle events the update said (`Lifecycle.events`), encoded as the store writes them.
-public func updateSayingLifecycle(stored: [UInt8], with event: LedgerEvent, all: [LedgerEvent]) -> ([UInt8], [[UInt8]]) {
-    if let tail = try! stored.withUnsafeBytes({
-        try Timeline.appendingWithTimelines([event], toEncoded: $0, rules: rules)
-    }) {
-        let said = Lifecycle.events(before: tail.before, after: tail.after, seq: event.seq, rules: rules)
-        return (tail.bytes, said.map { $0.encoded() })
-    }
-    let before = try! Timeline(decoding: stored)
-    var timeline = before
-    if !timeline.apply(event, rules: rules) { timeline = fold(all + [event]) }
-    let said = Lifecycle.events(before: before, after: timeline, seq: event.seq, rules: rules)
-    return (timeline.encoded(), said.map { $0.encoded() })
-}
-
 /// `Timeline.fold` as the store calls it: same-instant facts in the codec's canonical order.
 @inline(__always)
 public func fold(_ events: [LedgerEvent]) -> Timeline {
