@@ -143,32 +143,30 @@ extension Timeline {
         }
         var otid: CompactID?
         var env = AppStoreEnvironment.production
-        // Skim the keys and lengths first: to allocate the arrays once, and to find where the periods' records
-        // (written one after another) start and where the last of them starts.
+        // Skim the keys and lengths first: to allocate the arrays once, and to find where the periods' records start
+        // and where the last of them starts. `encoded()` writes the periods one after another; when another field
+        // lies among them the timeline is decoded whole (the tail path copies the earlier periods' bytes as one run).
+        // A field 3 of the wrong wire type is no period: the loop below refuses it, as it does any field's.
         var periodCount = 0, changeCount = 0
-        var firstPeriodAt = 0, lastPeriodAt = 0
-        // `encoded()` writes the periods one after another; an encoding with another field among them is decoded
-        // whole (the tail path copies the earlier periods' bytes as one run).
-        var periodsInterleaved = false, fieldSincePeriod = false
+        var firstPeriodAt = 0, lastPeriodAt = 0, periodEnd = 0
+        var periodsAdjoin = true
         do {
             var skim = r
             var at = skim.offset
             while let (tag, wire) = try skim.nextField() {
-                if tag == 3 {
-                    guard wire == .bytes else { throw FactDecodingError("timeline field 3 has the wrong wire type") }
-                    if periodCount == 0 { firstPeriodAt = at }
-                    if fieldSincePeriod { periodsInterleaved = true }
-                    lastPeriodAt = at
-                    periodCount += 1
-                } else {
-                    if periodCount > 0 { fieldSincePeriod = true }
-                    if tag == 4 { changeCount += 1 }
-                }
                 try skim.skip(wire)
+                if tag == 3 && wire == .bytes {
+                    if periodCount == 0 { firstPeriodAt = at } else if at != periodEnd { periodsAdjoin = false }
+                    lastPeriodAt = at
+                    periodEnd = skim.offset
+                    periodCount += 1
+                } else if tag == 4 {
+                    changeCount += 1
+                }
                 at = skim.offset
             }
         }
-        let earlierPeriods = tail && periodCount > 1 && !periodsInterleaved ? firstPeriodAt..<lastPeriodAt : nil
+        let earlierPeriods = tail && periodCount > 1 && periodsAdjoin ? firstPeriodAt..<lastPeriodAt : nil
         stored.earlierPeriods = earlierPeriods
         var periods: [Period] = []
         // On the tail path, the latest period and room for the one a renewal adds (its common case), so that
