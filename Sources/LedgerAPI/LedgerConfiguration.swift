@@ -130,6 +130,10 @@ public struct LedgerConfiguration: Sendable {
         } catch {
             throw Invalid(message: "products/bindingPolicy: \(error)")
         }
+        if let product = rules.catalog.nonRenewingProductsWithoutDuration.first {
+            throw Invalid(
+                message: "products.\(product): a non-renewing product needs a \"duration\" (ISO-8601, such as P1M or P1Y): Apple states no expiry for it, so without one it would never expire")
+        }
         if let socket = object["socket"] {
             guard case .object(let socket) = socket else { throw Invalid(message: "socket must be an object") }
             if let p = socket["path"] {

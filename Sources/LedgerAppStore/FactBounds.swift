@@ -51,6 +51,7 @@ public enum FactBounds {
                 try check(t.expiresDate, "expiresDate", "expires_date_ms")
                 try check(t.revocationDate, "revocationDate", "cancellation_date_ms")
                 try check(t.signedDate, "signedDate", "signedDate")
+                try check(t.receiptCreationDate, "receiptCreationDate", "receipt_creation_date_ms")
                 try check(
                     t.commitment?.expiresDate, "commitmentInfo.commitmentExpiresDate", "commitmentInfo.commitmentExpiresDate")
                 if let quantity = t.quantity, quantity < 0 || quantity > maxQuantity {

@@ -6,8 +6,12 @@ extension InputDecoder {
     /// The caller's `appUserId` claims each distinct OTID of the input at the latest instant Apple stated about it
     /// in this input (its facts' `signedDate`), else at `observedAt` (a receipt's request date), else when it was
     /// received. Apple's instants make the claim a stable fact: posting the same document again states the same
-    /// claim, which is then a duplicate instead of a new event. Each transaction's `appAccountToken` claims its OTID
-    /// for the user it names at its `purchaseDate`.
+    /// claim, which is then a duplicate instead of a new event.
+    ///
+    /// Each transaction's `appAccountToken` claims its OTID. Stated by Apple alone, for the token, at the purchase.
+    /// Named for the caller's user, at the instant this revision was stated (`signedDate`; a receipt's creation or
+    /// request date): the same transaction posted again by another account's backend after a restore is that
+    /// user's claim at the restore, never at the original purchase (docs/domain.md, "Owners").
     func bindingClaims(for decoded: Decoded, context: Context) -> [Fact] {
         var claims = [Fact]()
         var seen = Set<BindingClaim>()
@@ -35,11 +39,13 @@ extension InputDecoder {
         for fact in decoded.facts {
             guard case .transaction(let t) = fact, let stated = t.appAccountToken, !stated.isEmpty else { continue }
             let token = stated.lowercased()
+            let named = decoded.type == .binding ? nil : context.appUserId
             add(
                 BindingClaim(
-                    appUserId: decoded.type == .binding ? AppUserID(token) : (context.appUserId ?? AppUserID(token)),
-                    originalTransactionId: t.originalTransactionId, claimedAt: t.purchaseDate, cause: .appAccountToken,
-                    environment: t.environment, appAccountToken: token))
+                    appUserId: named ?? AppUserID(token), originalTransactionId: t.originalTransactionId,
+                    claimedAt: named == nil
+                        ? t.purchaseDate : (t.statedDate ?? decoded.observedAt ?? context.receivedAt),
+                    cause: .appAccountToken, environment: t.environment, appAccountToken: token))
         }
         return claims
     }

@@ -47,6 +47,7 @@ extension TransactionFact {
             }
         }
         w.write(35, self.originalApplicationVersion)
+        w.write(37, self.receiptCreationDate)
         w.write(self.unknownFields)
     }
 
@@ -120,7 +121,8 @@ extension TransactionFact {
                 case 33 where s: f.billingPlanType = try r.readString()
                 case 34 where s: f.commitment = try Self.decodeCommitment(try r.readBytes())
                 case 35 where s: f.originalApplicationVersion = try r.readString()
-                case 1...36: throw FactDecodingError("transaction field \(tag) has the wrong wire type")
+                case 37 where n: f.receiptCreationDate = try r.readInt64()
+                case 1...37: throw FactDecodingError("transaction field \(tag) has the wrong wire type")
                 default: try r.readUnknown(tag: tag, wire: wire, into: &f.unknownFields)
                 }
             }

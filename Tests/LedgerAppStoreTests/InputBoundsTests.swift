@@ -109,8 +109,10 @@ struct InputBoundsTests {
             inApp: [F.v1Transaction()], pending: [F.v1PendingRenewal(gracePeriodExpiresDate: Int64.max)])
         #expect(Self.outOfRange(grace)?.message.hasPrefix("grace_period_expires_date_ms 9223372036854775807") == true)
 
-        let request = F.receiptIOS7(requestDate: Self.limit, inApp: [F.v1Transaction()])
+        let request = F.receiptIOS7(requestDate: Self.limit, creationDate: F.epoch, inApp: [F.v1Transaction()])
         #expect(Self.outOfRange(request)?.message.hasPrefix("request_date_ms \(Self.limit) is outside") == true)
+        let created = F.receiptIOS7(creationDate: Self.limit, inApp: [F.v1Transaction()])
+        #expect(Self.outOfRange(created)?.message.hasPrefix("receipt_creation_date_ms \(Self.limit) is outside") == true)
 
         let notification = F.v2Notification(type: "DID_RENEW", subtype: nil, signedDate: Int64.max)
         let refusedNotification = Self.outOfRange(notification)

@@ -199,7 +199,10 @@ import Testing
         #expect(after.status == .expired)
         #expect(after.expirationReason == "BILLING_RETRY")
         #expect(t.view(at: stoppedAt + 1, asOf: nil).expirationReason == "BILLING_RETRY")
-        #expect(t.changes().filter { $0.kind == .billingRetry || $0.kind == .expired }.map(\.at) == [retryingAt, stoppedAt])
+        // Billing retry began at the expiry (Apple retries from then), though the receipt said so two days later.
+        #expect(t.changes().filter { $0.kind == .billingRetry || $0.kind == .expired }.map(\.at) == [end, stoppedAt])
+        #expect(t.status(at: end + 1).status == .inBillingRetry)
+        #expect(s.timeline(asOf: 1).status(at: end + 1).status == .expired, "as known before the receipt")
         #expect(s.incrementalTimeline().timeline == t)
     }
 

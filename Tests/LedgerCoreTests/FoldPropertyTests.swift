@@ -10,8 +10,25 @@ import Testing
     static let products = ["basic", "premium", "pro"]
     static let day = Scenario.day
 
+    /// What a history states that an invariant can be checked against.
+    struct Stated {
+        /// Refunds never reversed: (transaction id, refund instant). Stale receipts may state the purchase again.
+        var unreversedRefunds: [(TransactionID, UnixMillis)] = []
+        /// The last period's end, when a grace period was stated late for it.
+        var lateGraceAfter: UnixMillis?
+    }
+
     /// A random history as facts in the order they happened (fact, the instant it was observed).
     static func history(seed: UInt64) -> (facts: [(Fact, UnixMillis)], rules: FoldRules) {
+        let (facts, rules, _) = statedHistory(seed: seed)
+        return (facts, rules)
+    }
+
+    /// `history(seed:)` with what it stated: restores by other users (the re-signed transaction, still carrying the
+    /// purchaser's token, posted by another user's backend), statuses stated hours after the expiry, and stale
+    /// receipts (a receipt's `in_app` copy, made a minute after the purchase, posted after a refund).
+    static func statedHistory(seed: UInt64) -> (facts: [(Fact, UnixMillis)], rules: FoldRules, stated: Stated) {
+        var stated = Stated()
         var rng = SplitMix64(seed: seed)
         let policy = [BindingPolicy.transfer, .keep, .share][rng.below(3)]
         let s = Scenario(otid: "9000", rules: FoldRules(bindingPolicy: policy))
@@ -40,13 +57,16 @@ import Testing
             if rng.chance(30) { tx.price = Int64(rng.below(20_000)); tx.currency = ["USD", "EUR"][rng.below(2)] }
             facts.append((.transaction(tx), tx.signedDate!))
             periods.append(tx)
-            // The token claim the decoder states beside it: for the token itself, or the caller's user.
+            // The token claim the decoder states beside it: for the token itself at the purchase, or for the
+            // caller's user at the revision's signing (a ledger written before that rule dated it at the purchase).
             if let token = tx.appAccountToken {
-                let user = rng.chance(50) ? token : ["u1", "u2", "u3"][rng.below(3)]
+                let named = rng.chance(50)
+                let user = named ? ["u1", "u2", "u3"][rng.below(3)] : token
+                let at = named && rng.chance(70) ? tx.signedDate! : t
                 let b = BindingClaim(
-                    appUserId: AppUserID(user), originalTransactionId: s.originalTransactionId, claimedAt: t,
+                    appUserId: AppUserID(user), originalTransactionId: s.originalTransactionId, claimedAt: at,
                     cause: .appAccountToken, appAccountToken: token)
-                facts.append((.binding(b), t))
+                facts.append((.binding(b), at))
             }
             // An upgrade in the middle of this period: V1 and a revision state the old side; a V2 notification only
             // the new transaction.
@@ -78,6 +98,23 @@ import Testing
                 if rng.chance(50) { copy.signedDate = observed } else { copy.signedDate = nil; copy.webOrderLineItemId = nil }
                 facts.append((.transaction(copy), observed))
             }
+            // A restore on another user's account: that user's backend posts the re-signed transaction, which
+            // still carries the purchaser's token, and the decoder states the caller's claim and the token's.
+            var resignedAt: UnixMillis?
+            if let token = p.appAccountToken, rng.chance(40) {
+                let at = later(p.purchaseDate)
+                resignedAt = at
+                var resigned = p
+                resigned.signedDate = at
+                facts.append((.transaction(resigned), at))
+                let user = AppUserID(["u1", "u2", "u3"][rng.below(3)])
+                for cause in [BindingClaim.Cause.appAccountToken, .claim] {
+                    let b = BindingClaim(
+                        appUserId: user, originalTransactionId: s.originalTransactionId, claimedAt: at, cause: cause,
+                        appAccountToken: cause == .appAccountToken ? token : nil)
+                    facts.append((.binding(b), at))
+                }
+            }
             // A refund, maybe reversed.
             if p.isUpgraded != true && rng.chance(20) {
                 let at = p.purchaseDate + Int64(rng.below(20)) * day
@@ -88,6 +125,14 @@ import Testing
                 refunded.revocationType = ["FAMILY_REVOKE", "REFUND_FULL", "REFUND_PRORATED"][rng.below(3)]
                 if refunded.revocationType == "REFUND_PRORATED" { refunded.revocationPercentage = Int64(rng.below(100_000)) }
                 facts.append((.transaction(refunded), at))
+                // A stale receipt, made a minute after the purchase, posted after the refund: its `in_app` copy
+                // states the purchase without the cancellation.
+                if at > p.purchaseDate + Self.day && rng.chance(50) {
+                    var copy = p
+                    copy.signedDate = nil
+                    copy.receiptCreationDate = p.purchaseDate + 60_000
+                    facts.append((.transaction(copy), later(at)))
+                }
                 if rng.chance(50) {
                     let back = later(at)
                     var n = NotificationFact(notificationUUID: "rr-\(p.transactionId)", notificationType: "REFUND_REVERSED")
@@ -100,8 +145,29 @@ import Testing
                         again.signedDate = back
                         facts.append((.transaction(again), back))
                     }
+                } else if at > p.signedDate!, resignedAt.map({ $0 < at }) ?? true {
+                    // (A revision signed after the refund without it reverses it: Apple says it stands.)
+                    stated.unreversedRefunds.append((p.transactionId, at))
                 }
             }
+        }
+        // The last period's renewal fails; Apple states the grace period hours after the expiry.
+        if let last = periods.last, let end = last.expiresDate, rng.chance(30) {
+            let at = end + Int64(1 + rng.below(20)) * 3_600_000
+            var r = RenewalInfoFact(originalTransactionId: s.originalTransactionId)
+            r.signedDate = at
+            r.productId = last.productId
+            r.autoRenewProductId = last.productId
+            r.autoRenewStatus = true
+            r.isInBillingRetryPeriod = true
+            r.gracePeriodExpiresDate = end + 16 * day
+            facts.append((.renewal(r), at))
+            var n = NotificationFact(notificationUUID: "late-\(seed)", notificationType: "DID_FAIL_TO_RENEW")
+            n.subtype = "GRACE_PERIOD"
+            n.signedDate = at
+            n.originalTransactionId = s.originalTransactionId
+            facts.append((.notification(n), at))
+            stated.lateGraceAfter = end
         }
         // Renewal infos and notifications.
         for k in 0..<rng.below(6) {
@@ -147,7 +213,7 @@ import Testing
         foreign.originalTransactionId = "1"
         facts.append((.transaction(foreign), 0))
         facts.sort { $0.1 < $1.1 }
-        return (facts, FoldRules(bindingPolicy: policy))
+        return (facts, FoldRules(bindingPolicy: policy), stated)
     }
 
     static func events(_ facts: [(Fact, UnixMillis)]) -> [LedgerEvent] {
@@ -198,10 +264,29 @@ import Testing
 
     @Test func deliveryOrderDuplicatesAndTheIncrementalPathNeverChangeTheTimeline() throws {
         var refolds = 0, applied = 0
+        var staleChecked = 0, lateChecked = 0
         for seed in UInt64(1)...300 {
-            let (facts, rules) = Self.history(seed: seed)
+            let (facts, rules, stated) = Self.statedHistory(seed: seed)
             let inOrder = Self.events(facts)
             let reference = Self.fold(inOrder, rules)
+
+            // What was stated: a refund never reversed stands, whatever old receipts say after it; a grace period
+            // stated hours after the last period's end began at that end.
+            for (id, at) in stated.unreversedRefunds {
+                // A revocation at the instant an upgrade ends the period is the upgrade's, not a refund.
+                guard let p = reference.periods.first(where: { $0.transactionId == id || $0.observedAs.contains(id) }),
+                    !(p.upgraded && p.end == at)
+                else { continue }
+                #expect(p.revocation(at: at + 1) != nil, "seed \(seed): the refund of \(id) was undone")
+                #expect(p.openRevocation != nil, "seed \(seed): the refund of \(id) was reversed")
+                staleChecked += 1
+            }
+            if let end = stated.lateGraceAfter {
+                #expect(
+                    reference.statedChanges.contains { $0.kind == .gracePeriod && $0.at <= end && end - $0.at <= 60_000 },
+                    "seed \(seed): the late grace period does not begin at the expiry: \(reference.statedChanges)")
+                lateChecked += 1
+            }
 
             // Shuffled, with redeliveries, numbered in the new delivery order.
             var rng = SplitMix64(seed: seed ^ 0xDEAD_BEEF)
@@ -254,6 +339,44 @@ import Testing
             }
         }
         #expect(applied > 20 * refolds, "in order, the incremental path should be the common one (applied \(applied), refolds \(refolds))")
+        #expect(staleChecked > 10 && lateChecked > 30, "stale receipts \(staleChecked), late statuses \(lateChecked)")
+    }
+
+    /// No owner depends on how user ids sort: the same history with the users renamed so that they sort the other way
+    /// round folds to the same timeline, renamed.
+    @Test func ownersDoNotDependOnHowUserIdsSort() {
+        let renaming: [String: String] = ["u1": "x3", "u2": "x2", "u3": "x1"]
+        func rename(_ user: AppUserID) -> AppUserID { AppUserID(renaming[user.rawValue] ?? user.rawValue) }
+        var owned = 0
+        for seed in UInt64(1)...300 {
+            var (facts, rules) = Self.history(seed: seed)
+            // Claims by two users at the very same instant (as a ledger written before restores were dated at the
+            // restore holds them: both token claims at the purchase): the tie is where ids could decide.
+            var rng = SplitMix64(seed: seed ^ 0x5EED)
+            for (fact, at) in facts {
+                guard case .binding(var b) = fact, rng.chance(50) else { continue }
+                b.appUserId = AppUserID(["u1", "u2", "u3"].filter { $0 != b.appUserId.rawValue }[rng.below(2)])
+                facts.append((.binding(b), at))
+            }
+            let renamed: [(Fact, UnixMillis)] = facts.map { fact, at in
+                guard case .binding(var b) = fact else { return (fact, at) }
+                b.appUserId = rename(b.appUserId)
+                return (.binding(b), at)
+            }
+            let reference = Self.fold(Self.events(facts), rules)
+            let folded = Self.fold(Self.events(renamed), rules)
+            #expect(
+                folded.owners.map(\.appUserId) == reference.owners.map { rename($0.appUserId) },
+                "seed \(seed): owners \(folded.owners) against \(reference.owners)")
+            #expect(folded.owners.map(\.from) == reference.owners.map(\.from), "seed \(seed)")
+            #expect(folded.owners.map(\.to) == reference.owners.map(\.to), "seed \(seed)")
+            #expect(
+                folded.refusedClaims.map(\.appUserId) == reference.refusedClaims.map { rename($0.appUserId) },
+                "seed \(seed)")
+            #expect(folded.periods == reference.periods, "seed \(seed)")
+            if reference.owners.count > 1 { owned += 1 }
+        }
+        #expect(owned > 50, "only \(owned) histories moved an owner")
     }
 
     /// A one-time purchase restored on new devices (V1: new ids, the restore's date as purchase date, no line item),

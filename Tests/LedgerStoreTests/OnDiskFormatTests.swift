@@ -112,11 +112,12 @@ import Testing
 
     /// Recorded with the build before the reorganisation (entries, then the digest).
     static let recorded: [String: String] = [
-        "meta": "4 505ac1938a0de91a", "raw": "9 6e2eb91d3bb58e27", "events": "11 e61e484b471ab0e9",
+        "meta": "4 505ac0938a0de767", "raw": "9 6e2eb91d3bb58e27", "events": "11 e61e484b471ab0e9",
         "log": "11 4c669db929224b3b", "by_otid": "12 5338f56e78c08b57", "by_user": "3 5f4cffb065e548f3",
-        "timelines": "4 25da0cb7b62dc277", "rejected": "2 d1bcf857e3108c25", "bindings_any": "1 f9d7db8022222bf4",
+        "timelines": "4 93a3815902793d1b", "rejected": "2 d1bcf857e3108c25", "bindings_any": "1 f9d7db8022222bf4",
         // Schema 4 (issue 14): the schema version in `meta`, the lifecycle events, no dead letter; schema 5 (issue
-        // 14): the version in `meta` (the fixed history states no ownership type, so its timelines are as before).
+        // 14): the version in `meta` (the fixed history states no ownership type, so its timelines are as before);
+        // schema 6: the version in `meta`, and the timelines' fold positions of claims (a claim's id is its cause).
         "lifecycle": "9 b19334a9fb8c9035", "webhook_dead": "0 cbf29ce484222325",
     ]
 

@@ -106,8 +106,8 @@ extension AppleFixtures {
     /// An iOS 7 style verifyReceipt response: `receipt.in_app[]`, `latest_receipt_info[]`, `pending_renewal_info[]`.
     public static func receiptIOS7(
         status: Int = 0, environment: String = "Production", bundleId: String = bundleId,
-        requestDate: Int64? = epoch + 5 * minute, inApp: [[String: Any]], latest: [[String: Any]]? = nil,
-        pending: [[String: Any]]? = nil, extra: [String: Any] = [:]
+        requestDate: Int64? = epoch + 5 * minute, creationDate: Int64? = nil, inApp: [[String: Any]],
+        latest: [[String: Any]]? = nil, pending: [[String: Any]]? = nil, extra: [String: Any] = [:]
     ) -> [UInt8] {
         var receipt: [String: Any] = [
             "receipt_type": environment == "Sandbox" ? "ProductionSandbox" : "Production", "adam_id": 1_234_567_890,
@@ -120,7 +120,8 @@ extension AppleFixtures {
             receipt["request_date_ms"] = String(requestDate)
             receipt["request_date_pst"] = pst(requestDate)
         }
-        receipt["receipt_creation_date_ms"] = String(epoch)
+        // A receipt is made anew on the device when it changes: by default just before it is verified.
+        receipt["receipt_creation_date_ms"] = String(creationDate ?? requestDate ?? epoch)
         var o: [String: Any] = ["status": status, "environment": environment, "receipt": receipt]
         if let latest {
             o["latest_receipt_info"] = latest

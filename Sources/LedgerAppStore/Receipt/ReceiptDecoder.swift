@@ -34,7 +34,10 @@ enum ReceiptDecoder {
         var transactions = V1Transactions()
         if let receipt {
             if receipt.has("in_app") {
-                try transactions.add(try receipt.objects("in_app"), environment: environment, bundleId: bundleId)
+                // The receipt file as the device got it: its copies speak from its creation, not from the request.
+                let created = try receipt.v1Date("receipt_creation_date")
+                try transactions.add(
+                    try receipt.objects("in_app"), environment: environment, bundleId: bundleId, receiptCreatedAt: created)
             } else if receipt.has("transaction_id") {
                 // iOS 6: the receipt is itself the transaction it was issued for.
                 try transactions.add([receipt], environment: environment, bundleId: bundleId)

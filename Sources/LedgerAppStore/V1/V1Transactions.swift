@@ -13,11 +13,17 @@ struct V1Transactions {
     /// dictionary: most documents hold a few transactions.
     private var positions: [TransactionID: Int] = [:]
 
-    /// Maps each V1 transaction object (`V1Mapping.transaction`) and adds it.
+    /// Maps each V1 transaction object (`V1Mapping.transaction`) and adds it. `receiptCreatedAt`: the objects are a
+    /// receipt's `in_app`, made then (`TransactionFact.receiptCreationDate`).
     mutating func add(
-        _ objects: [AppleObject], environment: AppStoreEnvironment, bundleId: String?
+        _ objects: [AppleObject], environment: AppStoreEnvironment, bundleId: String?,
+        receiptCreatedAt: UnixMillis? = nil
     ) throws(InputError) {
-        for o in objects { add(try V1Mapping.transaction(o, environment: environment, bundleId: bundleId)) }
+        for o in objects {
+            var t = try V1Mapping.transaction(o, environment: environment, bundleId: bundleId)
+            if let receiptCreatedAt { t.receiptCreationDate = receiptCreatedAt }
+            add(t)
+        }
     }
 
     mutating func add(_ t: TransactionFact) {
@@ -34,6 +40,8 @@ struct V1Transactions {
             return
         }
         if list[i] == t || (list[i].revocationDate != nil && t.revocationDate == nil) { return }
+        // A copy in `latest_receipt_info` is Apple's view at the request: it replaces the receipt file's, and speaks
+        // from the request as well.
         list[i] = t
     }
 }

@@ -366,6 +366,17 @@ public enum Fact: Hashable, Sendable {
         case .binding, .reconciliation, .rules, .grant: nil
         }
     }
+
+    /// The instant the fact states from when it says so itself: `signedDate`, or a receipt's creation for a copy
+    /// read from its `in_app` (`TransactionFact.statedDate`).
+    public var statedDate: UnixMillis? {
+        switch self {
+        case .transaction(let t): t.statedDate
+        case .renewal(let r): r.signedDate
+        case .notification(let n): n.signedDate
+        case .binding, .reconciliation, .rules, .grant: nil
+        }
+    }
 }
 
 /// Where a fact came from.
@@ -447,6 +458,7 @@ public struct LedgerEvent: Hashable, Sendable {
         self.metadata = metadata
     }
 
-    /// The instant this revision speaks from: Apple's `signedDate`, or when it was observed (DOMAIN §4.3).
-    public var effectiveDate: UnixMillis { fact.signedDate ?? metadata.observedAt }
+    /// The instant this revision speaks from: Apple's `signedDate` (a receipt's creation for its `in_app` copies),
+    /// or when it was observed (DOMAIN §4.3).
+    public var effectiveDate: UnixMillis { fact.statedDate ?? metadata.observedAt }
 }

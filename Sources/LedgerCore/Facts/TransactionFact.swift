@@ -50,6 +50,11 @@ public struct TransactionFact: Hashable, Codable, Sendable {
         public var inAppOwnershipType: String?
         /// When Apple signed this revision (V2). Nil for V1 facts: they speak from `FactMetadata.observedAt`.
         public var signedDate: UnixMillis?
+        /// V1: the receipt's `receipt_creation_date`, on a transaction read from the receipt's `in_app` alone. That
+        /// array is the receipt file as the device got it, however long ago: the copy speaks from when the receipt was
+        /// made, not from the request (`latest_receipt_info` is Apple's view at the request), so an old receipt
+        /// never reads as a later revision (docs/domain.md, "Refunds and revocations").
+        public var receiptCreationDate: UnixMillis?
         /// Refund or revocation instant (V1 `cancellation_date_ms`).
         public var revocationDate: UnixMillis?
         /// 0 other, 1 app issue (V1 `cancellation_reason`).
@@ -179,6 +184,11 @@ public struct TransactionFact: Hashable, Codable, Sendable {
         get { box.value.webOrderLineItemId }
         set { self[dynamicMember: \.webOrderLineItemId] = newValue }
     }
+
+    /// The instant this revision states from, when the transaction itself says: Apple's `signedDate`, else (a
+    /// receipt's `in_app` copy) the receipt's creation. Nil: the input's `observedAt`.
+    @inlinable
+    public var statedDate: UnixMillis? { box.value.signedDate ?? box.value.receiptCreationDate }
 
     /// True when the revocation is a refund or Family Sharing revoke, not the old side of an upgrade.
     public var isRefundLike: Bool { box.value.revocationDate != nil && box.value.isUpgraded != true }

@@ -28,6 +28,12 @@ public struct Catalog: Hashable, Sendable, Codable {
         return [productId]
     }
 
+    /// Non-renewing products configured without a duration, sorted. Apple states no expiry for them: the catalog's
+    /// duration is their only end, so a configuration naming one is refused.
+    public var nonRenewingProductsWithoutDuration: [String] {
+        products.filter { $0.value.type == .nonRenewing && $0.value.duration == nil }.keys.sorted()
+    }
+
     /// Credits one unit of a consumable product grants (empty when the catalog names none).
     public func credits(for productId: String) -> [String: Int64] { products[productId]?.credits ?? [:] }
 }

@@ -1,6 +1,6 @@
 /// Where an event falls in the fold order: the instant it speaks from (a claim's `claimedAt`; otherwise Apple's
-/// `signedDate`, or when a V1 fact was observed), then its kind (`Fact.Kind`), then its id (transaction id,
-/// notification UUID, claimant). Different facts equal in all three are ordered by a `FactOrder`, and identical facts
+/// `signedDate`, a receipt's creation for its `in_app` copies, or when a V1 fact was observed), then its kind
+/// (`Fact.Kind`), then its id (transaction id, notification UUID, a claim's cause). Different facts equal in all three are ordered by a `FactOrder`, and identical facts
 /// at the same instant are one revision. The fold is the step function run over the events in this order, so any
 /// delivery order of the same events gives the same timeline.
 package struct FoldPosition: Hashable, Sendable, Comparable {
@@ -24,11 +24,22 @@ package struct FoldPosition: Hashable, Sendable, Comparable {
         case .renewal: self.init(instant: event.effectiveDate, kind: .renewal, id: .empty)
         case .notification(let n):
             self.init(instant: event.effectiveDate, kind: .notification, id: CompactID(n.notificationUUID))
-        case .binding(let b): self.init(instant: b.claimedAt, kind: .binding, id: CompactID(b.appUserId.rawValue))
+        case .binding(let b): self.init(instant: b.claimedAt, kind: .binding, id: Self.claimId(b.cause))
         case .reconciliation(let c):
             self.init(instant: c.checkedAt, kind: .reconciliation, id: CompactID(c.originalTransactionId.rawValue))
         case .rules(let r): self.init(instant: r.appliedAt, kind: .rules, id: .empty)
         case .grant(let g): self.init(instant: g.from, kind: .grant, id: CompactID(g.grantId ?? ""))
+        }
+    }
+
+    /// A claim's id is its cause, never its user: at one instant Apple's word (a token a transaction carried) folds
+    /// before the app's claims, and claims of one cause by different users fold in log order (`Timeline.fold`), so
+    /// that no owner depends on how two user ids sort.
+    @inline(__always)
+    static func claimId(_ cause: BindingClaim.Cause) -> CompactID {
+        switch cause {
+        case .appAccountToken: CompactID(.decimal(1))
+        case .claim: CompactID(.decimal(2))
         }
     }
 

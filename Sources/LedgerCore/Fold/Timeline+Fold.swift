@@ -87,6 +87,9 @@ extension Timeline {
         let px = FoldPosition(x), py = FoldPosition(y)
         if px != py { return px < py }
         if x.fact == y.fact { return x.seq < y.seq }
+        // Two users' claims at one instant: the one the log recorded first folds first (the ledger heard it first).
+        // Any order of the facts' content would decide by the users' ids.
+        if case .binding = x.fact, case .binding = y.fact { return x.seq < y.seq }
         // Two revisions of one transaction stated at one instant (one receipt's `in_app` and `latest_receipt_info`):
         // the one stating a revocation folds last, so a copy without it never undoes it.
         if case .transaction(let a) = x.fact, case .transaction(let b) = y.fact,
@@ -233,7 +236,7 @@ extension Timeline {
         switch event.fact {
         case .transaction(let t):
             guard t.environment == environment, t.originalTransactionId == originalTransactionId else { return nil }
-            return (t.signedDate ?? event.metadata.observedAt, .transaction)
+            return (t.statedDate ?? event.metadata.observedAt, .transaction)
         case .renewal(let r):
             guard r.environment == environment, r.originalTransactionId == originalTransactionId else { return nil }
             return (r.signedDate ?? event.metadata.observedAt, .renewal)
@@ -275,18 +278,23 @@ extension Timeline {
     /// A binding claim. A token claim (a transaction's `appAccountToken`) claims only when the token is new on the
     /// subscription or names another user than when it last claimed: Apple repeats the token on every renewal, and
     /// a repetition must not take the subscription back from a user it was bound to since (docs/domain.md).
+    ///
+    /// A token belongs to the user it was first claimed for. A later claim naming another user for it (a restore:
+    /// another account's backend posts the transaction that still carries the purchaser's token) maps nothing and
+    /// claims nothing as a token claim: that user's claim is the one the decoder states beside it, at the restore.
     mutating func stepClaim(_ b: BindingClaim, seq: UInt64, policy: BindingPolicy) {
         guard let token = b.claimedToken, !token.isEmpty else {
             claim(b.appUserId, at: b.claimedAt, cause: b.cause, seq: seq, policy: policy)
             return
         }
-        // A claim naming a user for the token maps the token to that user here.
-        if b.appUserId.rawValue != token { tokenUsers[token] = b.appUserId }
+        let named = b.appUserId.rawValue != token
+        if named && tokenUsers[token] == nil { tokenUsers[token] = b.appUserId }
         guard b.cause == .appAccountToken else {
             claim(b.appUserId, at: b.claimedAt, cause: b.cause, seq: seq, policy: policy)
             return
         }
-        let user = b.appUserId.rawValue != token ? b.appUserId : (tokenUsers[token] ?? b.appUserId)
+        let user = tokenUsers[token] ?? b.appUserId
+        if named && user != b.appUserId { return }
         if let last = accountToken, last.token == token, last.appUserId == user { return }
         accountToken = AccountTokenClaim(token: token, appUserId: user)
         claim(user, at: b.claimedAt, cause: .appAccountToken, seq: seq, policy: policy)
@@ -425,9 +433,9 @@ extension Timeline {
         // Apple keeps retrying during a grace period too; while the grace period lasts, that is the state to tell.
         let graceUntil = r.gracePeriodExpiresDate.flatMap { $0 > instant ? $0 : nil }
         if let g = graceUntil, g != oldGraceEnd {
-            record(TimelineChange(at: instant, kind: .gracePeriod, seq: seq, until: g))
+            record(TimelineChange(at: retryBegan(statedAt: instant), kind: .gracePeriod, seq: seq, until: g))
         } else if graceUntil == nil, r.isInBillingRetryPeriod == true, !wasRetrying {
-            record(TimelineChange(at: instant, kind: .billingRetry, seq: seq))
+            record(TimelineChange(at: retryBegan(statedAt: instant), kind: .billingRetry, seq: seq))
         }
         // Apple stops retrying: the subscription expired (an expiration intent says why) or the billing recovered.
         // V1 receipts have no notification for either; the renewal info is all they state.
@@ -482,7 +490,11 @@ extension Timeline {
                     note(.pendingChangeCancelled)
                 }
             }
-        case "DID_FAIL_TO_RENEW": note(subtype == "GRACE_PERIOD" ? .gracePeriod : .billingRetry)
+        case "DID_FAIL_TO_RENEW":
+            record(
+                TimelineChange(
+                    at: retryBegan(statedAt: instant), kind: subtype == "GRACE_PERIOD" ? .gracePeriod : .billingRetry,
+                    seq: seq))
         case "GRACE_PERIOD_EXPIRED": note(.gracePeriodExpired)
         case "EXPIRED": note(.expired, subtype)
         case "DID_RENEW":  // Its transaction states the renewal; a recovery from billing retry is noted as well.
@@ -501,9 +513,25 @@ extension Timeline {
         }
     }
 
-    /// Records a stated change, merging it into one of the same kind stated within `sameChangeWindow` before.
+    /// When a billing retry or grace period stated at `instant` began in valid time. Apple retries billing from the
+    /// expiry (a grace period "occurs at the start of a billing retry state") but states it when it notifies, and a
+    /// status fetched by reconciliation is signed when fetched: hours later. Stated after the latest period ended,
+    /// it began at that end (docs/domain.md, "Late statements"); stated before, at the statement.
+    func retryBegan(statedAt instant: UnixMillis) -> UnixMillis {
+        guard !periods.isEmpty else { return instant }
+        let last = periods.count - 1
+        guard periods[last].type == .autoRenewable, periods[last].start <= instant, let end = periods[last].end,
+            end < instant
+        else { return instant }
+        return max(end, periods[last].start)
+    }
+
+    /// Records a stated change at its place in instant order (the end, but for a change that began before it was
+    /// stated), merging it into one of the same kind within `sameChangeWindow` before it.
     mutating func record(_ change: TimelineChange) {
-        var i = statedChanges.count - 1
+        var place = statedChanges.count
+        while place > 0 && statedChanges[place - 1].at > change.at { place -= 1 }
+        var i = place - 1
         while i >= 0 && change.at.saturatingSubtract(statedChanges[i].at) <= sameChangeWindow {
             if statedChanges[i].kind == change.kind && (change.kind != .notification || statedChanges[i].detail == change.detail) {
                 if statedChanges[i].detail == nil { statedChanges[i].detail = change.detail }
@@ -512,7 +540,11 @@ extension Timeline {
             }
             i -= 1
         }
-        statedChanges.append(change)
+        if place == statedChanges.count {
+            statedChanges.append(change)  // The common case; `insert` goes through a generic replaceSubrange.
+        } else {
+            statedChanges.insert(change, at: place)
+        }
     }
 
     /// A user claims the subscription at `instant` (DOMAIN §5).
@@ -530,6 +562,8 @@ extension Timeline {
             for i in owners.indices where owners[i].to == nil { owners[i].to = instant }
             owners.append(OwnerInterval(appUserId: user, from: instant, seq: seq, cause: .transfer))
         case .keep:
+            // One refusal per user and instant: a restore states the caller's claim and its token's at once.
+            if refusedClaims.contains(where: { $0.appUserId == user && $0.at == instant }) { return }
             refusedClaims.append(RefusedClaim(appUserId: user, at: instant, seq: seq, cause: cause))
         case .share:
             owners.append(OwnerInterval(appUserId: user, from: instant, seq: seq, cause: firstCause))

@@ -34,8 +34,11 @@ struct StoreLayout {
     /// (`webhook_dead`) and position (`meta`).
     /// 5: periods keep Apple's `inAppOwnershipType` with their terms (field 22), for the customer answer's
     /// `ownershipType` and the revenue a family member's period does not bring.
+    /// 6: the fold of two clocks (docs/domain.md): a token belongs to the user it was first claimed for, claims
+    /// at one instant fold by cause and then in log order, billing retry and grace periods stated late begin at the
+    /// expiry, a receipt's `in_app` copies speak from its creation.
     /// An older ledger opened for writing is upgraded by rebuilding its projections from the log.
-    static let schemaVersion: UInt64 = 5
+    static let schemaVersion: UInt64 = 6
 
     let meta: Database
     let raw: Database
