@@ -48,6 +48,10 @@ public struct LedgerConfiguration: Sendable {
 
     public var appStore = AppStoreConfiguration()
     public var rules = FoldRules()
+    /// True when the file states rules (`products` or `bindingPolicy`): the ledger records them as its first event,
+    /// and a writer refuses to start when they differ from the rules its log records. A file that states none
+    /// leaves the ledger's rules as they are.
+    public var statesRules = false
     public var socketPath: String?
     /// File mode of the socket (default 0660).
     public var socketMode: UInt32 = 0o660
@@ -130,6 +134,7 @@ public struct LedgerConfiguration: Sendable {
         } catch {
             throw Invalid(message: "products/bindingPolicy: \(error)")
         }
+        statesRules = object["products"] != nil || object["bindingPolicy"] != nil
         if let product = rules.catalog.nonRenewingProductsWithoutDuration.first {
             throw Invalid(
                 message: "products.\(product): a non-renewing product needs a \"duration\" (ISO-8601, such as P1M or P1Y): Apple states no expiry for it, so without one it would never expire")

@@ -345,6 +345,7 @@ extension RulesChange {
     func encode(into w: inout BinaryWriter) {
         w.write(1, rules.bindingPolicy.rawValue)
         w.write(2, appliedAt)
+        if initial { w.write(4, true) }
         for id in rules.catalog.products.keys.sorted() {
             let p = rules.catalog.products[id]!
             w.writeNested(3) { n in
@@ -368,7 +369,7 @@ extension RulesChange {
     }
 
     init(reading r: inout BinaryReader) throws(FactDecodingError) {
-        var policy: BindingPolicy?, at: Int64?
+        var policy: BindingPolicy?, at: Int64?, initial = false
         var products: [String: ProductConfiguration] = [:]
         while let (tag, wire) = try r.nextField() {
             let s = wire == .bytes, n = wire == .varint
@@ -382,12 +383,15 @@ extension RulesChange {
                 var nested = BinaryReader(try r.readBytes())
                 let (id, product) = try Self.readProduct(&nested)
                 products[id] = product
-            case 1...3: throw FactDecodingError("rules field \(tag) has the wrong wire type")
+            case 4 where n: initial = try r.readBool()
+            case 1...4: throw FactDecodingError("rules field \(tag) has the wrong wire type")
             default: try r.skip(wire)
             }
         }
         guard let policy, let at else { throw FactDecodingError("rules lack the binding policy or the instant") }
-        self.init(rules: FoldRules(catalog: Catalog(products: products), bindingPolicy: policy), appliedAt: at)
+        self.init(
+            rules: FoldRules(catalog: Catalog(products: products), bindingPolicy: policy), appliedAt: at,
+            initial: initial)
     }
 
     private static func readProduct(_ r: inout BinaryReader) throws(FactDecodingError) -> (String, ProductConfiguration) {

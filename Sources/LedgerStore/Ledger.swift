@@ -117,7 +117,14 @@ public final class Ledger: Sendable {
                 maxQueuedInputs: options.maxQueuedInputs, maxBatchInputs: options.maxBatchInputs,
                 onCommit: { info in observers.committed(info) })
         }
-        if upgrade {
+        if let found = upgrade {
+            // Rules in the log since schema 6: a ledger whose rules came from a configuration file records them as
+            // its initial rules, so that every reader folds it with them, with or without that file.
+            if found < 6, rules != FoldRules(), try !rulesChanges().contains(where: { $0.change.initial }) {
+                let initial = RulesChange(rules: rules, appliedAt: Self.now(), initial: true)
+                _ = try appendRules(initial)
+                logger.notice("recorded the configuration's rules as the ledger's initial rules")
+            }
             // An older schema: the events are unchanged; the projections are rebuilt by this build's fold.
             let report = try replay(check: false)
             try environment.write { txn in
@@ -133,6 +140,9 @@ public final class Ledger: Sendable {
     }
 
     deinit { close() }
+
+    /// The wall clock, in the log's unit: when an upgrade records the initial rules.
+    private static func now() -> UnixMillis { UnixMillis((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 
     /// Creates the ledger's directory; a path of another kind is `invalid_path`.
     private static func makeDirectory(_ directory: String) throws {
@@ -151,7 +161,7 @@ public final class Ledger: Sendable {
     }
 
     /// The environment, its databases, and whether the schema needs an upgrade; every failure as a `LedgerError`.
-    private static func open(_ directory: String, _ options: Options) throws -> (Environment, StoreLayout, Bool) {
+    private static func open(_ directory: String, _ options: Options) throws -> (Environment, StoreLayout, UInt64?) {
         do {
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), !isDirectory.boolValue {
@@ -176,7 +186,7 @@ public final class Ledger: Sendable {
                 // Read-only, the schema first: a ledger of an older schema may lack databases this build opens
                 // (it is refused as schema_mismatch, with the way to upgrade it).
                 if options.readOnly {
-                    _ = try checkSchema(environment, try environment.openDatabase("meta"), readOnly: true)
+                    try checkSchema(environment, try environment.openDatabase("meta"), readOnly: true)
                 }
                 layout = try StoreLayout(environment: environment)
             } catch let error as LMDBError where error == .notFound {
@@ -184,7 +194,7 @@ public final class Ledger: Sendable {
                     code: .notALedger,
                     message: "\(directory) holds an LMDB environment without the ledger's databases (not a ledger, or its catalog page is damaged)")
             }
-            let upgrade = options.readOnly ? false : try checkSchema(environment, layout.meta, readOnly: false)
+            let upgrade = options.readOnly ? nil : try checkSchema(environment, layout.meta, readOnly: false)
             return (environment, layout, upgrade)
         } catch let error as LMDBError {
             // LMDB names the directory, not which of its files is of the wrong kind.
@@ -203,19 +213,21 @@ public final class Ledger: Sendable {
         }
     }
 
-    /// Checks the ledger's schema version; true when it is an older schema opened for writing, to be upgraded.
-    private static func checkSchema(_ env: Environment, _ meta: Database, readOnly: Bool) throws -> Bool {
+    /// Checks the ledger's schema version; the version found when it is an older schema opened for writing, to be
+    /// upgraded, else nil.
+    @discardableResult
+    private static func checkSchema(_ env: Environment, _ meta: Database, readOnly: Bool) throws -> UInt64? {
         let found = try env.read { txn in try txn.get(meta, key: StoreLayout.metaSchema).map { BigEndian.uint64($0) } }
         if let found {
-            if found == StoreLayout.schemaVersion { return false }
+            if found == StoreLayout.schemaVersion { return nil }
             guard found < StoreLayout.schemaVersion, !readOnly else { throw LedgerError.schemaMismatch(found: found) }
-            return true
+            return found
         } else if !readOnly {
             try env.write { txn in
                 try txn.put(meta, key: StoreLayout.metaSchema, value: BigEndian.bytes(StoreLayout.schemaVersion))
             }
         }
-        return false
+        return nil
     }
 
     /// Stops the writer after every queued input is committed. Later appends fail with `shuttingDown`. Journaled, the

@@ -70,6 +70,9 @@ extension ErrorCode {
     public static let invalidTrustedRoot = ErrorCode("invalid_trusted_root")
     /// A configuration file that cannot be used.
     public static let invalidConfiguration = ErrorCode("invalid_configuration")
+    /// A configuration whose rules (products, bindingPolicy) differ from the rules the ledger's log records: a writer
+    /// does not start with them (`storeledger rules apply` records a change).
+    public static let rulesDiffer = ErrorCode("rules_differ")
     /// Decoded facts the store refuses: none at all, or an id it cannot key.
     public static let noFacts = ErrorCode("no_facts")
     public static let invalidID = ErrorCode("invalid_id")

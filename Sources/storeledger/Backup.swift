@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LedgerAPI
+import LedgerCore
 import LedgerStore
 import LedgerWire
 
@@ -29,7 +30,10 @@ private func verifiedCopy(
     options.readOnly = readOnly
     let copy: Ledger
     do {
-        copy = try Ledger(directory: directory, rules: configuration.rules, options: options, logger: cliLogger)
+        // The log's rules (`openLedger`); a writable open of a backup an earlier build wrote records the file's as
+        // its initial rules.
+        copy = try Ledger(
+            directory: directory, rules: readOnly ? FoldRules() : configuration.rules, options: options, logger: cliLogger)
     } catch {
         let failure = LedgerError.from(error)
         throw CommandFailure(code: failure.code, message: "\(what): \(failure.message)", json: json)
@@ -251,7 +255,7 @@ struct Restore: ParsableCommand {
             var options = Ledger.Options()
             options.readOnly = true
             do {
-                let source = try Ledger(directory: backup, rules: configuration.rules, options: options, logger: cliLogger)
+                let source = try Ledger(directory: backup, options: options, logger: cliLogger)
                 try source.copy(to: staging, compact: true)
             } catch {
                 let failure = LedgerError.from(error)

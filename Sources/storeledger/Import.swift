@@ -185,7 +185,8 @@ struct Import: ParsableCommand {
         options.unsafeNoSync = true
         let store: Ledger
         do {
-            store = try Ledger(directory: staged.path, rules: configuration.rules, options: options, logger: cliLogger)
+            // The exported log carries its own rules: the configuration's are not the imported ledger's.
+            store = try Ledger(directory: staged.path, options: options, logger: cliLogger)
         } catch {
             let failure = LedgerError.from(error)
             throw CommandFailure(code: failure.code, message: failure.message, json: json)

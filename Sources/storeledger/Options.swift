@@ -37,9 +37,16 @@ struct LedgerOptions: ParsableArguments {
     /// `STORELEDGER_TEST_BOOT_ID` replaces the kernel's boot id (a journal from "another boot" is recovered as after
     /// a power loss), and `STORELEDGER_TEST_EXIT_AFTER_JOURNAL_RECORDS=N` ends the process, as `kill -9` would, right
     /// after its Nth journal record is durable and before that group commits.
-    func openLedger(_ configuration: LedgerConfiguration, readOnly: Bool, json: Bool, journal: Bool = false) throws
-        -> Ledger
-    {
+    ///
+    /// The rules every command folds with are the ones the ledger's log records (the built-in defaults where it
+    /// records none), never a file's: a writer records a configuration's rules as the first event of a new ledger,
+    /// and refuses to start with rules that differ from the log's (`rules_differ`, naming the difference), unless
+    /// `adoptingRules` is false (`rules apply` records a change; `import` writes a log that carries its own). A
+    /// reader whose configuration states other rules says, on stderr, which ones it folded with.
+    func openLedger(
+        _ configuration: LedgerConfiguration, readOnly: Bool, json: Bool, journal: Bool = false,
+        adoptingRules: Bool = true
+    ) throws -> Ledger {
         var isDirectory: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory)
         // A path that is not a directory is for `Ledger` to name; a directory without a data file holds no ledger.
@@ -55,10 +62,47 @@ struct LedgerOptions: ParsableArguments {
         let environment = ProcessInfo.processInfo.environment
         options.bootID = environment["STORELEDGER_TEST_BOOT_ID"]
         options.exitAfterJournalRecords = environment["STORELEDGER_TEST_EXIT_AFTER_JOURNAL_RECORDS"].flatMap { Int($0) }
+        let store: Ledger
         do {
-            return try Ledger(directory: directory, rules: configuration.rules, options: options, logger: cliLogger)
+            // A writer passes the file's rules: an upgrade of a ledger an earlier build wrote records them as its
+            // initial rules (that build folded with them). Readers fold with the log's alone.
+            store = try Ledger(
+                directory: directory, rules: readOnly ? FoldRules() : configuration.rules, options: options,
+                logger: cliLogger)
         } catch {
             let failure = LedgerError.from(error)  // Ledger.init names the directory and the cause
+            throw CommandFailure(code: failure.code, message: failure.message, json: json)
+        }
+        guard configuration.statesRules else { return store }
+        do {
+            if readOnly {
+                let recorded = try store.recordedRules()
+                let inForce = recorded?.rules ?? FoldRules()
+                if inForce != configuration.rules {
+                    let whose = recorded.map { "the rules its log recorded at seq \($0.seq)" } ?? "the built-in defaults (its log records no rules)"
+                    FileHandle.standardError.write(
+                        Data("note: the ledger folds with \(whose), not \(configuration.source ?? "the configuration")'s, which differ: \(WhatIfDocument.ruleChanges(inForce, configuration.rules).joined(separator: "; "))\n".utf8))
+                }
+                return store
+            }
+            guard adoptingRules else { return store }
+            let raw = (try? JSONWriter.bytes(encoding: configuration.rules, sortedKeys: true)) ?? []
+            switch try store.adoptRules(configuration.rules, raw: raw, at: currentMillis()) {
+            case .inForce, .recorded: return store
+            case .differs(let inForce, let seq):
+                store.close()
+                let file = configuration.source ?? "the configuration"
+                let whose = seq.map { "the rules the ledger recorded at seq \($0)" } ?? "the built-in defaults the ledger was written with (its log records no rules)"
+                throw CommandFailure(
+                    code: .rulesDiffer,
+                    message: "\(file)'s products/bindingPolicy differ from \(whose): \(WhatIfDocument.ruleChanges(inForce, configuration.rules).joined(separator: "; ")). Review the change with `storeledger replay --what-if \(file)` and record it with `storeledger rules apply \(file)`, or start with the ledger's own rules (a configuration without products and bindingPolicy)",
+                    json: json)
+            }
+        } catch let failure as CommandFailure {
+            throw failure
+        } catch {
+            store.close()
+            let failure = LedgerError.from(error)
             throw CommandFailure(code: failure.code, message: failure.message, json: json)
         }
     }

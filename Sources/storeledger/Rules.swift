@@ -65,7 +65,7 @@ struct Rules: ParsableCommand {
             } catch {
                 throw CommandFailure(code: .invalidConfiguration, message: "\(file): \(error)", json: json)
             }
-            let store = try ledger.openLedger(configuration, readOnly: false, json: json)
+            let store = try ledger.openLedger(configuration, readOnly: false, json: json, adoptingRules: false)
             defer { store.close() }
             let before = try store.rules()
             let seq = try store.applyRules(other.rules, raw: bytes, at: currentMillis())

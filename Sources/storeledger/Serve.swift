@@ -92,11 +92,6 @@ struct Serve: AsyncParsableCommand {
         logger.logLevel =
             ProcessInfo.processInfo.environment["STORELEDGER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
         let store = try ledger.openLedger(configuration, readOnly: false, json: false, journal: !noJournal)
-        if let changes = try? store.rulesChanges(), let last = changes.last, last.change.rules != configuration.rules {
-            // The log's rules are in force; a configuration file edited since is not applied by a restart.
-            logger.warning(
-                "the configuration's products or bindingPolicy differ from the rules the ledger recorded at seq \(last.seq); the ledger folds with its own: review with `storeledger replay --what-if`, apply with `storeledger rules apply`")
-        }
         var replicated: ReplicatedIntake?
         if intake != nil, let node {
             var settings = ReplicatedIntake.Settings(servers: try natsServers(), node: node)

@@ -101,7 +101,8 @@ import Testing
 
         let apply = try runProcess(storeledgerExecutable(), ["rules", "apply", keep, "--data", ledger, "--config", config])
         #expect(apply.status == 0, "\(apply.stderr)")
-        #expect(apply.stdout.hasPrefix("recorded at seq 4"), "\(apply.stdout)")
+        // Seq 1 is the rules the ledger was created with; the three inputs 2–4; the change 5.
+        #expect(apply.stdout.hasPrefix("recorded at seq 5"), "\(apply.stdout)")
         let bob = try json(
             try runProcess(
                 storeledgerExecutable(), ["customer", "bob", "--data", ledger, "--config", config, "--at", at, "--json"]
@@ -110,12 +111,12 @@ import Testing
         let before = try json(
             try runProcess(
                 storeledgerExecutable(),
-                ["customer", "bob", "--data", ledger, "--config", config, "--at", at, "--as-of", "3", "--json"]
+                ["customer", "bob", "--data", ledger, "--config", config, "--at", at, "--as-of", "4", "--json"]
             ).stdout)
         #expect(((before["entitlements"] as? [String: Any])?["premium"] as? [String: Any])?["active"] as? Bool == true)
         let verify = try runProcess(storeledgerExecutable(), ["verify", "--data", ledger, "--config", config])
         #expect(verify.status == 0, "\(verify.stderr)")
         let rules = try runProcess(storeledgerExecutable(), ["rules", "--data", ledger, "--config", config])
-        #expect(rules.stdout.contains("seq 4") && rules.stdout.contains("bindingPolicy transfer → keep"))
+        #expect(rules.stdout.contains("seq 5") && rules.stdout.contains("bindingPolicy transfer → keep"))
     }
 }

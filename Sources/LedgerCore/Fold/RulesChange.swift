@@ -10,9 +10,14 @@ public struct RulesChange: Hashable, Sendable {
     public var rules: FoldRules
     /// When the change was applied (a change applied again later is another event, not a duplicate).
     public var appliedAt: UnixMillis
+    /// The rules the ledger folded with before its log recorded any: recorded when a ledger that took its rules
+    /// from a configuration file (an earlier build's) is upgraded, so that they are in its log too. They hold at
+    /// every position before the first change that is not initial, including positions before this event's own.
+    public var initial: Bool
 
-    public init(rules: FoldRules, appliedAt: UnixMillis) {
+    public init(rules: FoldRules, appliedAt: UnixMillis, initial: Bool = false) {
         self.rules = rules
         self.appliedAt = appliedAt
+        self.initial = initial
     }
 }

@@ -179,6 +179,50 @@ extension Ledger {
         try environment.read { txn in try history.changes(layout, txn) }
     }
 
+    /// The rules the log records as in force now, and the seq of the change that recorded them; nil when the log
+    /// records none (the ledger then folds with the rules it was opened with).
+    public func recordedRules() throws -> (seq: UInt64, rules: FoldRules)? {
+        let changes = try rulesChanges()
+        if let last = changes.last(where: { !$0.change.initial }) { return (last.seq, last.change.rules) }
+        return changes.first.map { ($0.seq, $0.change.rules) }
+    }
+
+    /// How a configuration's rules stand with the ledger's (`adoptRules`).
+    public enum RulesAdoption: Equatable, Sendable {
+        /// The log records these rules (or none, and these are the built-in defaults).
+        case inForce
+        /// A new ledger: the rules were recorded as its first event, at this seq.
+        case recorded(UInt64)
+        /// The rules in force differ: the log's, recorded at `seq` (nil: the log records none, and the ledger was
+        /// written with the built-in defaults).
+        case differs(inForce: FoldRules, seq: UInt64?)
+    }
+
+    /// Makes `configured` (a configuration file's rules) the ledger's, where that changes no answer: recorded as the
+    /// first event of an empty ledger; otherwise compared with the rules the log records, so that a writer never
+    /// folds with rules its log does not hold (a change goes through `applyRules`, which says from where).
+    public func adoptRules(_ configured: FoldRules, raw: [UInt8], at instant: UnixMillis) throws -> RulesAdoption {
+        if let recorded = try recordedRules() {
+            return recorded.rules == configured ? .inForce : .differs(inForce: recorded.rules, seq: recorded.seq)
+        }
+        if configured == FoldRules() { return .inForce }
+        guard try lastSeq() == 0 else { return .differs(inForce: FoldRules(), seq: nil) }
+        return .recorded(try appendRules(RulesChange(rules: configured, appliedAt: instant), raw: raw))
+    }
+
+    /// Appends a rules change; its seq.
+    @discardableResult
+    func appendRules(_ change: RulesChange, raw: [UInt8] = []) throws -> UInt64 {
+        let input = LedgerInput.facts(
+            [.rules(change)], metadata: FactMetadata(source: .configuration, receivedAt: change.appliedAt), raw: raw)
+        guard let result = try appendAndWait([input]).first else {
+            throw LedgerError(code: .storageError, message: "the rules change was not appended")
+        }
+        if let error = result.error { throw LedgerError(code: ErrorCode(error.code), message: error.message) }
+        guard let seq = result.seq else { throw LedgerError(code: .storageError, message: "the rules change was not appended") }
+        return seq
+    }
+
     /// Records `rules` as the ledger's rules from the next log position on (a `RulesChange` event, whose raw input
     /// is `raw`, the configuration file's bytes) and refolds every subscription under them in the same write
     /// transaction, so the stored projections always follow the rules in force. Answers as of earlier positions
@@ -186,11 +230,7 @@ extension Ledger {
     /// - Complexity: O(events of the ledger) in one write transaction: a change of rules is rare.
     public func applyRules(_ rules: FoldRules, raw: [UInt8], at instant: UnixMillis) throws -> UInt64? {
         guard try self.rules() != rules else { return nil }
-        let change = Fact.rules(RulesChange(rules: rules, appliedAt: instant))
-        let input = LedgerInput.facts([change], metadata: FactMetadata(source: .configuration, receivedAt: instant), raw: raw)
-        guard let result = try appendAndWait([input]).first else { return nil }
-        if let error = result.error { throw LedgerError(code: ErrorCode(error.code), message: error.message) }
-        return result.seq
+        return try appendRules(RulesChange(rules: rules, appliedAt: instant), raw: raw)
     }
 
     /// The timeline of (env, otid) as known after `asOf`, and the seq it reflects.

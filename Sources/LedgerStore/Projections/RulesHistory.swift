@@ -3,30 +3,36 @@ import LMDB
 import LedgerCodec
 import LedgerCore
 
-/// The rules the ledger folds with at each log position: the configuration file's until the log records a change
-/// (`RulesChange`, `Ledger.applyRules`), then, from each change's seq on, that change's. Changes are few: they are
-/// read from `events` under their one key (`RulesChange.eventKey`), in the reading transaction (so a read sees the
-/// rules of the log it reads), and each is decoded once and kept.
+/// The rules the ledger folds with at each log position: from each change's seq on (`RulesChange`,
+/// `Ledger.applyRules`), that change's; before the first, the initial rules an upgrade recorded, else `fallback`
+/// (the built-in defaults when the ledger is opened by `storeledger`, which records a configuration's rules in the
+/// log before it writes). Changes are few: they are read from `events` under their one key
+/// (`RulesChange.eventKey`), in the reading transaction (so a read sees the rules of the log it reads), and each is
+/// decoded once and kept.
 final class RulesHistory: @unchecked Sendable {
-    /// The configuration file's rules.
+    /// The rules where the log records none.
     let configured: FoldRules
     private let lock = NSLock()
-    /// Decoded revisions under the rules key: the rules, or nil for a revision that is not a rules change (a
+    /// Decoded revisions under the rules key: the change, or nil for a revision that is not a rules change (a
     /// transaction whose id happens to be the key).
-    private var decoded: [UInt64: FoldRules?] = [:]
+    private var decoded: [UInt64: RulesChange?] = [:]
 
     init(configured: FoldRules) { self.configured = configured }
 
     /// The rules in force as of log position `seq` (every position: `.max`).
     /// - Complexity: O(changes) lookups, one seek in `events`.
     func rules(asOf seq: UInt64, _ layout: StoreLayout, _ txn: Transaction) throws -> FoldRules {
-        var found: FoldRules?
+        var found: FoldRules?, initial: FoldRules?
         try layout.forEachRevision(of: RulesChange.eventKey, txn) { revision, stored in
-            guard revision <= seq else { return false }
-            if let rules = try self.rules(of: revision, stored) { found = rules }
-            return true
+            guard let change = try self.change(of: revision, stored) else { return true }
+            if change.initial {
+                if initial == nil { initial = change.rules }
+            } else if revision <= seq {
+                found = change.rules
+            }
+            return true  // On past `seq`: an upgrade records the initial rules after the changes it found.
         }
-        return found ?? configured
+        return found ?? initial ?? configured
     }
 
     /// Every change recorded, in log order.
@@ -40,12 +46,12 @@ final class RulesHistory: @unchecked Sendable {
         return out
     }
 
-    private func rules(of revision: UInt64, _ stored: MappedBytes) throws -> FoldRules? {
+    private func change(of revision: UInt64, _ stored: MappedBytes) throws -> RulesChange? {
         if let known = lock.withLock({ decoded[revision] }) { return known }
         let event = try StoreLayout.decodeEvent(seq: revision, stored)
-        var rules: FoldRules?
-        if case .rules(let change) = event.fact { rules = change.rules }
-        lock.withLock { decoded[revision] = .some(rules) }
-        return rules
+        var change: RulesChange?
+        if case .rules(let c) = event.fact { change = c }
+        lock.withLock { decoded[revision] = .some(change) }
+        return change
     }
 }
