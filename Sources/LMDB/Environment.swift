@@ -64,6 +64,7 @@ public final class Environment: @unchecked Sendable {
             try check(mdb_env_open(env, path, flags, mdb_mode_t(options.fileMode)), "mdb_env_open(\(path))")
             try check(mdb_reader_check(env, &dead), "mdb_reader_check")
             try Self.checkFileHoldsMap(env, dataFile: options.noSubdirectory ? path : path + "/data.mdb")
+            mdb_env_set_assert(env, lmdbAssertionFailed)
         } catch {
             mdb_env_close(env)
             throw error
@@ -77,7 +78,8 @@ public final class Environment: @unchecked Sendable {
     deinit { mdb_env_close(handle) }
 
     /// A data file shorter than the pages its meta page claims (truncated by a copy or a full disk) would fault
-    /// (SIGBUS) on the first read of a missing page; refuse it as corrupted instead.
+    /// (SIGBUS) on the first read of a missing page; refuse it as corrupted instead. So is a meta page whose free or
+    /// main database root is a meta page (0 or 1) or past its last page: LMDB asserts (aborts) on the first.
     private static func checkFileHoldsMap(_ env: OpaquePointer, dataFile: String) throws {
         var i = MDB_envinfo()
         var s = MDB_stat()
@@ -90,6 +92,28 @@ public final class Environment: @unchecked Sendable {
             throw LMDBError(
                 code: MDB_CORRUPTED,
                 operation: "\(dataFile) holds \(st.st_size) bytes but its meta page names \(needed)")
+        }
+        // The meta page in force is the one of the newest transaction. Each is a page header (16 bytes), then the
+        // magic and version (4 + 4), the address and map size (8 + 8), the free and main databases' records (48
+        // each: the root last), the last page (8) and the transaction id (8).
+        let fd = open(dataFile, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var pages = [UInt8](repeating: 0, count: 2 * Int(s.ms_psize))
+        guard pages.withUnsafeMutableBytes({ pread(fd, $0.baseAddress, $0.count, 0) }) == pages.count else { return }
+        func field(_ page: Int, _ offset: Int) -> UInt64 {
+            pages.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: page * Int(s.ms_psize) + offset, as: UInt64.self) }
+                .littleEndian
+        }
+        let meta = field(1, 144) > field(0, 144) ? 1 : 0
+        guard field(meta, 144) == UInt64(i.me_last_txnid) else { return }  // Not the layout read above: LMDB's checks hold.
+        for (name, offset) in [("free", 80), ("main", 128)] {
+            let root = field(meta, offset)
+            if root != UInt64.max, root < 2 || root > UInt64(i.me_last_pgno) {
+                throw LMDBError(
+                    code: MDB_CORRUPTED,
+                    operation: "\(dataFile)'s meta page names root page \(root) for its \(name) database, outside 2...\(i.me_last_pgno)")
+            }
         }
     }
 
@@ -272,4 +296,15 @@ public final class Environment: @unchecked Sendable {
             resizeLock.lockShared()
         }
     }
+}
+
+// MARK: - Assertions
+
+/// What LMDB's failed assertions report to before it aborts: a damaged page it found past every check the wrapper
+/// makes first. Set once, at start, by the process (a command line tool prints its own coded error and exits);
+/// called with LMDB's description of what failed. nil: LMDB's own message, then abort.
+nonisolated(unsafe) public var lmdbAssertionHandler: (@convention(c) (UnsafePointer<CChar>?) -> Void)?
+
+private let lmdbAssertionFailed: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?) -> Void = { _, message in
+    lmdbAssertionHandler?(message)
 }

@@ -46,9 +46,39 @@ public final class Transaction {
 
     /// Opens a named database in this transaction (see `Environment.openDatabase`).
     func openDatabase(_ name: String?, flags: Database.Flags) throws -> Database {
+        if let name { try checkDatabaseRecord(name) }
         var dbi: MDB_dbi = 0
         try check(mdb_dbi_open(handle, name, flags.rawValue, &dbi), "mdb_dbi_open(\(name ?? "<main>"))")
         return Database(dbi: dbi, name: name, flags: flags.subtracting(.create))
+    }
+
+    /// A named database's record in the main database names its root page. LMDB asserts (aborts the process)
+    /// when it finds a root of 0 or 1, the meta pages, on a damaged file; refuse such a record as corrupted first, and
+    /// one past the last page LMDB has written.
+    private func checkDatabaseRecord(_ name: String) throws {
+        var info = MDB_envinfo()
+        try check(mdb_env_info(mdb_txn_env(handle), &info), "mdb_env_info")
+        // The main database, where the named databases' records are (opening it sets its key order, which a read
+        // of it needs).
+        var main: MDB_dbi = 0
+        try check(mdb_dbi_open(handle, nil, 0, &main), "mdb_dbi_open(<main>)")
+        var value = MDB_val()
+        let rc = name.withCString { cName -> Int32 in
+            var key = MDB_val(mv_size: strlen(cName), mv_data: UnsafeMutableRawPointer(mutating: cName))
+            return mdb_get(handle, main, &key, &value)
+        }
+        if rc == MDB_NOTFOUND { return }
+        try check(rc, "mdb_get(<main>, \(name))")
+        // An MDB_db: pad (4), flags (2), depth (2), branch, leaf and overflow pages, entries (8 each), root (8).
+        guard value.mv_size == 48, let data = value.mv_data else {
+            throw LMDBError(code: MDB_CORRUPTED, operation: "the record of database \(name) is \(value.mv_size) bytes, not 48")
+        }
+        let root = data.loadUnaligned(fromByteOffset: 40, as: UInt64.self).littleEndian
+        if root != UInt64.max, root < 2 || root > UInt64(info.me_last_pgno) {
+            throw LMDBError(
+                code: MDB_CORRUPTED,
+                operation: "the record of database \(name) names root page \(root), outside 2...\(info.me_last_pgno)")
+        }
     }
 
     // MARK: - Reads (zero-copy)

@@ -38,6 +38,10 @@ public final class Ledger: Sendable {
         /// Test hook: the process exits (as `kill -9` would end it) right after this many journal records were made
         /// durable, before the transaction of the last one commits.
         public var exitAfterJournalRecords: Int?
+        /// Start a new, empty ledger even where one lived before: a directory whose data file is missing or empty
+        /// while LMDB's lock file or a journal remains is otherwise refused as `corrupted` (its events are gone, and
+        /// a new ledger opened over them would pass its own checks). The old journal is moved aside, not deleted.
+        public var initialize = false
         public init() {}
     }
 
@@ -71,10 +75,12 @@ public final class Ledger: Sendable {
         do {
             if options.readOnly {
                 try Self.checkNoRecoveryPending(directory, bootID: bootID)
+                try Self.checkDataFileNotEmpty(directory)
             } else {
                 try Self.makeDirectory(directory)
                 let prepared = try Self.prepareWritableOpen(
-                    directory, journaled: options.journal, bootID: bootID, logger: logger)
+                    directory, journaled: options.journal, bootID: bootID, initialize: options.initialize,
+                    logger: logger)
                 lock = prepared.0
                 checkpoint = prepared.1
             }

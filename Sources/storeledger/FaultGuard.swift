@@ -3,8 +3,11 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Foundation
+import LMDB
 
-/// Turns SIGBUS into the one-line error every other broken ledger gets, instead of a crash dump.
+/// Turns SIGBUS, and LMDB's failed assertions, into the one-line error every other broken ledger gets, instead of a
+/// crash dump.
 ///
 /// LMDB reads the ledger through a memory map and trusts the page numbers it finds in it. A damaged page that names
 /// a page past the end of the file (a stray pointer, a file cut short while open) makes the read fault with SIGBUS
@@ -34,6 +37,13 @@ enum FaultGuard {
         }
         sigemptyset(&action.sa_mask)
         sigaction(SIGBUS, &action, nil)
+        // LMDB asserts on some damaged pages the wrapper's checks do not reach: the same line, and the same exit.
+        lmdbAssertionHandler = { detail in
+            if let message = stdoutMessage { _ = write(1, message, stdoutLength) }
+            if let message = stderrMessage { _ = write(2, message, stderrLength) }
+            if let detail { FileHandle.standardError.write(Data("  (LMDB: \(String(cString: detail)))\n".utf8)) }
+            _exit(1)
+        }
     }
 }
 

@@ -15,6 +15,11 @@ struct LedgerOptions: ParsableArguments {
     @Option(name: .long, help: "Configuration file (default: DIR/config.json when it exists).")
     var config: String?
 
+    @Flag(
+        name: .customLong("init"),
+        help: "Writers: start a new, empty ledger in DIR although its data file is missing or empty where a ledger lived (its lock file or journal remains); without it that is refused as corrupted.")
+    var initialize = false
+
     var directory: String {
         data ?? ProcessInfo.processInfo.environment["STORELEDGER_DATA"] ?? "./ledger-data"
     }
@@ -59,6 +64,7 @@ struct LedgerOptions: ParsableArguments {
         options.readOnly = readOnly
         options.maxQueuedInputs = configuration.limits.maxQueuedInputs
         options.journal = journal && !readOnly
+        options.initialize = initialize
         let environment = ProcessInfo.processInfo.environment
         options.bootID = environment["STORELEDGER_TEST_BOOT_ID"]
         options.exitAfterJournalRecords = environment["STORELEDGER_TEST_EXIT_AFTER_JOURNAL_RECORDS"].flatMap { Int($0) }

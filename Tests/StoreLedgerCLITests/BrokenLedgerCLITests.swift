@@ -1,4 +1,5 @@
 import Foundation
+import LedgerClient
 import LMDB
 import LedgerTestSupport
 import Testing
@@ -193,6 +194,44 @@ struct BrokenLedgerCLITests {
         }
     }
 
+    /// A root page number that names a meta page (0 or 1), in the meta page's own records or in a named database's:
+    /// LMDB asserts on it and aborts the process; every command refuses it as corrupted instead, in one line.
+    @Test(arguments: [UInt64(0), 1])
+    func aRootNamingAMetaPageIsCorrupted(root: UInt64) async throws {
+        let root0 = try TemporaryDirectory()
+        defer { root0.remove() }
+        for place in ["meta", "named"] {
+            let dir = root0.file("ledger-\(place)")
+            try await makeLedger(dir)
+            try #"{"appUserId":"u1","originalTransactionId":"1"}"#.write(
+                toFile: dir + "/../input.json", atomically: true, encoding: .utf8)
+            if place == "meta" {
+                // The main database's root in both meta pages (page header 16, then magic, version, address, map
+                // size and the free database's record: the main one's root at 128).
+                let pageSize = UInt64(sysconf(Int32(_SC_PAGESIZE)))
+                try withUnsafeBytes(of: root.littleEndian) { bytes in
+                    let handle = try #require(FileHandle(forUpdatingAtPath: dir + "/data.mdb"))
+                    defer { try? handle.close() }
+                    for page in [UInt64(0), pageSize] {
+                        try handle.seek(toOffset: page + 128)
+                        try handle.write(contentsOf: Data(bytes))
+                    }
+                }
+            } else {
+                let patched = try patchEveryNode(
+                    in: dir + "/data.mdb", matching: [2, 0, 4, 0] + Array("meta".utf8), at: 48, with: root)
+                #expect(patched > 0)
+            }
+            for command in Self.commands(dir) {
+                let out = try await runStoreLedger(command, seconds: 30)
+                let name = "\(place) root \(root): " + command.prefix(2).joined(separator: " ")
+                #expect(out.exited, "\(name): ended by a signal (\(out.status)): \(out.stderr.prefix(300))")
+                #expect(out.status == 1, "\(name): exit \(out.status): \(out.stderr.prefix(300))")
+                #expect(out.stderr.hasPrefix("error: corrupted: "), "\(name): \(out.stderr.prefix(300))")
+            }
+        }
+    }
+
     /// A value whose stored size runs past the end of the file (here a raw input in overflow pages whose size field
     /// grew by 16 MiB): LMDB hands out the view unchecked and the read faults with SIGBUS. The process still ends
     /// with one line `error: corrupted: …` and exit 1 (and the JSON document with `--json`), not a crash dump.
@@ -358,5 +397,55 @@ struct ExitStatusCLITests {
         #expect(try await runStoreLedger(["stats", "--data", dir]).status == 0)
         #expect(try await runStoreLedger(["timeline", "nope", "--data", dir]).status == 1)
         #expect(try await runStoreLedger(["--help"]).status == 0)
+    }
+}
+
+/// A server stopped cleanly, then its data file emptied (a botched copy, a full disk's truncation): the directory
+/// still shows a ledger lived there (LMDB's lock file, the journal), so no command opens it as a new, empty ledger
+/// that would take writes and pass `verify`; each says `corrupted`, and the journal and data file are left as they
+/// are. `--init` is the operator's way to start anew there, and it keeps the old journal aside.
+@Suite("An emptied data file", .serialized, .timeLimit(.minutes(3)))
+struct EmptiedDataFileProcessTests {
+    @Test func anEmptiedDataFileIsCorruptedNotANewLedger() async throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let dir = root.file("ledger")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let server = try ServerProcess(data: dir)
+        try await server.waitUntilAnswering()
+        let client = try AsyncLedgerClient(socketPath: server.socketPath, timeoutSeconds: 10)
+        var acknowledged = 0
+        for i in 0..<200 {
+            let r = try await client.post("/v1/events", body: Array(transactionEnvelope("e\(i)", user: "u\(i % 7)").utf8))
+            if r.status == 200 { acknowledged += 1 }
+        }
+        #expect(acknowledged == 200)
+        server.signal(SIGTERM)
+        #expect(try await server.waitForExit() == 0)
+
+        #expect(truncate(dir + "/data.mdb", 0) == 0)
+        func journalFiles() throws -> [String: Data] {
+            var files: [String: Data] = [:]
+            for name in try FileManager.default.contentsOfDirectory(atPath: dir + "/journal") {
+                files[name] = try Data(contentsOf: URL(fileURLWithPath: dir + "/journal/" + name))
+            }
+            return files
+        }
+        let journal = try journalFiles()
+        #expect(!journal.isEmpty)
+
+        try await BrokenLedgerCLITests().expectEveryCommandRefuses(dir, code: "corrupted", mentioning: "data.mdb is empty (0 bytes)")
+        let serve = try ServerProcess(data: dir)
+        #expect(try await serve.waitForExit() == 1, "serve started on an emptied ledger")
+        #expect(serve.log.contains("error: corrupted:") && serve.log.contains("--init"), "\(serve.log)")
+        #expect(try journalFiles() == journal, "the journal was touched")
+        var st = stat()
+        #expect(stat(dir + "/data.mdb", &st) == 0 && st.st_size == 0, "the data file was written")
+
+        // The operator's --init: a new ledger, the old journal kept aside.
+        let fresh = try await runStoreLedger(["ingest", "--data", dir, "--init", dir + "/../input.json"])
+        #expect(fresh.status == 0, "\(fresh.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).contains { $0.hasPrefix("journal.before-init-") })
+        #expect((try await runStoreLedger(["verify", "--data", dir])).status == 0)
     }
 }

@@ -6,6 +6,7 @@ import Darwin
 import Crypto
 import Foundation
 import LMDB
+import LedgerWire
 
 /// `DIR/journal/checkpoint`: the last LMDB snapshot known to be on disk, and where the journal goes on from it.
 ///
@@ -76,6 +77,12 @@ struct JournalCheckpoint: Equatable {
     static func read(_ journalDirectory: String) throws -> JournalCheckpoint? {
         let path = (journalDirectory as NSString).appendingPathComponent(fileName)
         guard FileManager.default.fileExists(atPath: path) else { return nil }
+        // A file this user may not read is not a damaged one: say which it is.
+        if access(path, R_OK) != 0, errno == EACCES || errno == EPERM {
+            throw LedgerError(
+                code: .permissionDenied,
+                message: "cannot read \(path): permission denied (run as the ledger's owner or a member of its group)")
+        }
         guard let data = FileManager.default.contents(atPath: path), let checkpoint = JournalCheckpoint([UInt8](data))
         else {
             throw LedgerError.corrupted("the journal's checkpoint \(path) is damaged")

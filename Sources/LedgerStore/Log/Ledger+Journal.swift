@@ -39,10 +39,11 @@ extension Ledger {
     /// Before LMDB opens the ledger for writing: takes the data file's lock, and when the last journaled writer did
     /// not close cleanly in an earlier boot, writes the checkpoint's meta page back over LMDB's (whose newest commits
     /// may be torn). Returns the lock and the checkpoint found.
-    static func prepareWritableOpen(_ directory: String, journaled: Bool, bootID: String, logger: Logger) throws
-        -> (DataFileLock, JournalCheckpoint?)
-    {
+    static func prepareWritableOpen(
+        _ directory: String, journaled: Bool, bootID: String, initialize: Bool, logger: Logger
+    ) throws -> (DataFileLock, JournalCheckpoint?) {
         let dataPath = (directory as NSString).appendingPathComponent("data.mdb")
+        try checkDataFileKept(directory, dataPath: dataPath, initialize: initialize, logger: logger)
         let fd = openForWriting(dataPath)
         guard fd >= 0 else { throw LMDBError(code: errno, operation: "open(\(dataPath))") }
         var st = stat()
@@ -83,6 +84,47 @@ extension Ledger {
                 metadata: ["transaction": "\(checkpoint.meta.transactionID)"])
         }
         return (lock, checkpoint)
+    }
+
+    /// LMDB makes a new environment of a missing or empty data file. Where a ledger lived (LMDB's lock file, or a
+    /// journal, remains), that would be a new, empty ledger over the loss, and it would pass its own checks: refused
+    /// as `corrupted`, unless `initialize` (the operator's `--init`), which moves the old journal aside.
+    static func checkDataFileKept(_ directory: String, dataPath: String, initialize: Bool, logger: Logger) throws {
+        var st = stat()
+        let exists = stat(dataPath, &st) == 0
+        guard !exists || st.st_size == 0 else { return }
+        let journal = journalDirectory(directory)
+        var traces: [String] = []
+        if FileManager.default.fileExists(atPath: (directory as NSString).appendingPathComponent("lock.mdb")) {
+            traces.append("LMDB's lock.mdb")
+        }
+        if FileManager.default.fileExists(atPath: journal) { traces.append("a journal") }
+        guard !traces.isEmpty else { return }
+        guard initialize else {
+            throw LedgerError.cannotOpen(
+                directory,
+                LedgerError.corrupted(
+                    "\(dataPath) is \(exists ? "empty (0 bytes)" : "missing"), but a ledger lived here ("
+                        + traces.joined(separator: " and ") + " remain): its events are gone. Restore a backup "
+                        + "(storeledger restore BACKUP --data NEW), or start a new, empty ledger here with --init"))
+        }
+        if FileManager.default.fileExists(atPath: journal) {
+            let aside = journal + ".before-init-\(Int(Date().timeIntervalSince1970))"
+            guard rename(journal, aside) == 0 else { throw LMDBError(code: errno, operation: "rename(\(journal))") }
+            logger.notice("--init: the earlier journal was moved aside", metadata: ["to": "\(aside)"])
+        }
+    }
+
+    /// An empty data file holds no ledger, not even a new one (LMDB writes its meta pages when it creates one): for a
+    /// reader, LMDB's own error would name a bad file descriptor.
+    static func checkDataFileNotEmpty(_ directory: String) throws {
+        let dataPath = (directory as NSString).appendingPathComponent("data.mdb")
+        var st = stat()
+        guard stat(dataPath, &st) == 0, st.st_size == 0 else { return }
+        throw LedgerError.cannotOpen(
+            directory,
+            LedgerError.corrupted(
+                "\(dataPath) is empty (0 bytes): its events are gone. Restore a backup (storeledger restore BACKUP --data NEW)"))
     }
 
     /// A read-only open may not read a ledger whose newest LMDB commits may be torn (its journaled writer stopped
