@@ -83,28 +83,49 @@ struct ReadRefusalProcessTests {
 
         server.signal(SIGTERM)
         #expect(try await server.waitForExit() == 0, "\(server.log)")
+    }
 
-        // The CLI's reads refuse the same instants: a usage error naming the flag and the range, not a signal.
+    /// The CLI's reads refuse the same instants and seqs: a usage error naming the flag and the range (exit 2), not
+    /// a signal.
+    @Test func theCLIsReadsRefuseOutOfRangeInstantsWithAUsageError() throws {
+        let directory = try TemporaryDirectory(prefix: "sl-reads-cli")
+        defer { directory.remove() }
+        let data = directory.path + "/ledger"
+        let input = directory.path + "/input.json"
+        let envelope = #"{"type":"transaction","appUserId":"u9","receivedAt":1700000000000,"payload":{"transactionId":"1","originalTransactionId":"1","productId":"p","purchaseDate":1700000000000,"expiresDate":1702592000000,"type":"Auto-Renewable Subscription","environment":"Production"}}"#
+        try Data(envelope.utf8).write(to: URL(fileURLWithPath: input))
+        let ingest = try runProcess(storeledgerExecutable(), ["ingest", "--data", data, input], deadline: 60)
+        #expect(ingest.status == 0, "\(ingest.stderr)")
+
         for arguments in [
             ["timeline", "1", "--at=-9223372036854775808"],
             ["timeline", "1", "--at=-9223372036854775808", "--svg", "-"],
             ["timeline", "1", "--at=-9223372036854775807", "--html", "-"],
             ["timeline", "1", "--at=9223372036854775807", "--svg", "-"],
+            ["timeline", "1", "--at=253402300800000", "--html", "-"],
             ["customer", "u9", "--at=-9223372036854775808"],
             ["why", "u9", "p", "--at=-9223372036854775808"],
+            ["grants", "u9", "--at=9223372036854775807"],
             ["revenue", "--from=-9223372036854775808"],
+            ["revenue", "--to=9223372036854775807"],
             ["timeline", "1", "--as-of=18446744073709551615"],
+            ["events", "--after=18446744073709551615"],
+            ["lifecycle", "--after=9223372036854775808"],
         ] {
             let run = try runProcess(storeledgerExecutable(), arguments + ["--data", data], deadline: 60)
             #expect(run.exited, "\(arguments) ended by a signal: \(run.stderr)")
             #expect(run.status == 2, "\(arguments): \(run.stderr)")
             let flag = arguments.first { $0.hasPrefix("--") }.map { String($0.prefix { $0 != "=" }) } ?? ""
             #expect(run.stderr.hasPrefix("error: usage: \(flag) "), "\(arguments): \(run.stderr)")
-            #expect(run.stderr.contains("is outside"), "\(arguments): \(run.stderr)")
+            #expect(run.stderr.contains(" is outside "), "\(arguments): \(run.stderr)")
         }
-        let drawn = try runProcess(
-            storeledgerExecutable(), ["timeline", "1", "--at=1700000000001", "--svg", "-", "--data", data], deadline: 60)
-        #expect(drawn.status == 0, "\(drawn.stderr)")
-        #expect(drawn.stdout.hasPrefix("<?xml"))
+        // The ends of the range are answered.
+        for arguments in [
+            ["timeline", "1", "--at=1700000000001", "--svg", "-"], ["timeline", "1", "--at=0", "--html", "-"],
+            ["timeline", "1", "--at=253402300799999", "--json"], ["events", "--limit=9223372036854775807"],
+        ] {
+            let run = try runProcess(storeledgerExecutable(), arguments + ["--data", data], deadline: 60)
+            #expect(run.status == 0, "\(arguments): \(run.stderr)")
+        }
     }
 }
