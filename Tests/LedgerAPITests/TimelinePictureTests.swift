@@ -130,9 +130,9 @@ import Testing
         #expect(svg.contains(">2025-01</text>") || svg.contains(">2025</text>"))
     }
 
-    /// A ledger may hold instants at the ends of Int64 (written before the door refused them), and a caller of
-    /// `TimelinePicture` may draw a view at any instant: the picture is drawn all the same, such instants at the
-    /// axis's ends and said in full in the titles and tables.
+    /// Ledgers written by older builds may hold instants at the ends of Int64, and a caller of `TimelinePicture` may
+    /// draw a view at any instant: the picture is drawn all the same, such instants at the axis's ends and said in
+    /// full in the titles and tables.
     @Test(arguments: [
         (Int64.min, "-292275055-05-16T16:47:04Z"), (Int64.min + 1, "-292275055-05-16T16:47:04Z"),
         (-1, "1969-12-31T23:59:59Z"), (Int64.max - 1, "292278994-08-17T07:12:55Z"),

@@ -19,8 +19,8 @@ struct ReadRefusalProcessTests {
         return (error?["code"] as? String, error?["message"] as? String)
     }
 
-    /// Requests whose numbers once trapped in the server (an instant drawn, a timeout made a deadline), with the
-    /// parameter each refusal names.
+    /// Requests whose numbers would trap arithmetic in the server if they got that far (an instant drawn, a timeout
+    /// made a deadline), with the parameter each refusal names.
     static let refused: [(target: String, parameter: String)] = {
         var refused: [(String, String)] = []
         for picture in ["timeline.svg", "timeline.html"] {

@@ -325,10 +325,10 @@ public struct TimelinePicture {
         return rows
     }
 
-    /// The instants the axis can show: years 1 through 9999, the ones ISO-8601 writes with four digits. A ledger may
-    /// hold instants near the ends of Int64 (written before the door refused them); they are drawn at the axis's
-    /// ends (their titles and tables still say them), so every difference, tick and calendar date the scale computes
-    /// stays far within Int64.
+    /// The instants the axis can show: years 1 through 9999, the ones ISO-8601 writes with four digits. Ledgers
+    /// written by older builds may hold instants near the ends of Int64, and a view may be drawn at any instant;
+    /// such instants are drawn at the axis's ends (their titles and tables still say them), so every difference,
+    /// tick and calendar date the scale computes stays far within Int64.
     static let drawable: ClosedRange<UnixMillis> = -62_135_596_800_000...253_402_300_799_999
 
     /// `t` moved into `drawable`.
@@ -435,7 +435,7 @@ public struct TimelinePicture {
     /// more, aligned to UTC, labelled as precisely as the step needs.
     static func ticks(_ t0: UnixMillis, _ t1: UnixMillis, pixels: Double) -> [(UnixMillis, String)] {
         let minute: Int64 = 60_000, hour = 60 * minute, day = 24 * hour
-        let most = max(Int64(max(pixels, 0) / 90), 1)
+        let most = max(Int64(pixels / 90), 1)
         let fixed: [Int64] = [
             minute, 2 * minute, 5 * minute, 10 * minute, 15 * minute, 30 * minute, hour, 3 * hour, 6 * hour, 12 * hour,
             day, 2 * day, 7 * day, 14 * day,
@@ -483,7 +483,7 @@ public struct TimelinePicture {
         /// `t0`...`t1` within `TimelinePicture.drawable`; `activity` sorted and merged.
         init(activity: [(UnixMillis, UnixMillis)], t0: UnixMillis, t1: UnixMillis, x0: Double, x1: Double) {
             let total = max(t1 - t0, 1)
-            // Activity outside the picture is drawn at its ends: so is it measured.
+            // Activity outside the picture is drawn at its ends, and measured there.
             let activity = activity.map { (min(max($0.0, t0), t1), min(max($0.1, t0), t1)) }
             // The gaps between activity worth shortening.
             var gaps: [(UnixMillis, UnixMillis)] = []
