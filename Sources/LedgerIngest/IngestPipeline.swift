@@ -46,6 +46,19 @@ public struct IngestPipeline: Sendable {
         return pieces
     }
 
+    /// The one input of a body sent as JSON (`application/json`, or no Content-Type): the body without surrounding
+    /// whitespace, for the decoder to parse as one JSON text. A JSON body is one value (RFC 8259), so bytes after it
+    /// (`{…}x`, `{…}}`, a second document) make the input `invalid_json`, as on the routes that take one input;
+    /// several inputs come as NDJSON. Refused as a whole when blank (`invalid_json`).
+    public static func document(_ body: [UInt8]) throws(CodedError) -> [ArraySlice<UInt8>] {
+        var start = body.startIndex
+        var end = body.endIndex
+        while start < end, InputFraming.isSpace(body[start]) { start += 1 }
+        while end > start, InputFraming.isSpace(body[end - 1]) { end -= 1 }
+        guard start < end else { throw CodedError(.invalidJSON, "the body holds no input") }
+        return [body[start..<end]]
+    }
+
     /// Refuses a body that is one input exactly as received (an Apple route) when it holds nothing but whitespace.
     public static func checkNotBlank(_ body: [UInt8]) throws(CodedError) {
         guard body.contains(where: { !InputFraming.isSpace($0) }) else { throw CodedError(.invalidJSON, "the body is empty") }

@@ -124,6 +124,13 @@ public final class LedgerRoutes: Sendable {
         }
     }
 
+    /// Whether the body is sent as JSON: `application/json` (any parameters), or no Content-Type.
+    static func isJSON(_ request: Request) -> Bool {
+        guard let value = request.headers[.contentType] else { return true }
+        let base = value.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        return base.lowercased() == "application/json"
+    }
+
     /// What arrived of a request body, kept for the `rejected` record when the request is refused.
     struct ReceivedBody {
         /// The bytes read (at most the limit and one more buffer).
@@ -308,6 +315,25 @@ extension LedgerRoutes {
         "GET " + healthRoute: [],
         "GET /metrics": [],
     ]
+
+    /// `name`'s value (`at`, `from`, `to`) as an instant within `Instant.queryRange`; `invalid_query` names the
+    /// parameter and the range otherwise.
+    static func instantQuery(_ name: String, _ text: Substring) throws -> UnixMillis {
+        guard let ms = Instant.parseInQueryRange(String(text)) else {
+            throw CodedError(
+                .invalidQuery, "\(name) must be milliseconds since epoch or ISO-8601 within \(Instant.queryRangeText)")
+        }
+        return ms
+    }
+
+    /// `name`'s value (`after`, `asOf`) as a log sequence number in 0...`QuerySeq.max`; `invalid_query` names the
+    /// parameter and the range otherwise.
+    static func seqQuery(_ name: String, _ text: Substring) throws -> UInt64 {
+        guard let seq = UInt64(text), seq <= QuerySeq.max else {
+            throw CodedError(.invalidQuery, "\(name) must be a log sequence number in \(QuerySeq.rangeText)")
+        }
+        return seq
+    }
 
     /// Refuses the first of `names` that `route` ("GET /v1/events") does not read.
     static func checkQuery(_ names: some Sequence<Substring>, route: String) throws {

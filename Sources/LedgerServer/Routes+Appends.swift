@@ -18,8 +18,9 @@ extension LedgerRoutes {
         }
     }
 
-    /// An envelope, a bare Apple document, or NDJSON of them. 200 when every input was appended or a duplicate, 207
-    /// when some were rejected, 400 when no input of the body is JSON at all.
+    /// An envelope or a bare Apple document (sent as JSON: one value, nothing after it), or NDJSON of them. 200 when
+    /// every input was appended or a duplicate, 207 when some were rejected, 400 when no input of the body is JSON at
+    /// all.
     func appendEvents(_ request: Request, _ context: LedgerRequestContext) async throws -> Response {
         try await authorizeWriter(context)
         // Refused as a whole: kept in `rejected` too (the peer may write, so its refusals are the auditor's business).
@@ -30,7 +31,9 @@ extension LedgerRoutes {
             let body = try await collectBody(request, into: &received)
             try checkContentType(request)
             options = try ingestOptions(request, route: "POST /v1/events")
-            pieces = try IngestPipeline.batch(body, limit: configuration.limits.maxBatchInputs)
+            pieces =
+                try Self.isJSON(request)
+                ? IngestPipeline.document(body) : IngestPipeline.batch(body, limit: configuration.limits.maxBatchInputs)
         } catch let error as CodedError {
             await recordRefusal(error, request, received)
             throw error

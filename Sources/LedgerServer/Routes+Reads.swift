@@ -25,18 +25,8 @@ extension LedgerRoutes {
         ///     own parse of a query it takes).
         init(route: String, names: some Sequence<Substring>, query: (String) -> Substring?) throws {
             try LedgerRoutes.checkQuery(names, route: route)
-            if let text = query("at") {
-                guard let ms = Instant.parse(String(text)) else {
-                    throw CodedError(.invalidQuery, "at must be milliseconds since epoch or ISO-8601")
-                }
-                at = ms
-            } else {
-                at = currentMillis()
-            }
-            if let text = query("asOf") {
-                guard let seq = UInt64(text) else { throw CodedError(.invalidQuery, "asOf must be a log sequence number") }
-                asOf = seq
-            }
+            at = try query("at").map { try LedgerRoutes.instantQuery("at", $0) } ?? currentMillis()
+            asOf = try query("asOf").map { try LedgerRoutes.seqQuery("asOf", $0) }
             if let text = query("environment") {
                 guard let env = AppStoreEnvironment(appleName: String(text)) else {
                     throw CodedError(.invalidQuery, "environment must be Production, Sandbox, Xcode or LocalTesting")
@@ -207,16 +197,15 @@ extension LedgerRoutes {
 // MARK: - GET /v1/events
 
 extension LedgerRoutes {
-    /// The parameters of the NDJSON streams (`GET /v1/events`, `GET /v1/lifecycle`): `after` a log seq (default 0),
-    /// `limit` a positive count, `follow` a boolean (default false), `timeout` positive seconds; `invalid_query` names
-    /// the one that is not.
+    /// The parameters of the NDJSON streams (`GET /v1/events`, `GET /v1/lifecycle`): `after` a log seq (default 0,
+    /// `seqQuery`), `limit` a positive count, `follow` a boolean (default false), `timeout` seconds in
+    /// (0, `maxFollowSeconds`]; `invalid_query` names the one that is not, and its range.
     static func streamQuery(_ query: Parameters) throws -> (after: UInt64, limit: Int?, follow: Bool, timeout: Double?) {
-        let after: UInt64 = try query["after"].map { text -> UInt64 in
-            guard let v = UInt64(text) else { throw CodedError(.invalidQuery, "after must be a log sequence number") }
-            return v
-        } ?? 0
+        let after: UInt64 = try query["after"].map { try seqQuery("after", $0) } ?? 0
         let limit: Int? = try query["limit"].map { text -> Int in
-            guard let v = Int(text), v > 0 else { throw CodedError(.invalidQuery, "limit must be a positive integer") }
+            guard let v = Int(text), v > 0 else {
+                throw CodedError(.invalidQuery, "limit must be an integer in 1...\(Int.max)")
+            }
             return v
         }
         let follow: Bool = try query["follow"].map { text -> Bool in
@@ -227,11 +216,18 @@ extension LedgerRoutes {
             }
         } ?? false
         let timeout: Double? = try query["timeout"].map { text -> Double in
-            guard let v = Double(text), v > 0 else { throw CodedError(.invalidQuery, "timeout must be positive seconds") }
+            // `Double` also reads `inf`, `nan` and `1e308`, which no deadline can be made of.
+            guard let v = Double(text), v.isFinite, v > 0, v <= maxFollowSeconds else {
+                throw CodedError(
+                    .invalidQuery, "timeout must be a number of seconds greater than 0 and at most \(Int(maxFollowSeconds))")
+            }
             return v
         }
         return (after, limit, follow, timeout)
     }
+
+    /// The longest `timeout` of a followed stream: a day. A stream meant to last longer leaves `timeout` out.
+    static let maxFollowSeconds = 86_400.0
 
     /// Events per read transaction while streaming.
     static let eventPage = 1_000

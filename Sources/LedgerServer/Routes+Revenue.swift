@@ -24,10 +24,7 @@ extension LedgerRoutes {
             try LedgerRoutes.checkQuery(query.map(\.key), route: route)
             for (name, target) in [("from", \RevenueQuery.from), ("to", \RevenueQuery.to)] {
                 guard let text = query[Substring(name)] else { continue }
-                guard let ms = Instant.parse(String(text)) else {
-                    throw CodedError(.invalidQuery, "\(name) must be milliseconds since epoch or ISO-8601")
-                }
-                self[keyPath: target] = ms
+                self[keyPath: target] = try LedgerRoutes.instantQuery(name, text)
             }
             if let from, let to, to < from {
                 throw CodedError(.invalidQuery, "the interval [from, to) must not end before it starts")
@@ -36,10 +33,7 @@ extension LedgerRoutes {
                 guard !text.isEmpty else { throw CodedError(.invalidQuery, "product must not be empty") }
                 product = String(text)
             }
-            if let text = query["asOf"] {
-                guard let seq = UInt64(text) else { throw CodedError(.invalidQuery, "asOf must be a log sequence number") }
-                asOf = seq
-            }
+            asOf = try query["asOf"].map { try LedgerRoutes.seqQuery("asOf", $0) }
             if let text = query["environment"] {
                 guard let env = AppStoreEnvironment(appleName: String(text)) else {
                     throw CodedError(.invalidQuery, "environment must be Production, Sandbox, Xcode or LocalTesting")

@@ -24,6 +24,7 @@ struct LifecycleCommand: ParsableCommand {
 
     func validate() throws {
         if limit <= 0 { throw ValidationError("--limit must be positive") }
+        try checkSeqArgument("after", after)
     }
 
     func run() throws {

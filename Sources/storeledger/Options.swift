@@ -133,15 +133,13 @@ struct ClockOptions: ParsableArguments {
 
     func validate() throws {
         _ = try instant()
+        try checkSeqArgument("as-of", asOf)
         _ = try appStoreEnvironment()
     }
 
     func instant() throws -> UnixMillis {
         guard let at else { return currentMillis() }
-        guard let ms = Instant.parse(at) else {
-            throw ValidationError("--at '\(at)' is neither ISO-8601 nor milliseconds since epoch")
-        }
-        return ms
+        return try instantArgument("at", at)
     }
 
     func appStoreEnvironment() throws -> AppStoreEnvironment {
@@ -152,6 +150,23 @@ struct ClockOptions: ParsableArguments {
     }
 }
 
+/// The value `text` of the flag `--name` as an instant a caller may ask about (`Instant.queryRange`); a usage error
+/// naming the flag and the range otherwise.
+func instantArgument(_ name: String, _ text: String) throws -> UnixMillis {
+    guard let ms = Instant.parse(text) else {
+        throw ValidationError("--\(name) '\(text)' is neither ISO-8601 nor milliseconds since epoch")
+    }
+    guard Instant.queryRange.contains(ms) else {
+        throw ValidationError("--\(name) '\(text)' is outside \(Instant.queryRangeText)")
+    }
+    return ms
+}
+
+/// Refuses a log sequence number given to `--name` beyond `QuerySeq.max` with a usage error naming the range.
+func checkSeqArgument(_ name: String, _ value: UInt64?) throws {
+    guard let value, value > QuerySeq.max else { return }
+    throw ValidationError("--\(name) \(value) is outside \(QuerySeq.rangeText)")
+}
 
 /// ISO-8601 text of an instant, for tables.
 func formatInstant(_ ms: UnixMillis?) -> String {

@@ -24,6 +24,7 @@ struct Events: ParsableCommand {
     func validate() throws {
         if transaction != nil && original != nil { throw ValidationError("give --transaction or --original, not both") }
         if limit <= 0 { throw ValidationError("--limit must be positive") }
+        try checkSeqArgument("after", after)
     }
 
     func run() throws {
@@ -37,7 +38,7 @@ struct Events: ParsableCommand {
             events = try seqs.compactMap { try store.event(seq: $0) }
         } else {
             // One more than shown, to know whether more follow.
-            events = try store.events(after: after, limit: limit + 1)
+            events = try store.events(after: after, limit: limit == .max ? limit : limit + 1)
         }
         events = events.filter { $0.event.seq > after }
         let more = events.count > limit
@@ -93,6 +94,7 @@ struct Export: ParsableCommand {
         if complete && after > 0 {
             throw ValidationError("--complete exports the whole ledger; it cannot be combined with --after")
         }
+        try checkSeqArgument("after", after)
     }
 
     func run() throws {
@@ -215,9 +217,8 @@ struct Replay: ParsableCommand {
             }
             if whatIf != nil { throw ValidationError("--only is for a replay; --what-if compares timelines alone") }
         }
-        if let at, Instant.parse(at) == nil {
-            throw ValidationError("--at '\(at)' is neither ISO-8601 nor milliseconds since epoch")
-        }
+        if let at { _ = try instantArgument("at", at) }
+        try checkSeqArgument("until", until)
     }
 
     func run() throws {

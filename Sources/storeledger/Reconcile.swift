@@ -42,9 +42,7 @@ struct Reconcile: AsyncParsableCommand {
     func validate() throws {
         let given = [original != nil, user != nil, activeSince != nil].filter { $0 }.count
         guard given == 1 else { throw ValidationError("give exactly one of --original OTID, --user ID, --active-since T") }
-        if let activeSince, Instant.parse(activeSince) == nil {
-            throw ValidationError("--active-since '\(activeSince)' is neither ISO-8601 nor milliseconds since epoch")
-        }
+        if let activeSince { _ = try instantArgument("active-since", activeSince) }
         if original?.isEmpty == true || user?.isEmpty == true { throw ValidationError("an empty id names nothing") }
     }
 

@@ -23,6 +23,7 @@ struct Rejected: ParsableCommand {
 
     func validate() throws {
         if limit <= 0 { throw ValidationError("--limit must be positive") }
+        try checkSeqArgument("after", after)
     }
 
     func run() throws {

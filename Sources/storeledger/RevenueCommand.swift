@@ -35,20 +35,14 @@ struct RevenueCommand: ParsableCommand {
     func validate() throws {
         let (from, to) = try interval()
         if let from, let to, to < from { throw ValidationError("--to must not be before --from") }
+        try checkSeqArgument("as-of", asOf)
         _ = try appStoreEnvironment()
         if user?.isEmpty == true { throw ValidationError("--user must not be empty") }
         if product?.isEmpty == true { throw ValidationError("--product must not be empty") }
     }
 
     func interval() throws -> (from: UnixMillis?, to: UnixMillis?) {
-        func parse(_ name: String, _ text: String?) throws -> UnixMillis? {
-            guard let text else { return nil }
-            guard let ms = Instant.parse(text) else {
-                throw ValidationError("--\(name) '\(text)' is neither ISO-8601 nor milliseconds since epoch")
-            }
-            return ms
-        }
-        return (try parse("from", from), try parse("to", to))
+        return (try from.map { try instantArgument("from", $0) }, try to.map { try instantArgument("to", $0) })
     }
 
     func appStoreEnvironment() throws -> AppStoreEnvironment {

@@ -130,6 +130,41 @@ import Testing
         #expect(svg.contains(">2025-01</text>") || svg.contains(">2025</text>"))
     }
 
+    /// Ledgers written by older builds may hold instants at the ends of Int64, and a caller of `TimelinePicture` may
+    /// draw a view at any instant: the picture is drawn all the same, such instants at the axis's ends and said in
+    /// full in the titles and tables.
+    @Test(arguments: [
+        (Int64.min, "-292275055-05-16T16:47:04Z"), (Int64.min + 1, "-292275055-05-16T16:47:04Z"),
+        (-1, "1969-12-31T23:59:59Z"), (Int64.max - 1, "292278994-08-17T07:12:55Z"),
+        (Int64.max, "292278994-08-17T07:12:55Z"),
+    ])
+    func instantsAtTheEndsOfInt64AreDrawnWithoutTrapping(extreme: Int64, text: String) {
+        var s = Scenario()
+        s.purchase("1", product: Self.monthly, at: Self.t0, expires: extreme)
+        s.purchase("2", product: Self.yearly, at: Self.t0 + Scenario.day, expires: Self.t0 + Self.month)
+        s.claim("u9", at: Self.t0)
+        s.notification("DID_FAIL_TO_RENEW", signed: extreme)
+        s.renewalInfo(signed: Self.t0 + 2 * Scenario.day) { $0.gracePeriodExpiresDate = extreme }
+        let timeline = s.timeline()
+        for at in [Self.t0, extreme, .min, .max] {
+            let view = timeline.view(at: at, asOf: nil)
+            let picture = TimelinePicture(view)
+            let svg = picture.svg, html = picture.html
+            #expect(Self.count("class=\"period ", in: svg) == view.periods.count)
+            #expect(svg.hasSuffix("</svg>\n") && html.hasSuffix("</html>\n"))
+            #expect(html.contains(text), "the extreme instant is said in full")
+        }
+    }
+
+    @Test func aViewWithNothingDrawnAtTheEndsOfInt64HasAnAxis() {
+        for at in [Int64.min, Int64.max, 0] {
+            let view = Scenario().timeline().view(at: at, asOf: nil)
+            let svg = TimelinePicture(view).svg
+            #expect(svg.contains("class=\"axis\""))
+            #expect(svg.contains("class=\"cursor"))
+        }
+    }
+
     // MARK: - In a real browser
 
     /// The distribution's Chromium, if installed.

@@ -190,6 +190,176 @@ import Testing
     }
 }
 
+// MARK: - Values outside a parameter's range
+
+/// Every read's parameters have a range (docs/socket-api.md, openapi.yaml): a value outside it, or one no number can
+/// hold, is refused with 400 `invalid_query` naming the parameter and the range, before any arithmetic is done on it.
+@Suite struct QueryRangeTests {
+    /// One request with a value out of its parameter's range, the parameter, and the range its refusal names.
+    struct Case: CustomTestStringConvertible, Sendable {
+        var target: String
+        var parameter: String
+        var range: String
+        var testDescription: String { target }
+    }
+
+    static let instants = "within 1970-01-01T00:00:00Z...9999-12-31T23:59:59.999Z (0...253402300799999 ms)"
+    static let seqs = "in 0...9223372036854775807"
+    static let seconds = "greater than 0 and at most 86400"
+
+    static let cases: [Case] = {
+        var cases: [Case] = []
+        // The instants of the reads at an instant: the ends of Int64, one before the epoch, one after year 9999.
+        for route in [
+            "/v1/subscriptions/1001", "/v1/subscriptions/1001/timeline.svg", "/v1/subscriptions/1001/timeline.html",
+            "/v1/customers/u1", "/v1/customers/u1/entitlements/premium/why", "/v1/customers/u1/grants",
+        ] {
+            for at in ["-9223372036854775808", "-9223372036854775807", "9223372036854775807", "-1", "253402300800000"] {
+                cases.append(Case(target: "\(route)?at=\(at)", parameter: "at", range: instants))
+            }
+            cases.append(Case(target: "\(route)?asOf=9223372036854775808", parameter: "asOf", range: seqs))
+        }
+        cases.append(Case(target: "/v1/subscriptions/1001?at=1969-12-31T23:59:59Z", parameter: "at", range: instants))
+        for route in ["/v1/revenue", "/v1/customers/u1/revenue"] {
+            for name in ["from", "to"] {
+                for value in ["-9223372036854775808", "9223372036854775807", "-1"] {
+                    cases.append(Case(target: "\(route)?\(name)=\(value)", parameter: name, range: instants))
+                }
+            }
+            cases.append(Case(target: "\(route)?asOf=18446744073709551615", parameter: "asOf", range: seqs))
+        }
+        for route in ["/v1/events", "/v1/lifecycle"] {
+            cases.append(Case(target: "\(route)?after=18446744073709551615", parameter: "after", range: seqs))
+            cases.append(Case(target: "\(route)?after=9223372036854775808", parameter: "after", range: seqs))
+            for limit in ["0", "-1", "9223372036854775808"] {
+                cases.append(Case(target: "\(route)?limit=\(limit)", parameter: "limit", range: "in 1...9223372036854775807"))
+            }
+            for timeout in ["1e16", "inf", "nan", "1e308", "-inf", "0", "-1", "86400.5", "infinity"] {
+                cases.append(
+                    Case(target: "\(route)?follow=true&timeout=\(timeout)", parameter: "timeout", range: seconds))
+            }
+        }
+        return cases
+    }()
+
+    @Test(arguments: cases)
+    func aValueOutsideItsRangeIs400InvalidQueryNamingTheParameter(_ c: Case) async throws {
+        let (api, directory) = try RouterTests.makeAPI()
+        defer {
+            api.ledger.close()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        let app = Application(router: api.makeRouter())
+        try await app.test(.router) { client in
+            // A subscription to draw, so a picture's refusal is not a 404 for want of one.
+            try await client.execute(
+                uri: "/v1/events", method: .post, headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: Sample.transaction("1001", user: "u1"))
+            ) { #expect($0.status == .ok) }
+            try await client.execute(uri: c.target, method: .get) { response in
+                #expect(response.status == .badRequest)
+                let object = try JSONSerialization.jsonObject(with: Data(String(buffer: response.body).utf8))
+                let error = (object as? [String: Any])?["error"] as? [String: Any]
+                #expect(error?["code"] as? String == "invalid_query", "\(String(buffer: response.body))")
+                let message = error?["message"] as? String ?? ""
+                #expect(message.hasPrefix("\(c.parameter) must be "), "\(message)")
+                #expect(message.hasSuffix(c.range), "\(message)")
+            }
+            try await client.execute(uri: "/v1/health", method: .get) { #expect($0.status == .ok) }
+        }
+    }
+
+    /// The ends of each range are answered.
+    @Test func theEndsOfEachRangeAreAccepted() async throws {
+        let (api, directory) = try RouterTests.makeAPI()
+        defer {
+            api.ledger.close()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        let app = Application(router: api.makeRouter())
+        try await app.test(.router) { client in
+            try await client.execute(
+                uri: "/v1/events", method: .post, headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: Sample.transaction("1001", user: "u1"))
+            ) { #expect($0.status == .ok) }
+            for target in [
+                "/v1/subscriptions/1001?at=0", "/v1/subscriptions/1001?at=253402300799999",
+                "/v1/subscriptions/1001?at=9999-12-31T23:59:59Z", "/v1/subscriptions/1001?asOf=9223372036854775807",
+                "/v1/subscriptions/1001/timeline.svg?at=0", "/v1/subscriptions/1001/timeline.html?at=253402300799999",
+                "/v1/customers/u1?at=253402300799999&asOf=0", "/v1/customers/u1/grants?at=0",
+                "/v1/customers/u1/entitlements/premium/why?at=253402300799999",
+                "/v1/revenue?from=0&to=253402300799999", "/v1/customers/u1/revenue?asOf=9223372036854775807",
+                "/v1/events?after=9223372036854775807&limit=9223372036854775807", "/v1/events?timeout=86400",
+                "/v1/lifecycle?after=0&limit=1", "/v1/events?follow=true&timeout=0.001&limit=1",
+                "/v1/lifecycle?follow=true&timeout=0.001",
+            ] {
+                try await client.execute(uri: target, method: .get) { response in
+                    #expect(response.status == .ok, "\(target): \(String(buffer: response.body))")
+                }
+            }
+        }
+    }
+}
+
+// MARK: - A JSON body is one document
+
+@Suite struct JSONBodyTests {
+    /// `POST /v1/events` with a JSON body (or none said) takes one JSON text: bytes after the document are
+    /// `invalid_json`, as on the routes that take one input, and nothing of the body is appended. NDJSON still takes
+    /// documents back to back.
+    @Test(arguments: ["x", "}", "]", " {}", "\n{}", "{\"a\":1}", " x "])
+    func bytesAfterTheDocumentAreInvalidJSON(_ trailing: String) async throws {
+        let (api, directory) = try RouterTests.makeAPI()
+        defer {
+            api.ledger.close()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        let body = Sample.transaction("1001", user: "u1") + trailing
+        let app = Application(router: api.makeRouter())
+        try await app.test(.router) { client in
+            for headers: HTTPFields in [
+                [.contentType: "application/json"], [.contentType: "application/json; charset=utf-8"], [:],
+            ] {
+                try await client.execute(
+                    uri: "/v1/events", method: .post, headers: headers, body: ByteBuffer(string: body)
+                ) { response in
+                    #expect(response.status == .badRequest, "\(headers): \(String(buffer: response.body))")
+                    let text = String(buffer: response.body)
+                    #expect(text.hasPrefix(#"{"error":{"code":"invalid_json","message":"not JSON: unexpected "#), "\(text)")
+                    #expect(text.contains("after the value at byte"), "\(text)")
+                }
+            }
+        }
+        #expect(try api.ledger.lastSeq() == 0, "nothing of the body is appended")
+        #expect(try api.ledger.rejectedInputs(limit: 10).count == 3, "each refused body is kept")
+    }
+
+    @Test func oneDocumentWithWhitespaceAroundItIsAppendedAndNDJSONIsABatch() async throws {
+        let (api, directory) = try RouterTests.makeAPI()
+        defer {
+            api.ledger.close()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        let app = Application(router: api.makeRouter())
+        try await app.test(.router) { client in
+            try await client.execute(
+                uri: "/v1/events", method: .post, headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: " \r\n" + Sample.transaction("1001") + "\n\t ")
+            ) { response in
+                #expect(response.status == .ok, "\(String(buffer: response.body))")
+            }
+            try await client.execute(
+                uri: "/v1/events", method: .post, headers: [.contentType: "application/x-ndjson"],
+                body: ByteBuffer(string: Sample.transaction("2001") + Sample.transaction("2002"))
+            ) { response in
+                #expect(response.status == .ok, "\(String(buffer: response.body))")
+                #expect(String(buffer: response.body).components(separatedBy: #""appended""#).count == 3)
+            }
+        }
+        #expect(try api.ledger.lastSeq() == 3)
+    }
+}
+
 // MARK: - A head that does not parse, behind pipelined requests
 
 // The follow streams end on a timer that runs on the cooperative pool, which the whole suite's tests beside these

@@ -325,7 +325,17 @@ public struct TimelinePicture {
         return rows
     }
 
-    /// The instants drawn: every period, owner interval and change, with a margin; `at` only marks.
+    /// The instants the axis can show: years 1 through 9999, the ones ISO-8601 writes with four digits. Ledgers
+    /// written by older builds may hold instants near the ends of Int64, and a view may be drawn at any instant;
+    /// such instants are drawn at the axis's ends (their titles and tables still say them), so every difference,
+    /// tick and calendar date the scale computes stays far within Int64.
+    static let drawable: ClosedRange<UnixMillis> = -62_135_596_800_000...253_402_300_799_999
+
+    /// `t` moved into `drawable`.
+    static func drawn(_ t: UnixMillis) -> UnixMillis { min(max(t, drawable.lowerBound), drawable.upperBound) }
+
+    /// The instants drawn: every period, owner interval and change, with a margin, within `drawable`; `at` only
+    /// marks.
     static func range(_ v: TimelineView) -> (UnixMillis, UnixMillis) {
         var instants: [UnixMillis] = []
         for p in v.periods {
@@ -344,15 +354,17 @@ public struct TimelinePicture {
             instants.append(c.at)
             if let u = c.until { instants.append(u) }
         }
-        guard var lo = instants.min(), var hi = instants.max() else {
-            return (v.at.clampedMinus(43_200_000), v.at.clampedPlus(43_200_000))
+        guard let first = instants.min(), let last = instants.max() else {
+            let at = drawn(v.at)
+            return (drawn(at - 43_200_000), drawn(at + 43_200_000))
         }
+        var lo = drawn(first), hi = drawn(last)
         if hi - lo < 60_000 {
-            lo = lo.clampedMinus(30_000)
-            hi = hi.clampedPlus(30_000)
+            lo -= 30_000
+            hi += 30_000
         }
         let margin = (hi - lo) / 40
-        return (lo.clampedMinus(margin), hi.clampedPlus(margin))
+        return (drawn(lo - margin), drawn(hi + margin))
     }
 
     /// Spans of grace period and billing retry from the stated changes: a grace period until its stated end (or
@@ -439,9 +451,10 @@ public struct TimelinePicture {
             }
             return out
         }
-        // Months: a step of 1, 3, 6 or 12 months (or whole years), ticks on the first of the month.
+        // Months: a step of 1, 3, 6 or 12 months (or whole years, up to a thousand), ticks on the first of the month.
         let months = span / (30 * day)
-        let step = [1, 3, 6, 12, 24, 60, 120].first { Int64($0) * most >= months } ?? 120
+        let step = [1, 3, 6, 12, 24, 60, 120, 240, 600, 1200, 2400, 6000, 12_000].first { Int64($0) * most >= months }
+            ?? 12_000
         let start = CivilTime(t0)
         var y = start.year, m = start.month
         var out: [(UnixMillis, String)] = []
@@ -467,16 +480,19 @@ public struct TimelinePicture {
         static let gapWidth = 36.0
         let segments: [Segment]
 
+        /// `t0`...`t1` within `TimelinePicture.drawable`; `activity` sorted and merged.
         init(activity: [(UnixMillis, UnixMillis)], t0: UnixMillis, t1: UnixMillis, x0: Double, x1: Double) {
             let total = max(t1 - t0, 1)
+            // Activity outside the picture is drawn at its ends, and measured there.
+            let activity = activity.map { (min(max($0.0, t0), t1), min(max($0.1, t0), t1)) }
             // The gaps between activity worth shortening.
             var gaps: [(UnixMillis, UnixMillis)] = []
             for (a, b) in zip(activity, activity.dropFirst()) {
                 let pad = total / 100
-                let from = a.1.clampedPlus(pad), to = b.0.clampedMinus(pad)
+                let from = a.1 + pad, to = b.0 - pad
                 if to > from, to - from > total / 5 { gaps.append((from, to)) }
             }
-            let kept = Double(total - gaps.reduce(0) { $0 + ($1.1 - $1.0) })
+            let kept = Double(max(total - gaps.reduce(0) { $0 + ($1.1 - $1.0) }, 1))
             let width = x1 - x0 - Double(gaps.count) * Self.gapWidth
             var segments: [Segment] = []
             var t = t0, x = x0
@@ -519,9 +535,10 @@ func durationText(_ ms: UnixMillis) -> String {
 struct CivilTime {
     var year: Int64, month: Int64, day: Int64, hour: Int64, minute: Int64, second: Int64
 
+    /// Any instant, Int64's ends included (divisions round down without an offset that could overflow).
     init(_ ms: UnixMillis) {
-        let seconds = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let seconds = ms / 1000 - (ms % 1000 < 0 ? 1 : 0)
+        let days = seconds / 86_400 - (seconds % 86_400 < 0 ? 1 : 0)
         let rest = seconds - days * 86_400
         hour = rest / 3600
         minute = rest % 3600 / 60
@@ -575,17 +592,4 @@ extension Double {
 extension String {
     fileprivate var replacingUnderscores: String { String(map { $0 == "_" ? " " : $0 }) }
     fileprivate var replacingDashes: String { String(map { $0 == "-" ? " " : $0 }) }
-}
-
-extension Int64 {
-    /// Instants near the ends of Int64 (a ledger may hold one) never trap when the picture pads its range.
-    fileprivate func clampedPlus(_ n: Int64) -> Int64 {
-        let (r, o) = addingReportingOverflow(n)
-        return o ? (n > 0 ? .max : .min) : r
-    }
-
-    fileprivate func clampedMinus(_ n: Int64) -> Int64 {
-        let (r, o) = subtractingReportingOverflow(n)
-        return o ? (n > 0 ? .min : .max) : r
-    }
 }
