@@ -143,7 +143,9 @@ import Testing
         s.purchase("1", product: Self.monthly, at: Self.t0, expires: extreme)
         s.purchase("2", product: Self.yearly, at: Self.t0 + Scenario.day, expires: Self.t0 + Self.month)
         s.claim("u9", at: Self.t0)
-        s.notification("DID_FAIL_TO_RENEW", signed: extreme)
+        // A change stated at the extreme instant, and one that holds until it. (A billing retry stated there would
+        // begin at the expiry: docs/domain.md, "Late statements".)
+        s.notification("DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_DISABLED", signed: extreme)
         s.renewalInfo(signed: Self.t0 + 2 * Scenario.day) { $0.gracePeriodExpiresDate = extreme }
         let timeline = s.timeline()
         for at in [Self.t0, extreme, .min, .max] {
