@@ -197,6 +197,7 @@ let package = Package(
             dependencies: [
                 "LedgerCore",
                 "LedgerCodec",
+                "LedgerWire",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

@@ -9,7 +9,8 @@ import LedgerCore
 ///  "requireSignatures": false, "environments": ["Production"],
 ///  "socket": {"path": "…", "mode": "0660", "writers": {"uids": [1000], "gids": []}},
 ///  "limits": {"maxBodyBytes": 16777216, "maxBatchInputs": 10000, "maxQueuedInputs": 100000,
-///             "headerTimeoutSeconds": 10, "idleTimeoutSeconds": 60, "maxConnections": 512},
+///             "headerTimeoutSeconds": 10, "idleTimeoutSeconds": 60, "requestTimeoutSeconds": 30,
+///             "maxConnections": 512, "maxConnectionsPerPeer": 64, "reservedForWriters": 128},
 ///  "products": {"com.example.premium.monthly": {"type": "autoRenewable", "entitlements": ["premium"]}},
 ///  "revenue": {"currency": "EUR", "rates": {"USD": 0.92}}}
 /// ```
@@ -43,6 +44,16 @@ public struct LedgerConfiguration: Sendable {
         /// the usual 1024-descriptor limit, so clients that open connections and stall (slowloris) cannot exhaust
         /// the server's file descriptors: each holds a place for at most the header timeout.
         public var maxConnections = 512
+        /// Open connections from one peer user (uid, by SO_PEERCRED) at most, so that one client cannot take every
+        /// place. Over it, or over `maxConnections`, the new connection takes the place of the peer's (or anyone's)
+        /// connection that has waited longest with no request in progress; with none, it is answered 503.
+        public var maxConnectionsPerPeer = 64
+        /// When writers are restricted (`socket.writers`), places only writers may take (at most half of
+        /// `maxConnections`): peers that may not write hold the rest, so readers cannot starve writers.
+        public var reservedForWriters = 128
+        /// Seconds a client has to send a whole request (head and body) from its first byte; then 408
+        /// `request_timeout` and the connection closes, however slowly the bytes keep coming.
+        public var requestTimeoutSeconds: Double = 30
         public init() {}
     }
 
@@ -170,6 +181,8 @@ public struct LedgerConfiguration: Sendable {
             for (key, target) in [
                 ("maxBodyBytes", \Limits.maxBodyBytes), ("maxBatchInputs", \Limits.maxBatchInputs),
                 ("maxQueuedInputs", \Limits.maxQueuedInputs), ("maxConnections", \Limits.maxConnections),
+                ("maxConnectionsPerPeer", \Limits.maxConnectionsPerPeer),
+                ("reservedForWriters", \Limits.reservedForWriters),
             ] {
                 guard let v = l[key] else { continue }
                 guard let n = JSONValue.int64(v), n > 0, let int = Int(exactly: n) else {
@@ -179,6 +192,7 @@ public struct LedgerConfiguration: Sendable {
             }
             for (key, target) in [
                 ("headerTimeoutSeconds", \Limits.headerTimeoutSeconds), ("idleTimeoutSeconds", \Limits.idleTimeoutSeconds),
+                ("requestTimeoutSeconds", \Limits.requestTimeoutSeconds),
             ] {
                 guard let v = l[key] else { continue }
                 guard let n = Self.number(v), n > 0, n <= 86_400 else {

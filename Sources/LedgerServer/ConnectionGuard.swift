@@ -18,7 +18,13 @@ import Darwin
 
 /// Hummingbird's HTTP/1.1 channel with what a server on a shared socket needs against callers that hold connections
 /// or send what does not parse:
-/// - at most `maxConnections` open connections; one more is answered 503 `overloaded` and closed;
+/// - at most `maxConnections` open connections, `maxConnectionsPerPeer` of one peer user, and (writers restricted)
+///   `reservedForWriters` of them kept for writers (`ConnectionRegistry`). A connection over a limit takes the place
+///   of the one that has waited longest with no request in progress; with none, it is answered 503 `overloaded`;
+/// - a request deadline: a request's head and body must arrive whole within `requestTimeoutSeconds` of its first
+///   byte, else 408 `request_timeout` and close (a declared body over the limit is refused at once by the routes);
+/// - an HTTP/1.0 request without `Connection: keep-alive` gets its answer with `Connection: close`, then the
+///   connection closes;
 /// - a header timeout: a request's head must arrive whole within `headerTimeoutSeconds` of its first byte (of the
 ///   connection's start, for its first request), else 408 `request_timeout` and close;
 /// - an idle timeout: a keep-alive connection quiet between requests, or a request body that stalls, for
@@ -34,24 +40,38 @@ struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
 
     let responder: HTTPChannelHandler.Responder
     let limits: ConnectionLimits
-    let connections: ConnectionCount
+    let connections: ConnectionRegistry
+    /// Who may write (`socket.writers`): peers that may not hold no place kept for writers.
+    let writers: LedgerConfiguration.Writers
     let metrics: ServerMetrics
     /// The routes the fast read path answers from, and whether it is on (read once per connection).
     let fastReads: (routes: LedgerRoutes, enabled: FastReadSwitch)?
     let onMalformedHead: @Sendable (_ channel: any Channel, _ head: [UInt8], _ message: String) -> Void
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        let admitted = connections.open(limit: limits.maxConnections)
+        // On the channel's event loop, where reading the peer's credentials completes at once.
+        var peer: PeerCredentials?
+        PeerCredentials.reading(channel).whenSuccess { peer = $0 }
+        let mayWrite = !writers.restricted || peer.map { writers.uids.contains($0.uid) || writers.gids.contains($0.gid) } ?? false
+        let metricsForEviction = metrics
+        let admission = connections.admit(uid: peer?.uid, mayWrite: mayWrite, limits: limits) { [weak channel] in
+            metricsForEviction.connectionClosed(.evicted)
+            channel?.close(promise: nil)
+        }
         let connections = self.connections
         let metrics = self.metrics
         metrics.setConnections(connections.current)
-        channel.closeFuture.whenComplete { _ in metrics.setConnections(connections.close()) }
-        let timeouts = ConnectionTimeouts(limits: limits, metrics: metrics, logger: logger)
+        var registered: ConnectionRegistry.Registration?
+        if case .admitted(let registration) = admission { registered = registration }
+        channel.closeFuture.whenComplete { _ in metrics.setConnections(connections.close(registered)) }
+        let timeouts = ConnectionTimeouts(
+            limits: limits, metrics: metrics, logger: logger, registration: registered, registry: connections)
+        let admitted = registered != nil
         do {
-            if !admitted {
+            if case .refused(let why) = admission {
                 metrics.connectionRefused()
-                connections.logRefusal(logger, limit: limits.maxConnections)
-                try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler(), position: .first)
+                connections.logRefusal(logger, why: why)
+                try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler(why: why), position: .first)
             } else {
                 var handlers: [any ChannelHandler] = [ConnectionBytesHandler(timeouts)]
                 if let fastReads, fastReads.enabled.isOn {
@@ -84,35 +104,143 @@ struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
 struct ConnectionLimits: Sendable {
     var headerTimeout: TimeAmount
     var idleTimeout: TimeAmount
+    var requestTimeout: TimeAmount
     var maxConnections: Int
+    var maxConnectionsPerPeer: Int
+    var reservedForWriters: Int
+    var maxBodyBytes: Int
 
     init(_ limits: LedgerConfiguration.Limits) {
         headerTimeout = .nanoseconds(Int64(limits.headerTimeoutSeconds * 1e9))
         idleTimeout = .nanoseconds(Int64(limits.idleTimeoutSeconds * 1e9))
+        requestTimeout = .nanoseconds(Int64(limits.requestTimeoutSeconds * 1e9))
         maxConnections = limits.maxConnections
+        maxConnectionsPerPeer = limits.maxConnectionsPerPeer
+        reservedForWriters = min(limits.reservedForWriters, limits.maxConnections / 2)
+        maxBodyBytes = limits.maxBodyBytes
     }
 }
 
-/// Open connections of one server.
-final class ConnectionCount: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    private var refused = 0
-    private var lastRefusalLog: UInt64 = 0
+/// The open connections of one server, by peer user, and which of them wait with no request in progress.
+///
+/// A connection that arrives over a limit (all connections, one peer user's, or those of peers that may not write
+/// when writers are restricted) takes the place of the connection in the same group that has waited longest with
+/// no request in progress: one that sent nothing yet, a part of a head, or nothing since its last answer. So
+/// connections opened and left idle, by the thousand, hold no place a client with a request needs, and one peer, or
+/// readers, cannot take the places of others: it is refused (503) only when every connection of the group is in a
+/// request.
+final class ConnectionRegistry: @unchecked Sendable {
+    /// One admitted connection.
+    final class Registration: @unchecked Sendable {
+        let uid: UInt32?
+        let mayWrite: Bool
+        /// When the connection began to wait with no request in progress (uptime ns); nil while one is. Read and
+        /// written under the registry's lock.
+        fileprivate var waitingSince: UInt64?
+        fileprivate var closed = false
+        fileprivate let evict: @Sendable () -> Void
 
-    /// Counts a new connection; false when it is one over the limit (it is counted anyway until it closes).
-    func open(limit: Int) -> Bool {
-        lock.withLock {
-            count += 1
-            return count <= limit
+        fileprivate init(uid: UInt32?, mayWrite: Bool, evict: @escaping @Sendable () -> Void) {
+            self.uid = uid
+            self.mayWrite = mayWrite
+            self.evict = evict
+            waitingSince = DispatchTime.now().uptimeNanoseconds
         }
     }
 
-    /// Counts a connection closed; returns how many stay open.
+    enum Admission {
+        case admitted(Registration)
+        /// Over a limit with every connection of the group in a request: why, in words.
+        case refused(String)
+    }
+
+    private let lock = NSLock()
+    private var open: [ObjectIdentifier: Registration] = [:]
+    /// Counted from the moment a connection arrives (a refused one too, until it closes): the descriptors in use.
+    private var count = 0
+    private var byUID: [UInt32: Int] = [:]
+    private var nonWriters = 0
+    private var refused = 0
+    private var lastRefusalLog: UInt64 = 0
+
+    /// Admits a new connection of peer `uid`, making room as above; `evict` closes it when a later one takes its
+    /// place.
+    func admit(uid: UInt32?, mayWrite: Bool, limits: ConnectionLimits, evict: @escaping @Sendable () -> Void)
+        -> Admission
+    {
+        var evicted: [Registration] = []
+        defer { for e in evicted { e.evict() } }
+        return lock.withLock {
+            count += 1
+            if let uid, byUID[uid, default: 0] >= limits.maxConnectionsPerPeer {
+                guard let e = longestWaiting(where: { $0.uid == uid }) else {
+                    return .refused("uid \(uid) holds \(limits.maxConnectionsPerPeer) connections, each in a request: the most one user may hold")
+                }
+                evicted.append(e)
+            }
+            if !mayWrite, limits.reservedForWriters > 0, nonWriters >= limits.maxConnections - limits.reservedForWriters {
+                guard let e = longestWaiting(where: { !$0.mayWrite }) else {
+                    return .refused("the places of peers that may not write are all in a request; \(limits.reservedForWriters) are kept for writers")
+                }
+                evicted.append(e)
+            }
+            if open.count >= limits.maxConnections {
+                guard let e = longestWaiting(where: { _ in true }) else {
+                    return .refused("the server has \(limits.maxConnections) open connections, each in a request")
+                }
+                evicted.append(e)
+            }
+            let registration = Registration(uid: uid, mayWrite: mayWrite, evict: evict)
+            open[ObjectIdentifier(registration)] = registration
+            if let uid { byUID[uid, default: 0] += 1 }
+            if !mayWrite { nonWriters += 1 }
+            return .admitted(registration)
+        }
+    }
+
+    /// The waiting connection of the group that has waited longest, removed from the counts (it is being closed).
+    /// Called with the lock held.
+    private func longestWaiting(where belongs: (Registration) -> Bool) -> Registration? {
+        var oldest: Registration?
+        for r in open.values where belongs(r) {
+            guard let since = r.waitingSince else { continue }
+            if oldest.map({ since < $0.waitingSince! }) ?? true { oldest = r }
+        }
+        if let oldest { remove(oldest) }
+        return oldest
+    }
+
+    /// Called with the lock held.
+    private func remove(_ r: Registration) {
+        guard !r.closed else { return }
+        r.closed = true
+        open[ObjectIdentifier(r)] = nil
+        if let uid = r.uid {
+            byUID[uid, default: 1] -= 1
+            if byUID[uid] == 0 { byUID[uid] = nil }
+        }
+        if !r.mayWrite { nonWriters -= 1 }
+    }
+
+    /// A request began on the connection (its head arrived): it holds its place until it is answered.
+    func requestBegan(_ r: Registration?) {
+        guard let r else { return }
+        lock.withLock { r.waitingSince = nil }
+    }
+
+    /// The connection answered everything it was asked: it waits again.
+    func waiting(_ r: Registration?) {
+        guard let r else { return }
+        let now = DispatchTime.now().uptimeNanoseconds
+        lock.withLock { if !r.closed { r.waitingSince = now } }
+    }
+
+    /// Counts a connection closed (`nil`: one that was refused); returns how many stay open.
     @discardableResult
-    func close() -> Int {
+    func close(_ r: Registration?) -> Int {
         lock.withLock {
             count -= 1
+            if let r { remove(r) }
             return count
         }
     }
@@ -121,7 +249,7 @@ final class ConnectionCount: @unchecked Sendable {
 
     /// Logs refused connections at most once a second, with how many were refused since the last line, so a flood
     /// of connections cannot flood the log too.
-    func logRefusal(_ logger: Logger, limit: Int) {
+    func logRefusal(_ logger: Logger, why: String) {
         let now = DispatchTime.now().uptimeNanoseconds
         let report: Int? = lock.withLock {
             refused += 1
@@ -132,8 +260,8 @@ final class ConnectionCount: @unchecked Sendable {
         }
         if let report {
             logger.warning(
-                "refused connections over the limit with 503 overloaded",
-                metadata: ["maxConnections": "\(limit)", "refused": "\(report)"]
+                "refused connections over the limits with 503 overloaded",
+                metadata: ["why": "\(why)", "refused": "\(report)"]
             )
         }
     }
@@ -148,12 +276,14 @@ final class ConnectionTimeouts {
         case header = "header timeout"
         case idle = "idle timeout"
         case bodyStalled = "request body stalled"
+        case request = "request timeout"
 
         var metric: ServerMetrics.ConnectionCloseReason {
             switch self {
             case .header: .headerTimeout
             case .idle: .idleTimeout
             case .bodyStalled: .bodyStalled
+            case .request: .requestTimeout
             }
         }
     }
@@ -161,6 +291,15 @@ final class ConnectionTimeouts {
     let limits: ConnectionLimits
     let metrics: ServerMetrics
     let logger: Logger
+    /// The connection's place in the server's registry (nil: refused, or not counted).
+    let registration: ConnectionRegistry.Registration?
+    let registry: ConnectionRegistry?
+    /// When the first byte of the request being read arrived: its head and body must arrive by the request timeout.
+    var requestStartedAt: NIODeadline?
+    /// The head being read began at the start of a read and its request line says `HTTP/1.0`.
+    private var headIsHTTP10 = false
+    /// The last head decoded was HTTP/1.0 (as far as its bytes are known).
+    private(set) var requestIsHTTP10 = false
     /// When bytes last arrived.
     var lastByte = NIODeadline.now()
     /// When the first byte of a head not yet decoded arrived.
@@ -188,15 +327,26 @@ final class ConnectionTimeouts {
 
     static let keptHeadBytes = 16 << 10
 
-    init(limits: ConnectionLimits, metrics: ServerMetrics, logger: Logger) {
+    init(
+        limits: ConnectionLimits, metrics: ServerMetrics, logger: Logger,
+        registration: ConnectionRegistry.Registration? = nil, registry: ConnectionRegistry? = nil
+    ) {
         self.limits = limits
         self.metrics = metrics
         self.logger = logger
+        self.registration = registration
+        self.registry = registry
     }
 
     /// When the connection is to be closed if nothing changes, and why; nil while the server is answering.
     func deadline() -> (NIODeadline, Reason)? {
-        if readingBody { return (lastByte + limits.idleTimeout, .bodyStalled) }
+        if readingBody {
+            let stalled = lastByte + limits.idleTimeout
+            if let requestStartedAt, requestStartedAt + limits.requestTimeout < stalled {
+                return (requestStartedAt + limits.requestTimeout, .request)
+            }
+            return (stalled, .bodyStalled)
+        }
         if unanswered > 0 { return nil }
         if let headStartedAt { return (headStartedAt + limits.headerTimeout, .header) }
         return servedAny ? (quietSince + limits.idleTimeout, .idle) : (quietSince + limits.headerTimeout, .header)
@@ -211,6 +361,7 @@ final class ConnectionTimeouts {
                 headBuffers.removeAll(keepingCapacity: true)
                 headBuffered = 0
                 headBytesKnown = true
+                headIsHTTP10 = Self.requestLineSaysHTTP10(buffer)
             }
             if headBuffered < Self.keptHeadBytes {
                 headBuffers.append(buffer)
@@ -219,7 +370,18 @@ final class ConnectionTimeouts {
         }
     }
 
+    /// True when `buffer` begins with a request line ending in ` HTTP/1.0` (within its first 8 KiB).
+    static func requestLineSaysHTTP10(_ buffer: ByteBuffer) -> Bool {
+        let view = buffer.readableBytesView.prefix(8 << 10)
+        guard let cr = view.firstIndex(of: UInt8(ascii: "\r")), cr - view.startIndex >= 9 else { return false }
+        return view[(cr - 9)..<cr].elementsEqual(" HTTP/1.0".utf8)
+    }
+
     func headDecoded() {
+        requestStartedAt = headStartedAt ?? .now()
+        requestIsHTTP10 = headIsHTTP10 && headBytesKnown
+        headIsHTTP10 = false
+        registry?.requestBegan(registration)
         headStartedAt = nil
         headBuffers.removeAll(keepingCapacity: true)
         headBuffered = 0
@@ -228,7 +390,10 @@ final class ConnectionTimeouts {
         unanswered += 1
     }
 
-    func requestEnded() { readingBody = false }
+    func requestEnded() {
+        readingBody = false
+        requestStartedAt = nil
+    }
 
     /// The first `keptHeadBytes` of the head being read.
     var headBytes: [UInt8] {
@@ -261,6 +426,7 @@ final class ConnectionTimeouts {
         guard unanswered == 0 else { return }
         quietSince = .now()
         servedAny = true
+        registry?.waiting(registration)
         // Bytes of a pipelined head that arrived while the server was busy get a full header timeout from now.
         if headStartedAt != nil { headStartedAt = quietSince }
     }
@@ -295,7 +461,15 @@ final class ConnectionTimeouts {
             "closing a connection",
             metadata: ["reason": "\(reason.rawValue)"]
         )
-        if reason == .header, headStartedAt != nil {
+        if reason == .request {
+            let answer = HTTPErrors.closingAnswer(
+                CodedError(
+                    .requestTimeout,
+                    "the request did not arrive whole within \(limits.requestTimeout.nanoseconds / 1_000_000) ms of its first byte"))
+            context.writeAndFlush(NIOAny(answer)).assumeIsolated().whenComplete { _ in
+                context.close(promise: nil)
+            }
+        } else if reason == .header, headStartedAt != nil {
             // Part of a request arrived: say why it is dropped (as a server would to a slow but honest client).
             let answer = HTTPErrors.closingAnswer(
                 CodedError(
@@ -364,6 +538,9 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var refusedHead = false
     /// The message of a refusal that waits for the answers owed before it.
     private var pendingRefusal: String?
+    /// For each request handed on and not yet answered, in order: whether its answer closes the connection (an
+    /// HTTP/1.0 request without `Connection: keep-alive`).
+    private var closeAfter: [Bool] = []
 
     init(_ timeouts: ConnectionTimeouts, onMalformedHead: @escaping @Sendable (any Channel, [UInt8], String) -> Void) {
         self.timeouts = timeouts
@@ -372,7 +549,10 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head: timeouts.headDecoded()
+        case .head(let head):
+            timeouts.headDecoded()
+            let keepAlive = head.headerFields[.connection].map { $0.lowercased().contains("keep-alive") } ?? false
+            closeAfter.append(timeouts.requestIsHTTP10 && !keepAlive)
         case .body: break
         case .end: timeouts.requestEnded()
         }
@@ -381,8 +561,17 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
-        case .head(let head):
+        case .head(var head):
             closeAfterAnswer = head.headerFields[.connection]?.lowercased() == "close"
+            let final = head.status.kind != .informational
+            if final, !closeAfter.isEmpty, closeAfter.removeFirst(), !closeAfterAnswer {
+                // HTTP/1.0 without keep-alive: one answer, then the connection ends, and the answer says so.
+                head.headerFields[.connection] = "close"
+                closeAfterAnswer = true
+                timeouts.closing = true
+                context.write(wrapOutboundOut(.head(head)), promise: promise)
+                return
+            }
             if closeAfterAnswer { timeouts.closing = true }
             context.write(data, promise: promise)
         case .body:
@@ -434,12 +623,18 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Writes the 400 `bad_request` answer with its error document, then closes the connection.
     private func refuseHead(_ context: ChannelHandlerContext, _ message: String) {
+        refuse(context, CodedError(.badRequest, message), status: .badRequest)
+    }
+
+    /// Writes an error answer with its document, then closes the connection.
+    private func refuse(_ context: ChannelHandlerContext, _ error: CodedError, status: HTTPResponse.Status) {
         timeouts.cancel()
+        timeouts.closing = true
         var body = context.channel.allocator.buffer(capacity: 128)
-        body.writeBytes(JSONWriter.bytes(of: ErrorDocument(CodedError(.badRequest, message))))
+        body.writeBytes(JSONWriter.bytes(of: ErrorDocument(error)))
         body.writeString("\n")
         let head = HTTPResponse(
-            status: .badRequest,
+            status: status,
             headerFields: [
                 .contentType: "application/json", .connection: "close", .contentLength: "\(body.readableBytes)",
             ]
@@ -457,6 +652,9 @@ final class RefuseConnectionHandler: ChannelInboundHandler, RemovableChannelHand
     typealias InboundIn = ByteBuffer
 
     private var answered = false
+    private let why: String
+
+    init(why: String) { self.why = why }
 
     func handlerAdded(context: ChannelHandlerContext) {
         if context.channel.isActive { refuse(context) }
@@ -473,7 +671,7 @@ final class RefuseConnectionHandler: ChannelInboundHandler, RemovableChannelHand
         guard !answered else { return }
         answered = true
         let answer = HTTPErrors.closingAnswer(
-            CodedError(.overloaded, "the server has too many open connections; retry shortly"))
+            CodedError(.overloaded, "\(why); retry shortly"))
         context.writeAndFlush(NIOAny(answer)).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }

@@ -140,13 +140,14 @@ public final class LedgerRoutes: Sendable {
     }
 
     /// The whole body, refused with 413 as soon as it grows past the limit, or 400 `invalid_body` when its framing
-    /// does not parse. `received` holds what arrived either way. A declared size over the limit reads only the first
-    /// bytes the `rejected` record keeps, then refuses (the connection closes, so the rest is never read).
+    /// does not parse. `received` holds what arrived either way. A declared size over the limit (or too large to be
+    /// a number) is refused at once, before any of the body is read (the connection closes, so it never is).
     func collectBody(_ request: Request, into received: inout ReceivedBody) async throws -> [UInt8] {
         let limit = configuration.limits.maxBodyBytes
         let keep = min(limit, RejectedInput.keptBytesLimit)
-        let declared = request.headers[.contentLength].flatMap(Int.init)
-        let declaredTooLarge = declared.map { $0 > limit } ?? false
+        let declaredText = request.headers[.contentLength]
+        let declared = declaredText.flatMap(Int.init)
+        let declaredTooLarge = declared.map { $0 > limit } ?? (declaredText != nil)
         if let codings = request.headers[.transferEncoding] {
             // HTTP/1.1 frames a request body by Content-Length or `chunked` alone; a body in another coding (gzip)
             // would reach the decoders as bytes they cannot read (RFC 9112 §6.1: 501 for a coding not understood).
@@ -157,9 +158,10 @@ public final class LedgerRoutes: Sendable {
                     "Transfer-Encoding '\(codings)' is not supported; send the body plain with Content-Length, or chunked")
             }
         }
-        if declaredTooLarge, request.headers[.expect]?.lowercased() == "100-continue" {
-            // The client (curl, for bodies over 1 MiB) waits before sending the body: refuse before it does.
-            received = ReceivedBody(bytes: [], size: declared ?? 0)
+        if declaredTooLarge {
+            // Refused at its head, without waiting for a body that may be trickled, or never come (a client that
+            // sent `Expect: 100-continue` waits for an answer first): the record keeps its declared size.
+            received = ReceivedBody(bytes: [], size: declared ?? Int.max)
             throw Self.tooLarge(limit)
         }
         var body: [UInt8] = []

@@ -30,7 +30,7 @@ public final class LedgerService: Service, Sendable {
     private let bound = BoundSocket()
     /// Whether new connections answer the hot reads on their event loop (`FastReadHandler`); on by default.
     public let fastReads = FastReadSwitch()
-    private let connections = ConnectionCount()
+    private let connections = ConnectionRegistry()
 
     /// - Parameters:
     ///   - ledger: an open, writable ledger. The service closes it when it stops.
@@ -70,7 +70,8 @@ public final class LedgerService: Service, Sendable {
             router: api.makeRouter(),
             server: HTTPServerBuilder { responder in
                 GuardedHTTP1Channel(
-                    responder: responder, limits: limits, connections: connections, metrics: api.metrics,
+                    responder: responder, limits: limits, connections: connections,
+                    writers: api.configuration.writers, metrics: api.metrics,
                     fastReads: (api, fastReads),
                     onMalformedHead: { channel, head, message in
                         api.recordMalformedHead(channel, head: head, message: message)

@@ -70,6 +70,9 @@ public final class ServerMetrics: Sendable {
         case idleTimeout = "idle_timeout"
         case bodyStalled = "body_stalled"
         case badRequest = "bad_request"
+        case requestTimeout = "request_timeout"
+        /// Its place was taken by a new connection while it waited with no request in progress.
+        case evicted
     }
 
     func setConnections(_ n: Int) { connections.record(n) }

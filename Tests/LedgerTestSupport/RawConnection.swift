@@ -1,5 +1,4 @@
 import Foundation
-import LedgerClient
 import LedgerWire
 
 #if canImport(Glibc)
@@ -8,10 +7,10 @@ import Glibc
 
 /// A bare Unix-socket connection, for what a well-behaved client never sends: half a request line, a stall, bytes
 /// that do not parse.
-final class RawConnection {
-    let fd: Int32
+public final class RawConnection: @unchecked Sendable {
+    public let fd: Int32
 
-    init(_ path: String) throws {
+    public init(_ path: String) throws {
         fd = try UnixSocket.connect(path)
     }
 
@@ -19,10 +18,10 @@ final class RawConnection {
 
     /// Sends every byte (false when the peer is gone).
     @discardableResult
-    func send(_ text: String) -> Bool { send(Array(text.utf8)) }
+    public func send(_ text: String) -> Bool { send(Array(text.utf8)) }
 
     @discardableResult
-    func send(_ bytes: [UInt8]) -> Bool {
+    public func send(_ bytes: [UInt8]) -> Bool {
         var sent = 0
         while sent < bytes.count {
             let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -33,7 +32,7 @@ final class RawConnection {
     }
 
     /// Reads until the peer closes or `seconds` pass; `closed` says which.
-    func readUntilClosed(seconds: Double) -> (text: String, closed: Bool) {
+    public func readUntilClosed(seconds: Double) -> (text: String, closed: Bool) {
         var received: [UInt8] = []
         let deadline = Date().addingTimeInterval(seconds)
         var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -50,7 +49,7 @@ final class RawConnection {
     }
 
     /// Reads one answer with a Content-Length body (enough for the server's JSON answers), or nil on close/timeout.
-    func readAnswer(seconds: Double = 10) -> String? {
+    public func readAnswer(seconds: Double = 10) -> String? {
         var received: [UInt8] = []
         let deadline = Date().addingTimeInterval(seconds)
         var buffer = [UInt8](repeating: 0, count: 65_536)

@@ -1,0 +1,165 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import LedgerClient
+import LedgerTestSupport
+import Testing
+
+/// Clients that hold connections, trickle bodies or never finish a request, against a real `storeledger serve`:
+/// none of them keeps a normal client, or a writer, from being answered.
+@Suite("Starvation", .serialized, .timeLimit(.minutes(4)))
+struct StarvationProcessTests {
+    static let health = "GET /v1/health HTTP/1.1\r\nHost: ledger\r\n\r\n"
+
+    /// Starts a server on a fresh ledger with `configuration` and runs `body`.
+    func withServer(configuration: String? = nil, _ body: (ServerProcess, String) async throws -> Void) async throws {
+        let dir = try TemporaryDirectory(prefix: "sl-starve")
+        defer { dir.remove() }
+        let data = dir.file("ledger")
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        var arguments: [String] = []
+        if let configuration {
+            try configuration.write(toFile: dir.file("config.json"), atomically: true, encoding: .utf8)
+            arguments = ["--config", dir.file("config.json")]
+        }
+        let server = try ServerProcess(data: data, arguments: arguments)
+        defer { server.killAndWait() }
+        try await server.waitUntilAnswering()
+        try await body(server, dir.path)
+    }
+
+    /// `count` requests, each on a connection of its own, as a client that connects per request; the statuses.
+    func normalClient(_ socket: String, count: Int) async -> [String] {
+        await Task.detached {
+            (0..<count).map { _ -> String in
+                guard let c = try? RawConnection(socket) else { return "no connection" }
+                c.send(Self.health)
+                return c.readAnswer(seconds: 2).map { String($0.prefix(12)) } ?? "no answer"
+            }
+        }.value
+    }
+
+    /// 600 connections opened and left idle by one client, more than the server's 512 places: a normal client
+    /// of the same user, connecting per request, is answered every time at once.
+    @Test func idleConnectionsByTheHundredDoNotStarveANormalClient() async throws {
+        try await withServer { server, _ in
+            var idle: [RawConnection] = []
+            for _ in 0..<600 { idle.append(try RawConnection(server.socketPath)) }
+            try await Task.sleep(for: .milliseconds(300))
+            let answers = await normalClient(server.socketPath, count: 128)
+            #expect(answers.filter { $0.hasPrefix("HTTP/1.1 200") }.count == 128, "\(Dictionary(grouping: answers) { $0 }.mapValues(\.count))")
+            idle.removeAll()
+        }
+    }
+
+    /// A user who may not write (`nobody`) holds 520 connections, each trickling a request body a byte at a time:
+    /// root's writes are all acknowledged, and a reader is answered.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") && getuid() == 0))
+    func aPeerThatMayNotWriteCannotStopTheWriters() async throws {
+        try await withServer(configuration: #"{"socket":{"mode":"0666","writers":{"uids":[0]}}}"#) { server, dir in
+            // The test's directories on the way to the socket, open to nobody (the temporary directory is).
+            chmod(dir, 0o755)
+            chmod((server.socketPath as NSString).deletingLastPathComponent, 0o755)
+            let script = """
+                import socket, sys, time
+                held = []
+                for i in range(520):
+                    s = socket.socket(socket.AF_UNIX)
+                    try:
+                        s.connect(sys.argv[1])
+                        s.sendall(b"POST /v1/events HTTP/1.1\\r\\nHost: l\\r\\nContent-Type: application/json\\r\\nContent-Length: 1000\\r\\n\\r\\n{")
+                        held.append(s)
+                    except OSError:
+                        pass
+                print(len(held), flush=True)
+                end = time.time() + 20
+                while time.time() < end:
+                    for s in held:
+                        try: s.send(b" ")
+                        except OSError: pass
+                    time.sleep(2)
+                """
+            try script.write(toFile: dir + "/trickle.py", atomically: true, encoding: .utf8)
+            chmod(dir + "/trickle.py", 0o644)
+            let attacker = Process()
+            attacker.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            attacker.arguments = [
+                "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", dir + "/trickle.py",
+                server.socketPath,
+            ]
+            let out = Pipe()
+            attacker.standardOutput = out
+            try attacker.run()
+            defer {
+                attacker.terminate()
+                attacker.waitUntilExit()
+            }
+            let opened = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+            #expect((Int(opened.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 0, "nobody could not connect: \(opened)")
+            try await Task.sleep(for: .seconds(1))
+
+            let client = try AsyncLedgerClient(socketPath: server.socketPath, timeoutSeconds: 5)
+            var statuses: [Int] = []
+            for i in 0..<50 {
+                let r = try await client.post("/v1/events", body: Array(transactionEnvelope("w\(i)", user: "root").utf8))
+                statuses.append(r.status)
+            }
+            #expect(statuses.allSatisfy { $0 == 200 }, "root's writes: \(statuses)")
+            let answers = await normalClient(server.socketPath, count: 20)
+            #expect(answers.allSatisfy { $0.hasPrefix("HTTP/1.1 200") }, "\(answers)")
+        }
+    }
+
+    /// A body trickled a byte at a time is not held forever: the whole request must arrive within the request
+    /// timeout (here 2 s), then 408 and close. A declared size over the limit is 413 at once, whatever its size.
+    @Test func aTrickledBodyTimesOutAndAnImpossibleSizeIsRefusedAtOnce() async throws {
+        try await withServer(configuration: #"{"limits":{"requestTimeoutSeconds":2}}"#) { server, _ in
+            let slow = try RawConnection(server.socketPath)
+            slow.send("POST /v1/events HTTP/1.1\r\nHost: l\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+            let start = Date()
+            let trickled: (String, Bool) = await Task.detached {
+                for _ in 0..<8 {
+                    usleep(500_000)
+                    if !slow.send(" ") { break }
+                }
+                return slow.readUntilClosed(seconds: 5)
+            }.value
+            let elapsed = Date().timeIntervalSince(start)
+            #expect(trickled.1 && trickled.0.hasPrefix("HTTP/1.1 408 "), "\(trickled.0.prefix(200))")
+            #expect(trickled.0.contains(#""code":"request_timeout""#))
+            #expect(elapsed < 6, "held \(elapsed) s")
+
+            for declared in ["9223372036854775807", "18446744073709551616"] {
+                let huge = try RawConnection(server.socketPath)
+                huge.send("POST /v1/events HTTP/1.1\r\nHost: l\r\nContent-Type: application/json\r\nContent-Length: \(declared)\r\n\r\n")
+                let t0 = Date()
+                let answer = await Task.detached { huge.readUntilClosed(seconds: 10) }.value
+                #expect(answer.0.hasPrefix("HTTP/1.1 413 ") || answer.0.hasPrefix("HTTP/1.1 400 "), "\(declared): \(answer.0.prefix(200))")
+                #expect(answer.1 && Date().timeIntervalSince(t0) < 2, "\(declared): held \(Date().timeIntervalSince(t0)) s")
+            }
+            let answers = await normalClient(server.socketPath, count: 5)
+            #expect(answers.allSatisfy { $0.hasPrefix("HTTP/1.1 200") }, "\(answers)")
+        }
+    }
+
+    /// An HTTP/1.0 request without keep-alive gets its answer, with `Connection: close`, and the connection ends.
+    @Test func anHTTP10RequestIsAnsweredAndClosed() async throws {
+        try await withServer { server, _ in
+            let c = try RawConnection(server.socketPath)
+            c.send("GET /v1/health HTTP/1.0\r\nHost: ledger\r\n\r\n")
+            let (text, closed) = await Task.detached { c.readUntilClosed(seconds: 5) }.value
+            #expect(text.hasPrefix("HTTP/1.1 200 "), "\(text.prefix(200))")
+            #expect(text.lowercased().contains("connection: close"), "\(text.prefix(300))")
+            #expect(closed, "the connection stayed open")
+            // With keep-alive, it stays open for the next request.
+            let kept = try RawConnection(server.socketPath)
+            kept.send("GET /v1/health HTTP/1.0\r\nHost: ledger\r\nConnection: keep-alive\r\n\r\n")
+            let first = await Task.detached { kept.readAnswer(seconds: 5) }.value
+            #expect(first?.hasPrefix("HTTP/1.1 200 ") == true)
+            kept.send(Self.health)
+            let second = await Task.detached { kept.readAnswer(seconds: 5) }.value
+            #expect(second?.hasPrefix("HTTP/1.1 200 ") == true, "the keep-alive connection was closed")
+        }
+    }
+}
