@@ -8,8 +8,8 @@ import Testing
 // MARK: - Bounds at the door
 
 /// Every instant a fact carries lies in 2008-01-01..2200-01-01 and every quantity in 0...1,000,000, whatever format
-/// the input came in; anything else is `out_of_range`, naming Apple's field (issue 18: an `expiresDate` at the end of
-/// Int64 was accepted and then trapped every read of its subscription).
+/// the input came in; anything else is `out_of_range`, naming Apple's field (the story: an `expiresDate` at the end
+/// of Int64 was accepted and then trapped every read of its subscription).
 @Suite("Input bounds")
 struct InputBoundsTests {
     typealias F = AppleFixtures

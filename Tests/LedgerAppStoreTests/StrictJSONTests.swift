@@ -6,8 +6,8 @@ import Testing
 
 // MARK: - RFC 8259, strictly
 
-/// One parser, strict: what RFC 8259 does not allow is `invalid_json` with what was wrong and at which byte (issue 18
-/// point 4: a trailing comma was appended as an event, UTF-16 was read, empty ids were accepted).
+/// One parser, strict: what RFC 8259 does not allow is `invalid_json` with what was wrong and at which byte (the
+/// story: a trailing comma was appended as an event, UTF-16 was read, empty ids were accepted).
 @Suite("Strict JSON")
 struct StrictJSONTests {
     typealias F = AppleFixtures

@@ -2,7 +2,7 @@ import LedgerCodec
 import LedgerCore
 import Testing
 
-/// The canonical binary encoding of facts and events (issue 2): round trips, determinism, forward compatibility.
+/// The canonical binary encoding of facts and events: round trips, determinism, forward compatibility.
 @Suite struct FactCodingTests {
     static func fullTransaction() -> TransactionFact {
         var t = TransactionFact(

@@ -3,7 +3,7 @@ import LedgerCore
 import LedgerTestSupport
 import Testing
 
-/// Situations Apple produces today in which the ledger once answered wrong about access (issue "The fold against
+/// Situations Apple produces today in which the ledger once answered wrong about access (the story "The fold against
 /// Apple as it is today"). Each story states what happened, then who may use what, and when.
 @Suite struct AppleTodayStoryTests {
     static let basic = "com.example.basic.monthly"

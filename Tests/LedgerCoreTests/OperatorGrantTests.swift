@@ -2,7 +2,7 @@ import LedgerCore
 import LedgerTestSupport
 import Testing
 
-/// The operator's grants (issue 14 item 4): an entitlement granted to an app user for a span, in the same log as
+/// The operator's grants: an entitlement granted to an app user for a span, in the same log as
 /// Apple's facts, shown in the customer's answer with its cause and expiry, ended early by a revoke, and explained.
 @Suite struct OperatorGrantTests {
     static let monthly = "com.example.premium.monthly"

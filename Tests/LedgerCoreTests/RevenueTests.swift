@@ -2,7 +2,7 @@ import LedgerCore
 import LedgerTestSupport
 import Testing
 
-/// Revenue (issue 14): each period's price at its purchase date, refunds with their amount (prorated where Apple says
+/// Revenue: each period's price at its purchase date, refunds with their amount (prorated where Apple says
 /// so), reversals, Family Sharing, the interval and the log position, currencies kept apart, the operator's rates.
 @Suite struct RevenueTests {
     static let monthly = "com.example.premium.monthly"

@@ -2,7 +2,7 @@ import LedgerCore
 import LedgerTestSupport
 import Testing
 
-/// What an entitlement's answer says beyond active and until when (issue 14, RevenueCat's EntitlementInfo): the
+/// What an entitlement's answer says beyond active and until when (RevenueCat's EntitlementInfo): the
 /// period type from Apple's offer fields, when a cancellation or a billing problem was seen, the grantor's dates,
 /// ownership and environment, and the customer's active and all-time products. Each as of a log position too.
 @Suite struct RichEntitlementTests {

@@ -8,7 +8,7 @@ import Testing
 /// replay in this one. A fixed history (every kind of fact, two environments, an environment this build does not
 /// know, a claim that names no environment, a late fact that makes a refold, a duplicate, refusals) is written and
 /// every database is read back raw and digested; the digests were recorded with the build before the store's layout
-/// was reorganised (issue 11). A change here is a change of the format, which needs a schema upgrade.
+/// was reorganised. A change here is a change of the format, which needs a schema upgrade.
 @Suite struct OnDiskFormatTests {
     static let day: Int64 = 86_400_000
     static let start: Int64 = 1_740_819_600_000  // 2025-03-01T09:00:00Z
@@ -115,9 +115,9 @@ import Testing
         "meta": "4 505ac0938a0de767", "raw": "9 6e2eb91d3bb58e27", "events": "11 e61e484b471ab0e9",
         "log": "11 4c669db929224b3b", "by_otid": "12 5338f56e78c08b57", "by_user": "3 5f4cffb065e548f3",
         "timelines": "4 93a3815902793d1b", "rejected": "2 d1bcf857e3108c25", "bindings_any": "1 f9d7db8022222bf4",
-        // Schema 4 (issue 14): the schema version in `meta`, the lifecycle events, no dead letter; schema 5 (issue
-        // 14): the version in `meta` (the fixed history states no ownership type, so its timelines are as before);
-        // schema 6: the version in `meta`, and the timelines' fold positions of claims (a claim's id is its cause).
+        // Schema 4: the schema version in `meta`, the lifecycle events, no dead letter; schema 5: the version in
+        // `meta` (the fixed history states no ownership type, so its timelines are as before); schema 6: the version
+        // in `meta`, and the timelines' fold positions of claims (a claim's id is its cause).
         "lifecycle": "9 b19334a9fb8c9035", "webhook_dead": "0 cbf29ce484222325",
     ]
 

@@ -95,8 +95,8 @@ func patchEveryNode<T: FixedWidthInteger>(in file: String, matching pattern: [UI
     return patched
 }
 
-/// Every command refuses a ledger it cannot open with one line `error: <code>: …` and exit 1: never a crash (the
-/// double free of issue 18), never a usage error, never a server started on it.
+/// Every command refuses a ledger it cannot open with one line `error: <code>: …` and exit 1: never a crash (a failed
+/// open must not free the environment twice), never a usage error, never a server started on it.
 @Suite("Ledgers that cannot be opened", .serialized)
 struct BrokenLedgerCLITests {
     /// Every command that opens the ledger, with the arguments it needs.

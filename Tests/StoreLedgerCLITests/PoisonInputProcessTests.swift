@@ -6,11 +6,11 @@ import LedgerClient
 import LedgerTestSupport
 import Testing
 
-// MARK: - Issue 18 against the real process
+// MARK: - Poison inputs against the real process
 
-/// The issue's reproduction, against `storeledger serve`: the poison transaction (an `expiresDate` of Int64.min) used
-/// to be appended with 200, after which every read of its subscription trapped and the server died with SIGILL. Now
-/// it is refused at the door and the server keeps answering; the CLI's reads, `replay --check` and `verify` too.
+/// The poison input's story, against `storeledger serve`: a transaction with an `expiresDate` of Int64.min, once
+/// appended with 200 (after which every read of its subscription trapped and the server died with SIGILL), is refused
+/// at the door and the server keeps answering; the CLI's reads, `replay --check` and `verify` too.
 @Suite("Poison inputs against storeledger serve", .serialized, .timeLimit(.minutes(2)))
 struct PoisonInputProcessTests {
     static func errorCode(_ response: LedgerResponse) -> String? {

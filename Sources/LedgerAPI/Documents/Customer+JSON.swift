@@ -3,8 +3,8 @@ import LedgerCore
 // MARK: - Customer (API.md "Customer": `customer --json`, `GET /v1/customers/{id}`)
 
 /// Entitlements and credits by name in sorted order; absent values as `null`. The members after `refusedClaims` (and
-/// an entitlement's after `grantedBy`) came with issue 14: RevenueCat's CustomerInfo and EntitlementInfo, added
-/// after the earlier members so that readers of those see the same bytes where they were.
+/// an entitlement's after `grantedBy`) are those of RevenueCat's CustomerInfo and EntitlementInfo, written after the
+/// others so that a reader of the others finds them at the same bytes: add new members at the end.
 extension CustomerView: JSONDocument {
     public func write(to json: inout JSONWriter) { _ = writeLocatingClocks(to: &json) }
 

@@ -20,7 +20,7 @@ public struct JSONWriter {
     public let sortedKeys: Bool
 
     /// Where the text is written: raw memory the writer owns, written with one capacity check per value rather than
-    /// an array append per byte (which made the JSON of a customer a third of a read's instructions).
+    /// an array append per byte, which pays that check for every byte of every answer a read writes.
     private var storage: Storage
     /// Bytes written.
     private var count = 0

@@ -1,10 +1,10 @@
 /// One billing period (or one-time purchase) of a subscription: the transaction that bought it, the restored copies
 /// that observed it again, and whether and when access was taken back.
 ///
-/// Its optional fields are spelled `Optional<…>`, not `T?`, as are those of `Revocation`, `Offer` and `Timeline`: a
-/// `var x: T?` is nil before the initializer runs, so an initializer that sets it changes a value already complete,
-/// and Swift 6.3 then returns a copy of the whole value (every reference retained, the original released). The fold
-/// makes one period per transaction, and the codec one per stored period: the copy was 2% of a replay.
+/// Its optional fields are spelled `Optional<…>`, not `T?` (as are those of `Revocation`, `Offer` and `Timeline`), so
+/// that an initializer builds the value in place: a `T?` field is nil before the initializer runs, and one assigned in
+/// it makes the compiler copy the whole struct (every reference retained and released) for every period the fold or
+/// the codec makes: keep the spelling.
 public struct Period: Hashable, Sendable {
     /// The period's own transaction: the smallest id of its group (Apple mints ids in increasing order, so the
     /// original purchase or renewal precedes every restored copy).

@@ -44,9 +44,9 @@ public struct RenewalState: Hashable, Sendable {
     }
 
     /// Writes the fields of `r` that are about the next renewal into `k` (every field `init(_:at:seq:)` keeps but
-    /// the subscription and environment). Read from `r`'s box field by field: through the dynamic-member subscript the
-    /// compiler copied all of `r`'s fields (retaining and releasing each reference) to read one of them, once per
-    /// renewal info the fold takes (callgrind, `benchmarks/instructions.sh --ops fold`).
+    /// the subscription and environment). Read from `r`'s box field by field, not through the dynamic-member
+    /// subscript, which makes the compiler copy all of `r`'s fields (retaining and releasing each reference) to read
+    /// one of them, once per renewal info the fold takes (`benchmarks/instructions.sh --ops fold` counts it).
     @inline(__always)
     private static func keep(_ r: borrowing RenewalInfoFact, in k: inout RenewalInfoFact.Fields) {
         let box = r.box

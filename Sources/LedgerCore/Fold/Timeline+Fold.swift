@@ -56,8 +56,8 @@ extension Timeline {
 
     /// Steps `events` in the order of `keys` (sorted), `transactions` of them transactions; the rest of
     /// `fold(_:originalTransactionId:environment:rules:ties:)`. Not inlined into it: a function that assigns an
-    /// optional field of a local timeline (`frontier`) and then returns the timeline copies it whole, every field
-    /// retained and then released (Swift 6.3); through a mutating call it is built where it is returned.
+    /// optional field of a local timeline (`frontier`) and then returns the timeline makes the compiler copy it whole,
+    /// every field retained and then released; through a mutating call it is built where it is returned.
     @inline(never)
     private mutating func step(_ events: [LedgerEvent], in keys: [FoldKey], transactions: Int, rules: FoldRules) {
         // At most one period per transaction: the array is allocated once, not grown period by period.

@@ -1,4 +1,4 @@
-// MARK: - Revenue (issue 14): what the customers paid and what was given back, per currency
+// MARK: - Revenue: what the customers paid and what was given back, per currency
 
 /// One movement of money a timeline states: a period bought at its price, a refund of it, a refund reversed. Amounts
 /// are milliunits of `currency`, as Apple sends `price` (9990 is 9.99), signed: a refund is negative.

@@ -2,7 +2,7 @@ import LMDB
 import LedgerCore
 import LedgerWire
 
-// MARK: - Revenue over an interval, as known at a log position (issue 14)
+// MARK: - Revenue over an interval, as known at a log position
 
 extension Ledger {
     /// The revenue over `[from, to)` (valid time; nil: an open end) as known after log seq `asOf` (default:
