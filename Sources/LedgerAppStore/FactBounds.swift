@@ -18,6 +18,8 @@ public enum FactBounds {
     public static let windowText = "2008-01-01..2200-01-01"
     /// The largest `quantity` accepted (Apple allows at most 10 per purchase; anything near this is not a purchase).
     public static let maxQuantity: Int64 = 1_000_000
+    /// The largest price, in milliunits, a transaction may state (10^15: a billion units of any currency).
+    public static let maxPrice: Int64 = 1_000_000_000_000_000
 
     /// Whether `instant` lies in [2008-01-01, 2200-01-01) UTC.
     @inline(__always)
@@ -54,6 +56,14 @@ public enum FactBounds {
                 try check(t.receiptCreationDate, "receiptCreationDate", "receipt_creation_date_ms")
                 try check(
                     t.commitment?.expiresDate, "commitmentInfo.commitmentExpiresDate", "commitmentInfo.commitmentExpiresDate")
+                // A price is a non-negative amount in milliunits; the largest Apple sells (tens of millions of rupiah)
+                // is far below this bound, which keeps every sum of prices the revenue answers make in Int64.
+                for (value, field) in [(t.price, "price"), (t.commitment?.price, "commitmentInfo.commitmentPrice")] {
+                    if let value, value < 0 || value > maxPrice {
+                        throw .outOfRange(
+                            "\(field) \(value) is outside 0...\(maxPrice) milliunits (transaction \(t.transactionId.rawValue))")
+                    }
+                }
                 if let quantity = t.quantity, quantity < 0 || quantity > maxQuantity {
                     throw .outOfRange(
                         "quantity \(quantity) is outside 0...\(maxQuantity) (transaction \(t.transactionId.rawValue))")

@@ -277,7 +277,9 @@ public final class LedgerRoutes: Sendable {
             options.forcedType = t
         }
         if let user = query["appUserId"] {
-            guard !user.isEmpty else { throw CodedError(.invalidQuery, "appUserId must not be empty") }
+            guard !user.isEmpty, user.utf8.count <= 1024 else {
+                throw CodedError(.invalidQuery, "appUserId must be 1 to 1024 bytes long")
+            }
             options.appUserId = AppUserID(String(user))
         }
         if let at = query["receivedAt"] {
@@ -338,11 +340,20 @@ extension LedgerRoutes {
     }
 
     /// Refuses the first of `names` that `route` ("GET /v1/events") does not read.
+    /// Refuses the first of `names` that `route` ("GET /v1/events") does not read, and a name given twice: which of
+    /// two values was meant (two `appUserId`s claiming for two users, two `at`s) is not for the server to guess.
     static func checkQuery(_ names: some Sequence<Substring>, route: String) throws {
         let known = queryParameters[route] ?? []
-        guard let unknown = names.first(where: { !known.contains(String($0)) }) else { return }
-        let takes = known.isEmpty ? "takes no query parameters" : "takes " + known.joined(separator: ", ")
-        throw CodedError(.invalidQuery, "unknown query parameter '\(unknown)': \(route) \(takes)")
+        var seen = Set<Substring>()
+        for name in names {
+            guard known.contains(String(name)) else {
+                let takes = known.isEmpty ? "takes no query parameters" : "takes " + known.joined(separator: ", ")
+                throw CodedError(.invalidQuery, "unknown query parameter '\(name)': \(route) \(takes)")
+            }
+            guard seen.insert(name).inserted else {
+                throw CodedError(.invalidQuery, "query parameter '\(name)' is given twice: give it once")
+            }
+        }
     }
 }
 

@@ -149,3 +149,65 @@ struct InputBoundsTests {
         #expect(Self.outOfRange(F.receiptIOS7(inApp: [v1]))?.code == "out_of_range")
     }
 }
+
+// MARK: - Doubtful inputs, decided
+
+/// Inputs a first reading accepted though no Apple document looks like them, each decided one way and tested.
+@Suite("Doubtful inputs")
+struct DoubtfulInputTests {
+    typealias F = AppleFixtures
+    static let lenient = InputDecoder(configuration: AppStoreConfiguration())
+
+    static func transaction(_ fields: String) -> [UInt8] {
+        Array(#"{"transactionId":"1","originalTransactionId":"1","productId":"p","purchaseDate":1700000000000,"expiresDate":1702592000000\#(fields)}"#.utf8)
+    }
+
+    /// A modeled text field holds at most 1 KiB: a product id of megabytes would be copied into every timeline and
+    /// answer that names it. One of 1 KiB is kept.
+    @Test func aModeledFieldOverOneKiBIsOutOfRange() throws {
+        func body(_ product: String) -> [UInt8] {
+            Array(#"{"transactionId":"1","originalTransactionId":"1","productId":"\#(product)","purchaseDate":1700000000000}"#.utf8)
+        }
+        let refused = try #require(refusal(body(String(repeating: "p", count: 1025)), with: Self.lenient, type: .transaction))
+        #expect(refused.code == "out_of_range")
+        #expect(refused.message.hasPrefix("productId is 1025 bytes long"), "\(refused.message)")
+        #expect(refusal(body(String(repeating: "p", count: 1024)), with: Self.lenient, type: .transaction) == nil)
+        // The same bound for an envelope's app user id.
+        let envelope = Array(#"{"type":"binding","payload":{"appUserId":"\#(String(repeating: "u", count: 1025))","originalTransactionId":"1"}}"#.utf8)
+        #expect(refusal(envelope, with: Self.lenient)?.code == "out_of_range")
+    }
+
+    /// A price is a non-negative amount of milliunits: a negative one, or one past 10^15, is out of range.
+    @Test(arguments: [Int64.min, -1, FactBounds.maxPrice + 1, .max])
+    func aNegativeOrAbsurdPriceIsOutOfRange(price: Int64) throws {
+        let refused = try #require(refusal(Self.transaction(#","price":\#(price),"currency":"USD""#), with: Self.lenient, type: .transaction))
+        #expect(refused.code == "out_of_range" && refused.message.hasPrefix("price \(price) is outside"), "\(refused.message)")
+    }
+
+    @Test func aZeroPriceIsKept() throws {
+        let decoded = try Self.lenient.decode(Self.transaction(#","price":0,"currency":"USD""#), receivedAt: 1_700_000_000_000)
+        guard case .transaction(let t) = decoded.facts.first else { Issue.record("no transaction"); return }
+        #expect(t.price == 0)
+    }
+
+    /// A numeric transaction id is taken as its decimal text: Apple's ids are decimal strings, and a trusted caller's
+    /// decoded JSON may carry them as numbers; the same transaction posted either way is one fact.
+    @Test func aNumericTransactionIdIsItsDecimalText() throws {
+        let asNumber = try Self.lenient.decode(
+            Array(#"{"transactionId":2000000000000001,"originalTransactionId":2000000000000001,"productId":"p","purchaseDate":1700000000000}"#.utf8),
+            receivedAt: 1_700_000_000_000)
+        let asText = try Self.lenient.decode(
+            Array(#"{"transactionId":"2000000000000001","originalTransactionId":"2000000000000001","productId":"p","purchaseDate":1700000000000}"#.utf8),
+            receivedAt: 1_700_000_000_000)
+        #expect(asNumber.facts == asText.facts)
+    }
+
+    /// RFC 7515: a JWS whose `crit` names extensions the recipient does not understand is refused; this verifier
+    /// understands none.
+    @Test func aJWSWithACritHeaderIsRefused() throws {
+        let payload = F.json(F.v2Transaction())
+        let jws = TestPKI.shared.sign(payload, header: ["alg": "ES256", "x5c": TestPKI.shared.x5c, "crit": ["exp"], "exp": 1])
+        let refused = try #require(refusal(Array(jws.utf8), with: Self.lenient, type: nil))
+        #expect(refused.code == "invalid_jws" && refused.message.contains("crit"), "\(refused.message)")
+    }
+}

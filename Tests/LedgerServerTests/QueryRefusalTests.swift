@@ -123,6 +123,34 @@ import Testing
         }
     }
 
+    /// A parameter given twice is refused, not guessed at: two `appUserId`s would claim for one of two users, two
+    /// `at`s answer one of two questions. The refused write is kept; nothing is appended.
+    @Test(arguments: [
+        (HTTPRequest.Method.post, "/v1/apple/transactions?appUserId=alice&appUserId=mallory", "appUserId"),
+        (.get, "/v1/customers/u1?at=1700000000000&at=1800000000000", "at"),
+    ])
+    func aParameterGivenTwiceIs400InvalidQuery(method: HTTPRequest.Method, target: String, name: String) async throws {
+        let (api, directory) = try RouterTests.makeAPI()
+        defer {
+            api.ledger.close()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        let app = Application(router: api.makeRouter())
+        try await app.test(.router) { client in
+            try await client.execute(
+                uri: target, method: method, headers: [.contentType: "application/json"],
+                body: method == .post ? ByteBuffer(string: Sample.transaction("1001")) : nil
+            ) { response in
+                #expect(response.status == .badRequest)
+                #expect(
+                    String(buffer: response.body)
+                        == #"{"error":{"code":"invalid_query","message":"query parameter '\#(name)' is given twice: give it once"}}"#
+                        + "\n")
+            }
+        }
+        #expect(try api.ledger.lastSeq() == 0)
+    }
+
     /// The parameters the routes do read still work: `appUserId` and `receivedAt` on an Apple route, `receivedAt` on
     /// a binding.
     @Test func theParametersARouteReadsAreAccepted() async throws {

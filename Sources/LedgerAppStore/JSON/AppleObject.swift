@@ -28,10 +28,25 @@ struct AppleObject {
 
     // MARK: - JSON types
 
+    /// The most bytes a field the ledger models may hold. Apple's ids, product ids, tokens, codes and names are far
+    /// shorter; a longer one is not Apple's, and it would be copied into every timeline and answer that names it (a
+    /// product id of megabytes made one customer read take hundreds of megabytes). Fields the ledger does not model
+    /// are kept whole, with the raw input, and never copied into an answer.
+    static let maxFieldBytes = 1024
+
     func string(_ key: String) throws(InputError) -> String? {
         guard let v = value(key) else { return nil }
         guard case .string(let s) = v else { throw .wrongType(name(key), expected: "a string") }
+        try checkLength(s, key)
         return s
+    }
+
+    /// Refuses a modeled text field over `maxFieldBytes` (`out_of_range`). Apple's `signed…` fields carry a JWS
+    /// (a few KB, with its certificate chain): those are parsed into fields of their own, which are checked then.
+    @inline(__always)
+    func checkLength(_ s: String, _ key: String) throws(InputError) {
+        guard s.utf8.count > Self.maxFieldBytes, !key.hasPrefix("signed") else { return }
+        throw .outOfRange("\(name(key)) is \(s.utf8.count) bytes long; a field the ledger keeps holds at most \(Self.maxFieldBytes)")
     }
 
     /// A string every input of its kind carries; an empty one names nothing, so it is as good as missing.
@@ -46,6 +61,7 @@ struct AppleObject {
         guard let v = value(key) else { return nil }
         if case .string(let s) = v {
             guard !s.isEmpty else { throw .wrongType(name(key), expected: "a non-empty id") }
+            try checkLength(s, key)
             return s
         }
         if let i = JSONValue.int64(v) { return String(i) }
@@ -102,6 +118,7 @@ struct AppleObject {
         result.reserveCapacity(a.count)
         for (i, element) in a.enumerated() {
             guard case .string(let s) = element else { throw .wrongType("\(name(key))[\(i)]", expected: "a string") }
+            try checkLength(s, "\(key)[\(i)]")
             result.append(s)
         }
         return result

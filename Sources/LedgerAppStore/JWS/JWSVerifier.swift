@@ -147,6 +147,11 @@ final class JWSVerifier: Sendable {
             var alg: String?
             if case .string(let s)? = header["alg"] { alg = s }
             guard alg == "ES256" else { throw .unsupportedAlg(alg ?? "(missing)") }
+            // RFC 7515 §4.1.11: a recipient must refuse a JWS whose `crit` names extensions it does not understand,
+            // and this verifier understands none (Apple sends no `crit`).
+            if header["crit"] != nil {
+                throw .invalidJWS("the JWS header of \(field) names critical extensions (crit), which this verifier does not understand")
+            }
 
             guard rootsConfigured, let headerKey else {
                 if requireSignatures { throw .signatureRequired }
