@@ -402,7 +402,13 @@ struct ErrorMiddleware: RouterMiddleware {
         case is NIOTooManyBytesError:
             return HTTPErrors.buffered(CodedError(.tooLarge, "the request body is too large"), closesConnection: false)
         default:
-            logger.error("request failed", metadata: ["method": "\(method)", "path": "\(path())", "error": "\(error)"])
+            // A store or LMDB failure answers with its own code (`corrupted` on a damaged page, `storage_error`, …),
+            // not a bare `internal`: the operator reading it knows what to do.
+            let failure = LedgerError.from(error)
+            logger.error(
+                "request failed",
+                metadata: ["method": "\(method)", "path": "\(path())", "code": "\(failure.code)", "error": "\(error)"])
+            guard failure.code == .failed else { return HTTPErrors.buffered(CodedError(failure)) }
             return HTTPErrors.buffered(CodedError(.internal, "\(error)"))
         }
     }

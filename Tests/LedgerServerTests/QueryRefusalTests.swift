@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerClient
 import LedgerStore
+import Logging
 import Testing
 
 @testable import LedgerServer
@@ -471,5 +472,20 @@ struct PipelinedMalformedHeadTests {
             #expect(kept.first?.request == "GARBAGE LINE")
             #expect(kept.first?.raw == Array(Self.garbage.utf8))
         }
+    }
+}
+
+/// A read that fails in the store (a damaged page LMDB finds, a storage error) answers with the store's own code,
+/// not a bare `internal`: what the operator must do differs.
+@Suite struct StoreFailureAnswerTests {
+    @Test func aStoreFailureAnswersWithItsCode() throws {
+        let logger = Logger(label: "test")
+        let corrupted = ErrorMiddleware.answer(
+            LedgerError.corrupted("a page of events is damaged"), method: .get, path: "/v1/events", logger: logger)
+        #expect(corrupted.status == .internalServerError)
+        #expect(String(buffer: corrupted.body).contains(#""code":"corrupted""#))
+        let other = ErrorMiddleware.answer(
+            CancellationError(), method: .get, path: "/v1/events", logger: logger)
+        #expect(String(buffer: other.body).contains(#""code":"internal""#))
     }
 }
