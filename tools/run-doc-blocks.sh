@@ -19,8 +19,9 @@
 # output, `SKIP file:line: reason`; then `N passed, N failed, N skipped`. Exit status 0 when nothing failed, 1 when a
 # block failed, 2 for a usage error.
 #
-# A block passes when every command in it succeeds (a failing command anywhere in it, not only the last, fails it;
-# pipelines fail when any part fails). Tests of HEAD only: commit the documents first (a warning says when README.md
+# A block passes when every command in it succeeds: a failing command anywhere in it, not only the last, fails it,
+# as `set -e` would see it (a command tested by if, while, until, && or || is not a failure), and a pipeline fails
+# when any part fails. Tests of HEAD only: commit the documents first (a warning says when README.md
 # or docs/ differ from HEAD).
 #
 # Blocks that cannot run on a developer's machine (root, systemd, apt-get, writing to /etc, /var/lib, /run or
@@ -30,8 +31,9 @@
 #   # not run by tools/run-doc-blocks.sh: needs root and systemd
 #
 # A block without that line that names sudo, systemctl, apt-get, useradd, usermod, runuser or one of those system
-# folders is not run either: it fails, asking for the line, so that the machine running the script is never changed
-# by a document. Documents this branch may not edit carry their marks in EXTERNAL_MARKS below instead.
+# folders is not run either: it fails, asking for the line, so that a document's installation steps never run on the
+# machine running the script. docs/socket-api.md carries no marks of its own: EXTERNAL_MARKS below holds them, and starts the
+# server its curl section names.
 #
 # `swift run [-c CONFIG] storeledger ARGS` in a block runs the storeledger on PATH with ARGS: the same program, without
 # a second (debug) build of the clone. Any other `swift` command runs the real toolchain.
@@ -43,7 +45,7 @@ set -uo pipefail
 
 usage() {
     sed -n '2,/^set -uo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
-    exit 2
+    exit "${1:-2}"
 }
 
 binary=""
@@ -57,7 +59,7 @@ while [ $# -gt 0 ]; do
     --timeout) [ $# -ge 2 ] || usage; block_timeout=$2; shift 2 ;;
     --verbose) verbose=1; shift ;;
     --keep) keep=1; shift ;;
-    -h | --help) usage ;;
+    -h | --help) usage 0 ;;
     -*) echo "run-doc-blocks: unknown option $1" >&2; usage ;;
     *) only+=("$1"); shift ;;
     esac
@@ -74,8 +76,9 @@ if [ -n "$(git -C "$root" status --porcelain -- README.md docs)" ]; then
     echo "warning: README.md or docs/ differ from HEAD; this run tests HEAD ($head), not the work tree" >&2
 fi
 
-# Documents whose marks cannot be written into them from this branch: the document, the block's first line exactly,
-# and what to do: `skip:REASON`, or `before:COMMAND` (run in the document's shell before the block, and reported).
+# Marks for blocks of documents that carry none of their own: the document, the block's first line exactly, and
+# what to do: `skip:REASON`, or `before:COMMAND` (run in the document's shell before the block, and reported). A
+# block whose first line changes no longer matches: it then runs, or fails on the system check, never silently.
 EXTERNAL_MARKS=(
     'docs/socket-api.md'
     'storeledger serve --data ledger-data            # socket: ledger-data/ledger.sock, mode 0660'
