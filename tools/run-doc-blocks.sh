@@ -228,9 +228,10 @@ start_shell() {
     [ "$shell_sid" = "$shell_pid" ]
 }
 
-# Runs $1 (a file) in the document's shell, its output into $2; prints 0 when every command succeeded, else the
-# number of failures the ERR trap counted (each also noted in the output, with its exit status and line), or
-# "timeout", or "died". The trap counts the failing commands of the block as `set -e` would see them; `source`
+# Runs $1 (a file) in the document's shell, its output into $2; sets `result` to 0 when every command succeeded, else
+# to the number of failures the ERR trap counted (each also noted in the output, with its exit status and line), or
+# to "timeout" or "died". It sets a variable rather than printing, so that it runs in the script's own process, where
+# a SIGINT or SIGTERM is handled within a tenth of a second (a command substitution would defer it to its end). The trap counts the failing commands of the block as `set -e` would see them; `source`
 # itself is not guarded with `|| true`, which would turn the trap off inside the block.
 run_in_shell() {
     local script=$1 out=$2 status="$2.status" waited=0
@@ -243,12 +244,12 @@ run_in_shell() {
         echo "echo \$__rdb_failed > '$status.tmp' && mv '$status.tmp' '$status'"
     } >&3
     while [ ! -f "$status" ]; do
-        if ! kill -0 "$shell_pid" 2>/dev/null; then echo died; return; fi
-        if [ "$waited" -ge $((block_timeout * 10)) ]; then echo timeout; return; fi
+        if ! kill -0 "$shell_pid" 2>/dev/null; then result=died; return; fi
+        if [ "$waited" -ge $((block_timeout * 10)) ]; then result=timeout; return; fi
         sleep 0.1
         waited=$((waited + 1))
     done
-    cat "$status"
+    result=$(cat "$status")
 }
 
 show_output() {
@@ -308,7 +309,7 @@ for document in "${documents[@]}"; do
             ;;
         before:*)
             printf '%s\n' "${action#before:}" > "$dir/$n.before.sh"
-            result=$(run_in_shell "$dir/$n.before.sh" "$dir/$n.before.out")
+            run_in_shell "$dir/$n.before.sh" "$dir/$n.before.out"
             if [ "$result" != 0 ]; then
                 echo "FAIL  $where (its setup failed: ${action#before:}: $result)"
                 show_output 20 "$dir/$n.before.out"
@@ -326,7 +327,7 @@ for document in "${documents[@]}"; do
             failed=$((failed + 1))
             continue
         fi
-        result=$(run_in_shell "$block" "$out")
+        run_in_shell "$block" "$out"
         case "$result" in
         0)
             echo "PASS  $where"
