@@ -1,6 +1,6 @@
 #!/bin/sh
 # Renders the timeline pictures of the seeds' restore storm and of the refund + transfer story in headless Chromium
-# and writes their screenshots to docs/pictures/ (shown in the README). Runs the browser test that also checks them:
+# and writes their screenshots to docs/pictures/ (shown in docs/debugging-a-subscription.md). Runs the browser test that also checks them:
 # no console error, nothing loaded from elsewhere, one bar per period.
 # Needs the distribution's Chromium: apt-get install -y chromium (without it the test is skipped, and says so).
 set -eu

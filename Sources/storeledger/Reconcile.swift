@@ -13,7 +13,7 @@ struct Reconcile: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Fetch Apple's view of subscriptions (App Store Server API), append what the ledger lacked, report the gaps.",
         discussion: """
-            Needs the configuration's appStoreServerAPI section (keyFile, keyId, issuerId; see README). Exit status 1 \
+            Needs the configuration's appStoreServerAPI section (keyFile, keyId, issuerId; see docs/reconcile.md). Exit status 1 \
             when a subscription could not be checked or an item Apple sent was refused.
             """)
 
@@ -105,7 +105,7 @@ struct Reconcile: AsyncParsableCommand {
         guard let source = configuration.source, let data = FileManager.default.contents(atPath: source) else {
             throw CommandFailure(
                 code: .invalidConfiguration,
-                message: "reconcile needs a configuration file with an appStoreServerAPI section (see README)", json: json)
+                message: "reconcile needs a configuration file with an appStoreServerAPI section (see docs/reconcile.md)", json: json)
         }
         do {
             guard
@@ -113,7 +113,7 @@ struct Reconcile: AsyncParsableCommand {
                     configFile: [UInt8](data), baseDirectory: (source as NSString).deletingLastPathComponent)
             else {
                 throw CodedError(
-                    .invalidConfiguration, "\(source) has no appStoreServerAPI section (keyFile, keyId, issuerId; see README)")
+                    .invalidConfiguration, "\(source) has no appStoreServerAPI section (keyFile, keyId, issuerId; see docs/reconcile.md)")
             }
             return settings
         } catch let error as CodedError {

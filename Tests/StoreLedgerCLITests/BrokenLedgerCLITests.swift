@@ -318,7 +318,7 @@ struct BrokenLedgerCLITests {
     }
 }
 
-/// Exit statuses as README promises: 0 success, 1 a reported failure, 2 only for arguments that do not parse.
+/// Exit statuses as docs/cli.md promises: 0 success, 1 a reported failure, 2 only for arguments that do not parse.
 @Suite("Exit statuses", .serialized)
 struct ExitStatusCLITests {
     /// Removes event 2 from the `events` database of the ledger in `dir`, behind the ledger's back.

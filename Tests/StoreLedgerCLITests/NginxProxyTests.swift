@@ -289,6 +289,14 @@ extension LiveProcesses {
             // Only the notification's three events were written (the duplicates and the refused bodies wrote none).
             let health = try await client.get("/v1/health")
             #expect(health.text.contains(#""lastSeq":3"#), "\(health.text)")
+
+            // With the server stopped nginx cannot open the socket: its own 502 has the ledger's error shape too
+            // (docs/deploy.md, "When nginx cannot open the socket"), not nginx's HTML page.
+            server.signal(SIGTERM)
+            #expect(try await server.waitForExit() == 0)
+            let unreachable = try https("POST", "/v1/apple/notifications", body: notification)
+            #expect(unreachable.status == 502, "\(unreachable.body)")
+            #expect(unreachable.body.contains(#""code":"connect""#), "\(unreachable.body)")
         }
     }
 }

@@ -1,7 +1,7 @@
 import LMDB
 import LedgerCore
 
-/// The named databases of one ledger directory. The README's "Storage layout" section describes the same thing for
+/// The named databases of one ledger directory. docs/architecture.md, "Storage layout", describes the same thing for
 /// operators; keep them in step. How each key is built is in `StoreLayout+Keys.swift`; the values with a layout of
 /// their own are `LogRecord`, `EventReference` and `StoredTimeline`.
 ///
