@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LedgerAPI
 import LedgerAppStore
 import LedgerCore
 import LedgerIngest
@@ -25,27 +26,51 @@ struct Demo: AsyncParsableCommand {
         } catch {
             throw CommandFailure(error, json: false)
         }
-        let store = try Ledger(directory: data, logger: cliLogger)
+        // The catalog goes in as a configuration file's would: recorded as the new ledger's first event, so every
+        // later command on this ledger folds with it, without --config.
+        let configuration: LedgerConfiguration
+        do {
+            configuration = try LedgerConfiguration(json: Array(DemoStory.catalog.utf8), baseDirectory: data)
+        } catch {
+            throw CommandFailure(code: .invalidConfiguration, message: "the demo's catalog: \(error)", json: false)
+        }
+        let store = try LedgerOptions.openLedger(
+            directory: data, configuration, readOnly: false, json: false, rulesRecordedAt: DemoStory.start)
         defer { store.close() }
-        let pipeline = IngestPipeline(ledger: store, configuration: AppStoreConfiguration())
+        let pipeline = IngestPipeline(ledger: store, configuration: configuration.appStore)
         let story = DemoStory.inputs()
+        let rules = try store.recordedRules()
+        print(
+            "Recorded the catalog of examples/config.json (\(configuration.rules.catalog.products.count) products, "
+                + "bindingPolicy \(configuration.rules.bindingPolicy.rawValue)) as the ledger's rules"
+                + (rules.map { " at seq \($0.seq)" } ?? ""))
         print("Ingesting \(story.count) inputs into \(data) …\n")
         for (label, body) in story {
             let results = try await pipeline.ingest(body: Array(body.utf8), options: .init(), now: DemoStory.now)
             let r = results.first
             print("  " + pad(label, 58) + (r.map { "\($0.status.rawValue)" + ($0.seq.map { " seq \($0)" } ?? "") + ($0.error.map { " \($0.code)" } ?? "") } ?? "-"))
         }
-        let at = DemoStory.renewal2 + 5 * DemoStory.day
-        print("\n$ storeledger timeline \(DemoStory.otid) --at \(formatInstant(at)) --data \(data)\n")
-        if let view = try store.timeline(OriginalTransactionID(DemoStory.otid), at: at) {
+        let at = formatInstant(DemoStory.shownAt)
+        let dir = shellWord(data)
+        print("\n$ storeledger timeline \(DemoStory.otid) --at \(at) --data \(dir)\n")
+        if let view = try store.timeline(OriginalTransactionID(DemoStory.otid), at: DemoStory.shownAt) {
             printTimelineTable(view)
         }
         for user in ["alice", "bob"] {
-            print("\n$ storeledger customer \(user) --at \(formatInstant(at)) --data \(data)\n")
-            printCustomerTable(try store.customer(AppUserID(user), at: at))
+            print("\n$ storeledger customer \(user) --at \(at) --data \(dir)\n")
+            printCustomerTable(try store.customer(AppUserID(user), at: DemoStory.shownAt))
         }
-        print("\nTry: storeledger events --data \(data)   storeledger verify --data \(data)   storeledger serve --data \(data)")
+        print("\nTry, on this ledger:")
+        for command in DemoStory.suggestions(data: dir) { print("  " + command) }
+        print("or serve it to other processes over a Unix socket: storeledger serve --data \(dir)")
     }
+}
+
+/// `text` as one word for a POSIX shell: as it is when it holds nothing the shell would read otherwise, else quoted.
+func shellWord(_ text: String) -> String {
+    let plain = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@%")
+    if !text.isEmpty, text.allSatisfy(plain.contains) { return text }
+    return "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
 }
 
 /// The demo's story, as decoded StoreKit 2 JSON envelopes (what a trusted local service may post).
@@ -56,6 +81,58 @@ enum DemoStory {
     static let renewal1 = start + 30 * day
     static let renewal2 = start + 60 * day
     static let now = start + 90 * day
+    /// The instant the demo shows: after bob's restore moved the subscription from alice.
+    static let shownAt = renewal2 + 5 * day
+
+    /// The catalog and binding policy of examples/config.json, which every example in the docs uses (`premium`).
+    /// Kept here rather than read from the repository, which the binary cannot count on at run time; a test checks
+    /// that the two are the same rules.
+    static let catalog = #"""
+        {
+          "bindingPolicy" : "transfer",
+          "products" : {
+            "com.example.gems60" : {
+              "credits" : {
+                "gems" : 60
+              },
+              "type" : "consumable"
+            },
+            "com.example.lifetime" : {
+              "entitlements" : [
+                "premium"
+              ],
+              "type" : "nonConsumable"
+            },
+            "com.example.premium.monthly" : {
+              "entitlements" : [
+                "premium"
+              ],
+              "group" : "g1",
+              "type" : "autoRenewable"
+            },
+            "com.example.premium.yearly" : {
+              "entitlements" : [
+                "premium"
+              ],
+              "group" : "g1",
+              "type" : "autoRenewable"
+            }
+          }
+        }
+        """#
+
+    /// The commands the demo suggests, each to be run as printed on the ledger in `data` (a shell word).
+    static func suggestions(data: String) -> [String] {
+        let at = formatInstant(shownAt)
+        return [
+            "storeledger why alice premium --at \(at) --data \(data)",
+            "storeledger why bob premium --at \(at) --data \(data)",
+            "storeledger customer alice --data \(data)",
+            "storeledger timeline \(otid) --data \(data) --html demo-timeline.html",
+            "storeledger events --data \(data)",
+            "storeledger verify --data \(data)",
+        ]
+    }
 
     static func transaction(_ tid: String, purchase: Int64, expires: Int64, signed: Int64, extra: String = "") -> String {
         """

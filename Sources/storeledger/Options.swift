@@ -52,6 +52,18 @@ struct LedgerOptions: ParsableArguments {
         _ configuration: LedgerConfiguration, readOnly: Bool, json: Bool, journal: Bool = false,
         adoptingRules: Bool = true
     ) throws -> Ledger {
+        try Self.openLedger(
+            directory: directory, initialize: initialize, configuration, readOnly: readOnly, json: json,
+            journal: journal, adoptingRules: adoptingRules)
+    }
+
+    /// `openLedger` for a directory given otherwise than by these options (`demo`). `rulesRecordedAt`: when a new
+    /// ledger's rules are recorded as applied (default: now), so that a ledger made from fixed inputs is the same
+    /// bytes on every run.
+    static func openLedger(
+        directory: String, initialize: Bool = false, _ configuration: LedgerConfiguration, readOnly: Bool, json: Bool,
+        journal: Bool = false, adoptingRules: Bool = true, rulesRecordedAt: UnixMillis? = nil
+    ) throws -> Ledger {
         var isDirectory: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory)
         // A path that is not a directory is for `Ledger` to name; a directory without a data file holds no ledger.
@@ -93,7 +105,7 @@ struct LedgerOptions: ParsableArguments {
             }
             guard adoptingRules else { return store }
             let raw = (try? JSONWriter.bytes(encoding: configuration.rules, sortedKeys: true)) ?? []
-            switch try store.adoptRules(configuration.rules, raw: raw, at: currentMillis()) {
+            switch try store.adoptRules(configuration.rules, raw: raw, at: rulesRecordedAt ?? currentMillis()) {
             case .inForce, .recorded: return store
             case .differs(let inForce, let seq):
                 store.close()

@@ -35,18 +35,21 @@ struct Timeline: ParsableCommand {
         }
         let picture = TimelinePicture(view)
         var toStdout: String?
-        for (path, text) in [(svg, picture.svg), (html, picture.html)] {
+        var written: [String] = []
+        for (path, text, what) in [(svg, picture.svg, "an SVG picture"), (html, picture.html, "a web page")] {
             guard let path else { continue }
             if path == "-" {
                 toStdout = text
                 continue
             }
+            let bytes = Data(text.utf8)
             do {
-                try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+                try bytes.write(to: URL(fileURLWithPath: path), options: .atomic)
             } catch {
                 throw CommandFailure(
                     code: .storageError, message: "cannot write \(path): \(error.localizedDescription)", json: json)
             }
+            written.append("wrote \(path) (\(humanSize(bytes.count))): \(what), open it in a browser")
         }
         if let toStdout {
             FileHandle.standardOutput.write(Data(toStdout.utf8))
@@ -54,6 +57,15 @@ struct Timeline: ParsableCommand {
             printJSON(view)
         } else {
             printTimelineTable(view)
+        }
+        // A file written silently is easily missed. When stdout carries the picture or the JSON document, its readers
+        // expect nothing else there, so the line goes to stderr then.
+        for line in written {
+            if toStdout != nil || json {
+                FileHandle.standardError.write(Data("\(line)\n".utf8))
+            } else {
+                print(line)
+            }
         }
     }
 }

@@ -27,6 +27,9 @@ struct StoreLedger: AsyncParsableCommand {
     /// (the arguments do not parse or validate). Every failure is one line `error: <code>: <message>` on stderr.
     static func main() async {
         FaultGuard.install(json: CommandLine.arguments.contains("--json"))
+        if let first = CommandLine.arguments.dropFirst().first, let message = unknownCommandMessage(first) {
+            usageFailure(message: message)
+        }
         var command: any ParsableCommand
         do {
             command = try parseAsRoot()
@@ -70,11 +73,66 @@ struct StoreLedger: AsyncParsableCommand {
         if exitCode(for: error) == .success {
             exit(withError: error)
         }
-        let message = usageMessage(for: error)
+        usageFailure(message: usageMessage(for: error))
+    }
+
+    /// A usage error (exit 2): `error: usage: <message>`, the help hint, and the error document with `--json`.
+    private static func usageFailure(message: String) -> Never {
         FileHandle.standardError.write(Data("error: \(ErrorCode.usage): \(message)\n".utf8))
         FileHandle.standardError.write(Data("(see \(commandPath()) --help)\n".utf8))
         if CommandLine.arguments.contains("--json") { printJSON(ErrorDocument(CodedError(.usage, message))) }
         Foundation.exit(2)
+    }
+
+    /// The names the first argument may take: every command's, its aliases, and the parser's own `help`.
+    static var commandNames: [String] {
+        configuration.subcommands.flatMap { [$0._commandName] + $0.configuration.aliases } + ["help"]
+    }
+
+    /// What to say when the first argument names no command (`timelin`): the parser would only call it an unexpected
+    /// argument. The nearest command by edit distance is suggested when it is close enough to be the one meant.
+    /// Nil for a known command and for options (`--help`, `--version`).
+    static func unknownCommandMessage(_ argument: String) -> String? {
+        guard !argument.hasPrefix("-"), !commandNames.contains(argument) else { return nil }
+        let names = configuration.subcommands.map { $0._commandName }
+        if let nearest = nearestName(to: argument, among: names) {
+            return "unknown command '\(argument)'; did you mean '\(nearest)'?"
+        }
+        return "unknown command '\(argument)'; the commands are \(names.joined(separator: ", "))"
+    }
+
+    /// The name nearest to `word` (fewest single-letter insertions, deletions, substitutions or swaps of neighbours,
+    /// ignoring case), the first listed on a tie; nil when even the nearest needs more edits than a third of its
+    /// length (at least one, at most three): beyond that a suggestion is more likely wrong than helpful.
+    static func nearestName(to word: String, among names: [String]) -> String? {
+        var best: (name: String, distance: Int)?
+        for name in names {
+            let distance = editDistance(word.lowercased(), name)
+            guard distance <= min(3, max(1, name.count / 3)) else { continue }
+            if best == nil || distance < best!.distance { best = (name, distance) }
+        }
+        return best?.name
+    }
+
+    /// The optimal string alignment distance: Levenshtein's, with a swap of two neighbouring letters as one edit
+    /// (`tiemline`), the commonest typo.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        guard !a.isEmpty else { return b.count }
+        guard !b.isEmpty else { return a.count }
+        var d = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
+        for i in 0...a.count { d[i][0] = i }
+        for j in 0...b.count { d[0][j] = j }
+        for i in 1...a.count {
+            for j in 1...b.count {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
+                    d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+                }
+            }
+        }
+        return d[a.count][b.count]
     }
 
     /// The parser's message in one line, without the `Error: ` it begins with (the line already says `error:`)

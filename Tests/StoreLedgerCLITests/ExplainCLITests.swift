@@ -78,6 +78,38 @@ import Testing
         #expect(unknown.status == 1 && unknown.stderr.hasPrefix("error: not_found:"))
     }
 
+    /// A file written is said on stdout, one line each, after the table; when stdout carries the picture or the
+    /// JSON document, it stays exactly that, and the line goes to stderr.
+    @Test func timelineSaysWhichFilesItWrote() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let (ledger, _) = try Self.ledger(dir)
+        let svg = dir.file("t.svg"), html = dir.file("t.html")
+        func size(_ path: String) throws -> String {
+            let bytes = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+            return String(format: "%.1f KiB", Double(bytes) / 1024)
+        }
+        // One instant for every run: the picture and the document show it.
+        let timeline = ["timeline", "7001", "--data", ledger, "--at", "\(Self.start + 15 * Self.day)"]
+        let both = try runProcess(storeledgerExecutable(), timeline + ["--svg", svg, "--html", html])
+        #expect(both.status == 0, "\(both.stderr)")
+        let wroteSVG = "wrote \(svg) (\(try size(svg))): an SVG picture, open it in a browser\n"
+        let wroteHTML = "wrote \(html) (\(try size(html))): a web page, open it in a browser\n"
+        #expect(both.stdout.contains("PERIODS (1)") && both.stdout.hasSuffix("\n" + wroteSVG + wroteHTML), "\(both.stdout)")
+        #expect(both.stderr == "")
+
+        let picture = try runProcess(storeledgerExecutable(), timeline + ["--svg", "-", "--html", html])
+        #expect(picture.status == 0, "\(picture.stderr)")
+        #expect(picture.stdout == (try String(contentsOfFile: svg, encoding: .utf8)), "the picture alone on stdout")
+        #expect(picture.stderr == wroteHTML)
+
+        let plain = try runProcess(storeledgerExecutable(), timeline + ["--json"])
+        let json = try runProcess(storeledgerExecutable(), timeline + ["--json", "--html", html])
+        #expect(json.status == 0, "\(json.stderr)")
+        #expect(json.stdout == plain.stdout, "the JSON document unchanged")
+        #expect(json.stderr == wroteHTML)
+    }
+
     @Test func whatIfThenApplyTheRules() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }

@@ -83,9 +83,10 @@ private func entries(_ path: String) throws -> [String] {
         }
         let out = try storeledger(["demo", "--data", target])
         #expect(out.status == 0, "\(out.stderr)")
-        #expect(out.stdout.hasPrefix("Ingesting 7 inputs into \(target) …\n"))
+        #expect(out.stdout.contains("Ingesting 7 inputs into \(target) …\n"), "\(out.stdout)")
         #expect(try entries(target) == [".storeledger-demo", "data.mdb", "lock.mdb"])
-        #expect(try stats(target)["lastSeq"] as? Int == 6)
+        // The catalog's rules (seq 1), then the six inputs accepted.
+        #expect(try stats(target)["lastSeq"] as? Int == 7)
         #expect(try storeledger(["verify", "--data", target]).status == 0)
     }
 
@@ -127,7 +128,7 @@ private func entries(_ path: String) throws -> [String] {
                 + Self.hint
         )
         #expect(try entries(target) == [".storeledger-demo", "data.mdb", "lock.mdb", "notes.txt"])
-        #expect(try stats(target)["lastSeq"] as? Int == 6)
+        #expect(try stats(target)["lastSeq"] as? Int == 7)
     }
 }
 
@@ -141,6 +142,32 @@ private func entries(_ path: String) throws -> [String] {
         #expect(out.stderr.hasPrefix("error: usage: no command given\n\nOVERVIEW: "), "\(out.stderr)")
         #expect(out.stderr.contains("\nSUBCOMMANDS:\n"))
         #expect(out.stderr.contains("  demo "))
+    }
+
+    /// A mistyped command is named as unknown, with the command nearest to it when one is close (a swap of two
+    /// letters counts as one edit), in the one-line format of every usage error; exit 2. Commands and options that
+    /// exist are left to the parser.
+    @Test func aMistypedCommandIsUnknownWithTheNearestOne() throws {
+        for (typed, meant) in [("timelin", "timeline"), ("tiemline", "timeline"), ("Why", "why"), ("vrify", "verify")] {
+            let out = try storeledger([typed, "1"])
+            #expect(out.status == 2, "\(typed): \(out.stderr)")
+            #expect(
+                out.stderr
+                    == "error: usage: unknown command '\(typed)'; did you mean '\(meant)'?\n(see storeledger --help)\n")
+            #expect(out.stdout == "")
+        }
+        let json = try storeledger(["timelin", "1", "--json"])
+        #expect(json.status == 2)
+        #expect(
+            json.stdout
+                == #"{"error":{"code":"usage","message":"unknown command 'timelin'; did you mean 'timeline'?"}}"# + "\n")
+        let far = try storeledger(["frobnicate"])
+        #expect(far.status == 2)
+        #expect(far.stderr.hasPrefix("error: usage: unknown command 'frobnicate'; the commands are serve, ingest, "))
+        #expect(!far.stderr.contains("did you mean"))
+        #expect(try storeledger(["--version"]).status == 0)
+        #expect(try storeledger(["help", "timeline"]).status == 0)
+        #expect(try storeledger(["timeline", "--help"]).status == 0)
     }
 
     /// One message, once: no `Error:` after `error: usage:`; the help hint names the command; exit 2.
