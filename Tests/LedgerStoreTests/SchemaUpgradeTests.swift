@@ -28,14 +28,7 @@ import Testing
             let timelines = try env.openDatabase("timelines")
             try env.write { txn in
                 try txn.put(meta, key: Array("schema".utf8), value: bigEndian(1))
-                let c = try txn.cursor(timelines)
-                var stored: [([UInt8], [UInt8])] = []
-                var entry = try c.first()
-                while let e = entry {
-                    stored.append((Array(e.key), Array(e.value)))
-                    entry = try c.next()
-                }
-                for (key, value) in stored {
+                for (key, value) in try entries(of: timelines, txn) {
                     let legacy = Array(value[..<8]) + (try removingField(10, from: Array(value[8...])))
                     #expect(legacy.count < value.count)
                     try txn.put(timelines, key: key, value: legacy)
@@ -67,4 +60,16 @@ import Testing
         // And it stays upgraded: a read-only open now works.
         #expect(try Ledger(directory: copy, options: readOnly, logger: Logger(label: "t")).verify().ok)
     }
+}
+
+/// Every entry of `db`, copied out of the map (to be written back in the same write transaction).
+func entries(of db: Database, _ txn: Transaction) throws -> [(key: [UInt8], value: [UInt8])] {
+    let c = try txn.cursor(db)
+    var stored: [(key: [UInt8], value: [UInt8])] = []
+    var entry = try c.first()
+    while let e = entry {
+        stored.append((Array(e.key), Array(e.value)))
+        entry = try c.next()
+    }
+    return stored
 }

@@ -71,13 +71,7 @@ import Testing
             let timelines = try env.openDatabase("timelines")
             try env.write { txn in
                 try txn.put(meta, key: Array("schema".utf8), value: bigEndian(5))
-                let c = try txn.cursor(timelines)
-                var stored: [([UInt8], [UInt8])] = []
-                var entry = try c.first()
-                while let e = entry {
-                    stored.append((Array(e.key), Array(e.value)))
-                    entry = try c.next()
-                }
+                let stored = try entries(of: timelines, txn)
                 #expect(stored.count == 2)
                 try txn.put(timelines, key: stored[0].0, value: stored[1].1)
                 try txn.put(timelines, key: stored[1].0, value: stored[0].1)
