@@ -123,6 +123,23 @@ struct ConnectionGuardTests {
         }
     }
 
+    /// One peer user holds at most `maxConnectionsPerPeer` connections, whatever room is left in all: the third
+    /// connection of this process's uid makes room among its own (read from the kernel, SO_PEERCRED).
+    @Test func onePeerUserHoldsAtMostItsShare() async throws {
+        let configuration = #"{"limits":{"maxConnections":10,"maxConnectionsPerPeer":2,"headerTimeoutSeconds":30,"idleTimeoutSeconds":30}}"#
+        try await withServer(configuration: configuration) { server in
+            try await waitForConnections(server, 0)
+            let held = try (0..<2).map { _ in try RawConnection(server.socketPath) }
+            try await waitForConnections(server, 2)
+            let third = try RawConnection(server.socketPath)
+            third.send("GET /v1/health HTTP/1.1\r\nHost: ledger\r\n\r\n")
+            let served = await offThePool { third.readAnswer() }
+            #expect(served?.hasPrefix("HTTP/1.1 200 ") == true, "\(served ?? "no answer")")
+            let closedOnes = await offThePool { held.filter { $0.readUntilClosed(seconds: 1).closed } }
+            #expect(closedOnes.count == 1, "\(closedOnes.count) of the peer's idle connections were closed")
+        }
+    }
+
     /// Over the limit, a new connection takes the place of the one that has waited longest with no request in
     /// progress (connections opened and left idle hold no place a client with a request needs); only when every
     /// connection is in a request is it answered 503.
