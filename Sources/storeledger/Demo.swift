@@ -39,12 +39,9 @@ struct Demo: AsyncParsableCommand {
         defer { store.close() }
         let pipeline = IngestPipeline(ledger: store, configuration: configuration.appStore)
         let story = DemoStory.inputs()
-        let rules = try store.recordedRules()
-        print(
-            "Recorded the catalog of examples/config.json (\(configuration.rules.catalog.products.count) products, "
-                + "bindingPolicy \(configuration.rules.bindingPolicy.rawValue)) as the ledger's rules"
-                + (rules.map { " at seq \($0.seq)" } ?? ""))
         print("Ingesting \(story.count) inputs into \(data) …\n")
+        let rules = try store.recordedRules()
+        print("  " + pad("the catalog of examples/config.json (the ledger's rules)", 58) + (rules.map { "recorded seq \($0.seq)" } ?? "-"))
         for (label, body) in story {
             let results = try await pipeline.ingest(body: Array(body.utf8), options: .init(), now: DemoStory.now)
             let r = results.first
