@@ -41,7 +41,8 @@ struct Demo: AsyncParsableCommand {
         let story = DemoStory.inputs()
         print("Ingesting \(story.count) inputs into \(data) …\n")
         let rules = try store.recordedRules()
-        print("  " + pad("the catalog of examples/config.json (the ledger's rules)", 58) + (rules.map { "recorded seq \($0.seq)" } ?? "-"))
+        let recorded = rules.map { "recorded seq \($0.seq)" } ?? "-"
+        print("  " + pad("the catalog of examples/config.json (the ledger's rules)", 58) + recorded)
         for (label, body) in story {
             let results = try await pipeline.ingest(body: Array(body.utf8), options: .init(), now: DemoStory.now)
             let r = results.first
@@ -125,7 +126,7 @@ enum DemoStory {
             "storeledger why alice premium --at \(at) --data \(data)",
             "storeledger why bob premium --at \(at) --data \(data)",
             "storeledger customer alice --data \(data)",
-            "storeledger timeline \(otid) --data \(data) --html demo-timeline.html",
+            "storeledger timeline \(otid) --at \(at) --data \(data) --html demo-timeline.html",
             "storeledger events --data \(data)",
             "storeledger verify --data \(data)",
         ]
