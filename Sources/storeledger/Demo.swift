@@ -39,12 +39,10 @@ struct Demo: AsyncParsableCommand {
         defer { store.close() }
         let pipeline = IngestPipeline(ledger: store, configuration: configuration.appStore)
         let story = DemoStory.inputs()
-        let rules = try store.recordedRules()
-        print(
-            "Recorded the catalog of examples/config.json (\(configuration.rules.catalog.products.count) products, "
-                + "bindingPolicy \(configuration.rules.bindingPolicy.rawValue)) as the ledger's rules"
-                + (rules.map { " at seq \($0.seq)" } ?? ""))
         print("Ingesting \(story.count) inputs into \(data) …\n")
+        let rules = try store.recordedRules()
+        let recorded = rules.map { "recorded seq \($0.seq)" } ?? "-"
+        print("  " + pad("the catalog of examples/config.json (the ledger's rules)", 58) + recorded)
         for (label, body) in story {
             let results = try await pipeline.ingest(body: Array(body.utf8), options: .init(), now: DemoStory.now)
             let r = results.first
@@ -128,7 +126,7 @@ enum DemoStory {
             "storeledger why alice premium --at \(at) --data \(data)",
             "storeledger why bob premium --at \(at) --data \(data)",
             "storeledger customer alice --data \(data)",
-            "storeledger timeline \(otid) --data \(data) --html demo-timeline.html",
+            "storeledger timeline \(otid) --at \(at) --data \(data) --html demo-timeline.html",
             "storeledger events --data \(data)",
             "storeledger verify --data \(data)",
         ]

@@ -35,8 +35,8 @@ struct DemoLedgerCLITests {
             "the demo's catalog differs from examples/config.json's products/bindingPolicy: \(apply.stdout)")
     }
 
-    /// Every `storeledger …` line the demo prints (the commands it shows, and the ones it suggests) is run as printed,
-    /// by a shell in a scratch directory, and succeeds; without --config, `why alice premium` finds the subscription
+    /// Every `storeledger …` line the demo prints (the commands it shows, and the ones it suggests) is run as
+    /// printed, by a shell in a scratch directory, and succeeds; without --config, `why alice premium` finds the subscription
     /// alice bought (no `no_grantor`), and the timeline page is written where the command says.
     @Test func everyCommandTheDemoPrintsWorksAsPrinted() throws {
         let dir = try TemporaryDirectory(prefix: "sl-demo")
@@ -68,7 +68,8 @@ struct DemoLedgerCLITests {
             }
             if command.hasPrefix("storeledger customer ") {
                 #expect(out.stdout.contains("premium "), "the catalog's entitlement: \(out.stdout)")
-                #expect(!out.stdout.contains("\n  com.example.premium.monthly "), "one named after the product: \(out.stdout)")
+                #expect(
+                    !out.stdout.contains("\n  com.example.premium.monthly "), "one named after the product: \(out.stdout)")
             }
             if command.contains(" --html demo-timeline.html") {
                 #expect(FileManager.default.fileExists(atPath: scratch + "/demo-timeline.html"))

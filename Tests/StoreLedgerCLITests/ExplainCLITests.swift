@@ -95,7 +95,8 @@ import Testing
         #expect(both.status == 0, "\(both.stderr)")
         let wroteSVG = "wrote \(svg) (\(try size(svg))): an SVG picture, open it in a browser\n"
         let wroteHTML = "wrote \(html) (\(try size(html))): a web page, open it in a browser\n"
-        #expect(both.stdout.contains("PERIODS (1)") && both.stdout.hasSuffix("\n" + wroteSVG + wroteHTML), "\(both.stdout)")
+        #expect(both.stdout.contains("PERIODS (1)"), "the table still prints")
+        #expect(both.stdout.hasSuffix("\n" + wroteSVG + wroteHTML), "\(both.stdout)")
         #expect(both.stderr == "")
 
         let picture = try runProcess(storeledgerExecutable(), timeline + ["--svg", "-", "--html", html])
