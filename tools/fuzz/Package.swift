@@ -31,15 +31,19 @@ let package = Package(
     targets: [
         .target(name: "CFuzzDriver"),
         // The root's test fixtures, which it does not ship as a product: `Sources/TestFixtures` links to
-        // `Tests/LedgerTestSupport`.
+        // `Tests/LedgerTestSupport`. Its encoding surgery uses the codec's `package` types, which another package
+        // cannot see; no target here needs it.
         .target(
             name: "TestFixtures",
             dependencies: [
                 .product(name: "LedgerCore", package: root),
+                .product(name: "LedgerCodec", package: root),
+                .product(name: "LedgerWire", package: root),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
+            exclude: ["EncodingSurgery.swift"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -50,6 +54,7 @@ let package = Package(
                 .product(name: "LedgerCore", package: root),
                 .product(name: "LedgerCodec", package: root),
                 .product(name: "LedgerAppStore", package: root),
+                .product(name: "LedgerWire", package: root),
             ],
             swiftSettings: swiftSettings
         ),
