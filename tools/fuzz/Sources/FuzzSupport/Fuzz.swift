@@ -132,3 +132,10 @@ public func runFuzzer(
     var arguments: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = argv
     return LLVMFuzzerRunDriver(&count, &arguments, body)
 }
+
+/// Stops the run with `message` unless `condition` holds. Unlike `precondition`, which says nothing in an optimised
+/// build, the message reaches the log beside the artifact.
+@inline(__always)
+public func finding(_ condition: Bool, _ message: @autoclosure () -> String) {
+    if !condition { fatalError(message()) }
+}
