@@ -56,13 +56,15 @@ final class Pristine: @unchecked Sendable {
             options.unsafeNoSync = true
             options.initialMapSize = 1 << 20
             options.maxMapSize = 64 << 20
-            let ledger = try Ledger(directory: source, options: options, logger: logger)
-            try Self.populate(ledger)
+            let ledger = try! Ledger(directory: source, options: options, logger: logger)
+            try! Self.populate(ledger)
             ledger.close()
         }
         // The ledger closed (and its map unmapped) as it went out of scope: the file is complete.
         file = Array(FileManager.default.contents(atPath: source + "/data.mdb")!)
-        finding(file.count % LedgerDamage.pageSize == 0 && file.count >= 8 * LedgerDamage.pageSize)
+        finding(
+            file.count % LedgerDamage.pageSize == 0 && file.count >= 8 * LedgerDamage.pageSize,
+            "the pristine data file is \(file.count) bytes")
         let reopened = try! Self.openReadOnly(source, logger: logger)
         let report = try! reopened.verify()
         finding(report.fault == nil, "the pristine ledger does not verify: \(report.fault!)")
@@ -218,7 +220,7 @@ final class Pristine: @unchecked Sendable {
             }
         }
         read("events by seq") {
-            for seq in [0, 1, 2, UInt64(seen.count), seen.last?.event.seq ?? 3, UInt64.max] { _ = try ledger.event(seq: seq) }
+            for seq: UInt64 in [0, 1, 2, UInt64(seen.count), seen.last?.event.seq ?? 3, .max] { _ = try ledger.event(seq: seq) }
         }
         for (otid, environment) in subscriptions {
             read("events by subscription") {
