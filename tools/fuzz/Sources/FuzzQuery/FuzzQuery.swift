@@ -48,6 +48,9 @@ final class Harness: @unchecked Sendable {
     /// Ids of each kind the ledger holds, and a few it does not.
     var known: [ReadRoute.ID: [String]] = [:]
     let socket: SocketReads
+    /// The channel every request's context names. One for the run: a channel that is never closed keeps its
+    /// pipeline (and the pipeline it), so one per request grew the process by megabytes a second.
+    let contextChannel = EmbeddedChannel()
 
     /// Codes a GET may be refused with on a sound ledger.
     static let refusals: Set<String> = ["invalid_query", "not_found"]
@@ -179,7 +182,7 @@ final class Harness: @unchecked Sendable {
     func answer(_ request: Request, _ responder: RouterResponder<LedgerRequestContext>) -> Answer {
         let semaphore = DispatchSemaphore(value: 0)
         let box = AnswerBox()
-        let context = LedgerRequestContext(source: .init(channel: EmbeddedChannel(), logger: logger))
+        let context = LedgerRequestContext(source: .init(channel: contextChannel, logger: logger))
         Task {
             defer { semaphore.signal() }
             let response: Response
@@ -244,6 +247,7 @@ extension Harness {
             guard let again = requests(in: Self.get(target)).first, !Self.follows(again) else { return }
             request = again
         }
+        if Self.verbose { print("GET \(target)") }
         let parsed = request.uri.queryParameters
         let kept = answer(request, keepingResponder)
         Self.check(kept, query.route, target)
@@ -274,6 +278,9 @@ extension Harness {
                     + "\(String(decoding: fast.body, as: UTF8.self))\n\(String(decoding: routed.body, as: UTF8.self))")
         }
     }
+
+    /// `FUZZ_VERBOSE=1`: every target is printed (to rerun an artifact and see what it asked).
+    static let verbose = ProcessInfo.processInfo.environment["FUZZ_VERBOSE"] != nil
 
     /// Whether the request would stream (`follow` true on a route that follows).
     static func follows(_ request: Request) -> Bool {
@@ -378,8 +385,12 @@ final class SocketReads: @unchecked Sendable {
         finding(service.fastReads.answered == before + 1, "the fast read path answered with it off")
     }
 
+    /// The last targets asked, oldest first, with the connection each went to.
+    private var recent: [String] = []
+
     /// The answer to `GET target` on the connection with (or without) the fast read path.
     func ask(_ target: String, fastReads: Bool) -> Answer {
+        recent = recent.suffix(11) + ["\(fastReads ? "fast" : "routed") GET \(target)"]
         for attempt in 0..<2 {
             if (fastReads ? fast : routed) < 0 { connect(fastReads: fastReads) }
             let fd = fastReads ? fast : routed
@@ -392,6 +403,17 @@ final class SocketReads: @unchecked Sendable {
             finding(attempt == 0, "GET \(target): no answer on a new connection")
         }
         fatalError()
+    }
+
+    /// What a new connection gets for `/v1/health` (to tell a stuck connection from a stuck server).
+    private func probe() -> String {
+        guard let fd = try? UnixSocket.connect(path) else { return "cannot connect" }
+        defer { close(fd) }
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard send(fd, Harness.get("/v1/health")), poll(&p, 1, 5_000) > 0 else { return "gets no answer in 5 s" }
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let n = recv(fd, &chunk, chunk.count, 0)
+        return "gets \(String(decoding: chunk.prefix(max(n, 0)), as: UTF8.self).prefix(40))"
     }
 
     private func connect(fastReads: Bool) {
@@ -448,7 +470,12 @@ final class SocketReads: @unchecked Sendable {
                 }
             }
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&p, 1, 20_000) > 0 else { fatalError("no answer within 20 s") }
+            guard poll(&p, 1, 20_000) > 0 else {
+                fatalError(
+                    "no answer within 20 s on the connection \(fd == fast ? "with" : "without") the fast read path; "
+                        + "received \(received.count) bytes; \(service.openConnections) connections open; "
+                        + "a new connection \(probe()); asked last:\n" + recent.joined(separator: "\n"))
+            }
             let n = recv(fd, &chunk, chunk.count, 0)
             if n <= 0 { return nil }
             received += chunk[0..<n]
