@@ -471,9 +471,13 @@ final class SocketReads: @unchecked Sendable {
             }
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             guard poll(&p, 1, 20_000) > 0 else {
+                // On a Unix socket, what the peer has not read yet of what was sent.
+                var unread: Int32 = -1
+                _ = ioctl(fd, UInt(TIOCOUTQ), &unread)
                 fatalError(
                     "no answer within 20 s on the connection \(fd == fast ? "with" : "without") the fast read path; "
-                        + "received \(received.count) bytes; \(service.openConnections) connections open; "
+                        + "received \(received.count) bytes; the server left \(unread) bytes of the request unread; "
+                        + "\(service.openConnections) connections open; "
                         + "a new connection \(probe()); asked last:\n" + recent.joined(separator: "\n"))
             }
             let n = recv(fd, &chunk, chunk.count, 0)
