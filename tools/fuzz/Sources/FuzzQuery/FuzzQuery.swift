@@ -474,10 +474,19 @@ final class SocketReads: @unchecked Sendable {
                 // On a Unix socket, what the peer has not read yet of what was sent.
                 var unread: Int32 = -1
                 _ = ioctl(fd, UInt(TIOCOUTQ), &unread)
+                // Another request on the same connection: if the missing answer arrives with its own, it was
+                // written and not sent on.
+                var after = "nothing"
+                if send(fd, Harness.get("/v1/health")), poll(&p, 1, 5_000) > 0 {
+                    usleep(200_000)
+                    let n = recv(fd, &chunk, chunk.count, 0)
+                    let text = String(decoding: chunk.prefix(max(n, 0)), as: UTF8.self)
+                    after = "\(text.components(separatedBy: "HTTP/1.1 ").count - 1) answers (\(text.prefix(60)))"
+                }
                 fatalError(
                     "no answer within 20 s on the connection \(fd == fast ? "with" : "without") the fast read path; "
                         + "received \(received.count) bytes; the server left \(unread) bytes of the request unread; "
-                        + "\(service.openConnections) connections open; "
+                        + "another request on it then brought \(after); \(service.openConnections) connections open; "
                         + "a new connection \(probe()); asked last:\n" + recent.joined(separator: "\n"))
             }
             let n = recv(fd, &chunk, chunk.count, 0)
