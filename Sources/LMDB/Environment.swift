@@ -79,7 +79,10 @@ public final class Environment: @unchecked Sendable {
 
     /// A data file shorter than the pages its meta page claims (truncated by a copy or a full disk) would fault
     /// (SIGBUS) on the first read of a missing page; refuse it as corrupted instead. So is a meta page whose free or
-    /// main database root is a meta page (0 or 1) or past its last page: LMDB asserts (aborts) on the first.
+    /// main database root is a meta page (0 or 1) or past its last page, whose free database is not kept by integer
+    /// keys, or whose root pages do not hold together (`checkRootPage`): LMDB asserts (aborts) on the first, reads
+    /// outside the page on the others. The meta page's numbers are taken as unsigned and compared in pages: a damaged
+    /// last page or transaction id near 2^64 must not trap in the arithmetic that checks it.
     private static func checkFileHoldsMap(_ env: OpaquePointer, dataFile: String) throws {
         var i = MDB_envinfo()
         var s = MDB_stat()
@@ -87,32 +90,89 @@ public final class Environment: @unchecked Sendable {
         try check(mdb_env_stat(env, &s), "mdb_env_stat")
         var st = stat()
         guard stat(dataFile, &st) == 0 else { return }
-        let needed = (Int(i.me_last_pgno) + 1) * Int(s.ms_psize)
-        if Int(st.st_size) < needed {
+        let pageSize = Int(s.ms_psize)
+        let lastPage = UInt64(UInt(bitPattern: i.me_last_pgno))
+        if lastPage >= UInt64(max(st.st_size, 0)) / UInt64(pageSize) {
             throw LMDBError(
                 code: MDB_CORRUPTED,
-                operation: "\(dataFile) holds \(st.st_size) bytes but its meta page names \(needed)")
+                operation: "\(dataFile) holds \(st.st_size) bytes but its meta page names page \(lastPage), past its end")
         }
         // The meta page in force is the one of the newest transaction. Each is a page header (16 bytes), then the
         // magic and version (4 + 4), the address and map size (8 + 8), the free and main databases' records (48
-        // each: the root last), the last page (8) and the transaction id (8).
+        // each: pad 4, flags 2, depth 2, page counts and entries 8 each, the root last), the last page (8) and the
+        // transaction id (8).
         let fd = open(dataFile, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return }
         defer { close(fd) }
-        var pages = [UInt8](repeating: 0, count: 2 * Int(s.ms_psize))
+        var pages = [UInt8](repeating: 0, count: 2 * pageSize)
         guard pages.withUnsafeMutableBytes({ pread(fd, $0.baseAddress, $0.count, 0) }) == pages.count else { return }
         func field(_ page: Int, _ offset: Int) -> UInt64 {
-            pages.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: page * Int(s.ms_psize) + offset, as: UInt64.self) }
+            pages.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: page * pageSize + offset, as: UInt64.self) }
                 .littleEndian
         }
         let meta = field(1, 144) > field(0, 144) ? 1 : 0
-        guard field(meta, 144) == UInt64(i.me_last_txnid) else { return }  // Not the layout read above: LMDB's checks hold.
+        // Not the layout read above: LMDB's checks hold.
+        guard field(meta, 144) == UInt64(UInt(bitPattern: i.me_last_txnid)) else { return }
+        // LMDB keeps its free list by integer keys, and nothing else: other flags (a dupsort) send a cursor on it
+        // to an assertion.
+        let freeFlags = UInt16(truncatingIfNeeded: field(meta, 44))
+        if freeFlags != UInt16(MDB_INTEGERKEY) {
+            throw LMDBError(
+                code: MDB_CORRUPTED,
+                operation: "\(dataFile)'s meta page gives its free database the flags 0x\(String(freeFlags, radix: 16))")
+        }
+        var root = [UInt8](repeating: 0, count: pageSize)
         for (name, offset) in [("free", 80), ("main", 128)] {
-            let root = field(meta, offset)
-            if root != UInt64.max, root < 2 || root > UInt64(i.me_last_pgno) {
+            let number = field(meta, offset)
+            if number == UInt64.max { continue }
+            if number < 2 || number > lastPage {
                 throw LMDBError(
                     code: MDB_CORRUPTED,
-                    operation: "\(dataFile)'s meta page names root page \(root) for its \(name) database, outside 2...\(i.me_last_pgno)")
+                    operation: "\(dataFile)'s meta page names root page \(number) for its \(name) database, outside 2...\(lastPage)")
+            }
+            let read = root.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(number) * off_t(pageSize)) }
+            guard read == pageSize else { return }
+            try root.withUnsafeBytes {
+                try checkRootPage($0, number: number, of: "the \(name) database", branchKeys: name == "free" ? 1 : 2)
+            }
+        }
+    }
+
+    /// A database's root page as LMDB reads it without a check: its header (number 8, pad 2, flags 2, the bounds
+    /// of its free space 2 + 2), then the offsets of its nodes (2 each), each node a header of 8 bytes. A root
+    /// numbered otherwise than its place, neither a branch nor a leaf, with bounds outside the page (a key count
+    /// LMDB computes from them is then huge: its search reads past the page, or never ends), a branch of fewer than
+    /// `branchKeys` keys (LMDB asserts on a branch of one key but in its free database), or a node outside the page
+    /// is damage. LMDB writes every page's own number into it.
+    static func checkRootPage(_ page: UnsafeRawBufferPointer, number: UInt64, of what: String, branchKeys: Int = 2)
+        throws
+    {
+        let header = 16
+        let pageSize = page.count
+        let pgno = page.loadUnaligned(fromByteOffset: 0, as: UInt64.self).littleEndian
+        let flags = page.loadUnaligned(fromByteOffset: 10, as: UInt16.self).littleEndian
+        let lower = Int(page.loadUnaligned(fromByteOffset: 12, as: UInt16.self).littleEndian)
+        let upper = Int(page.loadUnaligned(fromByteOffset: 14, as: UInt16.self).littleEndian)
+        let branch: UInt16 = 0x01
+        let leaf: UInt16 = 0x02
+        let leaf2: UInt16 = 0x20
+        func damaged(_ why: String) -> LMDBError {
+            LMDBError(code: MDB_CORRUPTED, operation: "the root page \(number) of \(what) \(why)")
+        }
+        guard pgno == number else { throw damaged("is numbered \(pgno)") }
+        guard flags == branch || flags == leaf || flags == leaf | leaf2 else {
+            throw damaged("has the flags 0x\(String(flags, radix: 16)), neither a branch nor a leaf")
+        }
+        guard header <= lower, lower <= upper, upper <= pageSize, (lower - header) % 2 == 0 else {
+            throw damaged("has its free space at \(lower)..<\(upper), outside \(header)..<\(pageSize)")
+        }
+        let keys = (lower - header) / 2
+        if flags == branch && keys < branchKeys { throw damaged("is a branch of \(keys) keys") }
+        guard flags & leaf2 == 0 else { return }  // Keys of one size, packed: no node offsets.
+        for index in 0..<keys {
+            let offset = Int(page.loadUnaligned(fromByteOffset: header + 2 * index, as: UInt16.self).littleEndian)
+            guard offset >= upper, offset + 8 <= pageSize else {
+                throw damaged("has node \(index) at \(offset), outside \(upper)..<\(pageSize)")
             }
         }
     }

@@ -54,7 +54,8 @@ public final class Transaction {
 
     /// A named database's record in the main database names its root page. LMDB asserts (aborts the process)
     /// when it finds a root of 0 or 1, the meta pages, on a damaged file; refuse such a record as corrupted first, and
-    /// one past the last page LMDB has written.
+    /// one past the last page LMDB has written, and a root page that does not hold together
+    /// (`Environment.checkRootPage`).
     private func checkDatabaseRecord(_ name: String) throws {
         var info = MDB_envinfo()
         try check(mdb_env_info(mdb_txn_env(handle), &info), "mdb_env_info")
@@ -74,11 +75,25 @@ public final class Transaction {
             throw LMDBError(code: MDB_CORRUPTED, operation: "the record of database \(name) is \(value.mv_size) bytes, not 48")
         }
         let root = data.loadUnaligned(fromByteOffset: 40, as: UInt64.self).littleEndian
-        if root != UInt64.max, root < 2 || root > UInt64(info.me_last_pgno) {
+        let lastPage = UInt64(UInt(bitPattern: info.me_last_pgno))
+        guard root != UInt64.max else { return }
+        if root < 2 || root > lastPage {
             throw LMDBError(
                 code: MDB_CORRUPTED,
-                operation: "the record of database \(name) names root page \(root), outside 2...\(info.me_last_pgno)")
+                operation: "the record of database \(name) names root page \(root), outside 2...\(lastPage)")
         }
+        // The root page itself, read from the data file (the environment checked at open that it holds every page
+        // up to the last; LMDB writes pages to the file, never through the map): LMDB reads its header unchecked.
+        var stat = MDB_stat()
+        var fd: mdb_filehandle_t = -1
+        try check(mdb_env_stat(mdb_txn_env(handle), &stat), "mdb_env_stat")
+        try check(mdb_env_get_fd(mdb_txn_env(handle), &fd), "mdb_env_get_fd")
+        var page = [UInt8](repeating: 0, count: Int(stat.ms_psize))
+        let read = page.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(root) * off_t($0.count)) }
+        guard read == page.count else {
+            throw LMDBError(code: read < 0 ? errno : MDB_CORRUPTED, operation: "reading root page \(root) of \(name)")
+        }
+        try page.withUnsafeBytes { try Environment.checkRootPage($0, number: root, of: "database \(name)") }
     }
 
     // MARK: - Reads (zero-copy)

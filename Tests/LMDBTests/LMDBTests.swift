@@ -305,3 +305,139 @@ func bigEndian(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.bigEndian
     }
 
 }
+
+/// Damaged files the wrapper refuses before LMDB reads them: LMDB trusts its meta pages' numbers and its root pages'
+/// headers, and asserts, reads outside a page, or searches forever on some of them.
+@Suite struct DamagedFileTests {
+    static let pageSize = sysconf(Int32(_SC_PAGESIZE))
+
+    /// An environment with one named database `d` of a few entries (its root one leaf page), closed again.
+    func makeEnvironment(_ dir: String) throws {
+        let env = try Environment(path: dir)
+        let db = try env.openDatabase("d")
+        try env.write { txn in
+            for i in 0..<20 { try txn.put(db, key: bigEndian(UInt64(i)), value: [UInt8](repeating: 7, count: 40)) }
+        }
+    }
+
+    /// Writes `bytes` at `offset` of the data file.
+    func patch(_ dir: String, at offset: Int, _ bytes: [UInt8]) throws {
+        let handle = try #require(FileHandle(forUpdatingAtPath: dir + "/data.mdb"))
+        defer { try? handle.close() }
+        try handle.seek(toOffset: UInt64(offset))
+        try handle.write(contentsOf: Data(bytes))
+    }
+
+    func read(_ dir: String, at offset: Int, count: Int) throws -> [UInt8] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: dir + "/data.mdb"))
+        return Array(data[offset..<(offset + count)])
+    }
+
+    /// The meta page LMDB reads (the newer transaction) and the root page of `d`, found by its record in the main
+    /// database's root: data size 48, node flags F_SUBDATA (2), key size 1, key "d", then the 48-byte record whose
+    /// last 8 bytes are the root.
+    func layout(_ dir: String) throws -> (meta: Int, root: Int) {
+        let data = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dir + "/data.mdb")))
+        let size = Self.pageSize
+        func u64(_ at: Int) -> UInt64 { data.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: at, as: UInt64.self) } }
+        let meta = u64(size + 144) > u64(144) ? 1 : 0
+        // In the main database's root (a leaf here), not in an older copy of it that the file still holds.
+        let main = Int(u64(meta * size + 128))
+        let pattern: [UInt8] = [48, 0, 0, 0, 2, 0, 1, 0, UInt8(ascii: "d")]
+        let node = try #require(
+            (main * size...((main + 1) * size - pattern.count - 48)).first { data[$0..<($0 + pattern.count)].elementsEqual(pattern) })
+        return (meta, Int(u64(node + pattern.count + 40)))
+    }
+
+    func expectCorrupted(_ dir: String, mentioning hint: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        var options = Environment.Options()
+        options.readOnly = true
+        do {
+            let env = try Environment(path: dir, options: options)
+            _ = try env.openDatabase("d")
+            Issue.record("opened", sourceLocation: sourceLocation)
+        } catch let error as LMDBError {
+            #expect(error.isDamaged && error.reason.contains(hint), "\(error)", sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("\(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// A last page or transaction id near 2^64 in the meta page in force: refused (the last page) or read as LMDB
+    /// reads it, never a trap in the arithmetic that checks them.
+    @Test(arguments: [UInt64.max, UInt64(Int64.max), UInt64(1) << 52])
+    func hugeMetaNumbersDoNotTrap(value: UInt64) throws {
+        for field in [136, 144] {
+            try withTemporaryDirectory { dir in
+                try makeEnvironment(dir)
+                let (meta, _) = try layout(dir)
+                try patch(dir, at: meta * Self.pageSize + field, withUnsafeBytes(of: value.littleEndian) { Array($0) })
+                var options = Environment.Options()
+                options.readOnly = true
+                do {
+                    _ = try Environment(path: dir, options: options)
+                    #expect(field == 144, "a last page of \(value) opened")
+                } catch let error as LMDBError {
+                    #expect(error.isDamaged, "\(error)")
+                }
+            }
+        }
+    }
+
+    /// Free-list flags other than integer keys (here all ones: a dupsort) sent a cursor on the free list to LMDB's
+    /// assertion `mx != NULL` (a compacting copy walks it).
+    @Test func freeDatabaseFlagsAreChecked() throws {
+        try withTemporaryDirectory { dir in
+            try makeEnvironment(dir)
+            let (meta, _) = try layout(dir)
+            try patch(dir, at: meta * Self.pageSize + 44, [0xFF, 0xFF])
+            expectCorrupted(dir, mentioning: "free database the flags 0xffff")
+        }
+    }
+
+    /// A named database's root page whose header does not hold together: LMDB would compute a huge key count from
+    /// free-space bounds below the header (and search past the page, or forever), or assert on a branch of one key.
+    @Test func aDamagedRootPageIsCorrupted() throws {
+        let damages: [(offset: Int, bytes: [UInt8], hint: String)] = [
+            (12, [7, 0], "free space at 7"), (14, [0xFF, 0xFF], "free space"), (10, [8, 0], "flags 0x8"),
+            (10, [1, 0, 18, 0], "is a branch of 1 keys"), (0, [9, 9], "is numbered"), (16, [0xF0, 0xFF], "has node 0 at"),
+        ]
+        for damage in damages {
+            try withTemporaryDirectory { dir in
+                try makeEnvironment(dir)
+                let (_, root) = try layout(dir)
+                let start = root * Self.pageSize
+                let header = try read(dir, at: start + 10, count: 2)
+                #expect(header == [2, 0], "the root of d is a leaf")
+                try patch(dir, at: start + damage.offset, damage.bytes)
+                expectCorrupted(dir, mentioning: damage.hint)
+            }
+        }
+    }
+
+    /// The checks read what LMDB wrote: a sound environment, grown to several levels, opens and reads.
+    @Test func soundEnvironmentsPassTheChecks() throws {
+        try withTemporaryDirectory { dir in
+            do {
+                let env = try Environment(path: dir)
+                let db = try env.openDatabase("big")
+                let dups = try env.openDatabase("dups", flags: [.dupSort])
+                try env.write { txn in
+                    for i in 0..<5_000 {
+                        try txn.put(db, key: bigEndian(UInt64(i)), value: [UInt8](repeating: 1, count: 100))
+                        try txn.put(dups, key: bigEndian(UInt64(i % 10)), value: bigEndian(UInt64(i)))
+                    }
+                }
+                try env.write { txn in for i in 0..<2_500 { _ = try txn.delete(db, key: bigEndian(UInt64(i * 2))) } }
+            }
+            for readOnly in [true, false] {
+                var options = Environment.Options()
+                options.readOnly = readOnly
+                let env = try Environment(path: dir, options: options)
+                let db = try env.openDatabase("big")
+                _ = try env.openDatabase("dups", flags: [.dupSort])
+                #expect(try env.read { try $0.statistics(db).entries } == 2_500)
+            }
+        }
+    }
+}

@@ -2,7 +2,8 @@
 import Foundation
 import PackageDescription
 
-// libFuzzer targets, one per decoder and one for the HTTP request path. A package of their own so that the main
+// libFuzzer targets, one per decoder, one for the HTTP request path, one for the read routes' query strings and one
+// for damaged ledgers. A package of their own so that the main
 // `swift build` / `swift test` never builds them; `tools/fuzz/run.sh` builds them (every Swift module with
 // `-sanitize=fuzzer,address`) and runs one.
 
@@ -31,15 +32,19 @@ let package = Package(
     targets: [
         .target(name: "CFuzzDriver"),
         // The root's test fixtures, which it does not ship as a product: `Sources/TestFixtures` links to
-        // `Tests/LedgerTestSupport`.
+        // `Tests/LedgerTestSupport`. Its encoding surgery uses the codec's `package` types, which another package
+        // cannot see; no target here needs it.
         .target(
             name: "TestFixtures",
             dependencies: [
                 .product(name: "LedgerCore", package: root),
+                .product(name: "LedgerCodec", package: root),
+                .product(name: "LedgerWire", package: root),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
+            exclude: ["EncodingSurgery.swift"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -50,6 +55,7 @@ let package = Package(
                 .product(name: "LedgerCore", package: root),
                 .product(name: "LedgerCodec", package: root),
                 .product(name: "LedgerAppStore", package: root),
+                .product(name: "LedgerWire", package: root),
             ],
             swiftSettings: swiftSettings
         ),
@@ -71,6 +77,36 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        fuzzTarget(
+            "FuzzQuery",
+            uses: [
+                "TestFixtures",
+                .product(name: "LedgerServer", package: root),
+                .product(name: "LedgerAPI", package: root),
+                .product(name: "LedgerStore", package: root),
+                .product(name: "LedgerCore", package: root),
+                .product(name: "LedgerWire", package: root),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        fuzzTarget(
+            "FuzzDamagedLedger",
+            uses: [
+                "TestFixtures",
+                .product(name: "LedgerStore", package: root),
+                .product(name: "LedgerIngest", package: root),
+                .product(name: "LedgerAPI", package: root),
+                .product(name: "LedgerAppStore", package: root),
+                .product(name: "LedgerCore", package: root),
+                .product(name: "LedgerWire", package: root),
                 .product(name: "Logging", package: "swift-log"),
             ]),
     ]

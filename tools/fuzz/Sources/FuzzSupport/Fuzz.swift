@@ -3,6 +3,7 @@ import Foundation
 import LedgerAppStore
 import LedgerCodec
 import LedgerCore
+import LedgerWire
 
 // MARK: - What every decoder target does with an input
 
@@ -34,7 +35,7 @@ public enum Fuzz {
             do {
                 input = try decoder.decode(bytes, forcedType: type, appUserId: "fuzz-user", receivedAt: receivedAt)
             } catch {
-                precondition(!error.code.isEmpty && !error.message.isEmpty, "a refusal without a code or message")
+                precondition(!error.code.rawValue.isEmpty && !error.message.isEmpty, "a refusal without a code or message")
                 continue
             }
             precondition(input.raw == bytes, "the decoded input does not keep its raw bytes")
@@ -114,6 +115,8 @@ public enum Fuzz {
         case .notification(let n): [n.signedDate].compactMap { $0 }
         case .binding(let b): [b.claimedAt]
         case .reconciliation(let c): [c.checkedAt]
+        case .rules(let r): [r.appliedAt]
+        case .grant(let g): [g.from, g.until].compactMap { $0 }
         }
     }
 }
@@ -128,4 +131,11 @@ public func runFuzzer(
     var count = argc
     var arguments: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = argv
     return LLVMFuzzerRunDriver(&count, &arguments, body)
+}
+
+/// Stops the run with `message` unless `condition` holds. Unlike `precondition`, which says nothing in an optimised
+/// build, the message reaches the log beside the artifact.
+@inline(__always)
+public func finding(_ condition: Bool, _ message: @autoclosure () -> String) {
+    if !condition { fatalError(message()) }
 }

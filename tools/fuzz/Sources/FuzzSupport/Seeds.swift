@@ -87,6 +87,8 @@ public enum Seeds {
             return [lines.flatMap { $0 }, envelopes()[0] + envelopes()[1], Array("  \n\n".utf8) + jws()[0]]
         case "FuzzHTTP":
             return HTTPSeeds.requests(documents: envelopes() + receipts().prefix(1) + notificationsV1().prefix(1))
+        case "FuzzQuery": return ReadRoutes.seeds()
+        case "FuzzDamagedLedger": return LedgerDamage.seeds()
         default: return []
         }
     }
