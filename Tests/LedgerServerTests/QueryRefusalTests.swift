@@ -131,13 +131,7 @@ import Testing
         (.get, "/v1/customers/u1?at=1700000000000&at=1800000000000", "at"),
     ])
     func aParameterGivenTwiceIs400InvalidQuery(method: HTTPRequest.Method, target: String, name: String) async throws {
-        let (api, directory) = try RouterTests.makeAPI()
-        defer {
-            api.ledger.close()
-            try? FileManager.default.removeItem(atPath: directory)
-        }
-        let app = Application(router: api.makeRouter())
-        try await app.test(.router) { client in
+        try await RouterTests.withRouter { client, api in
             try await client.execute(
                 uri: target, method: method, headers: [.contentType: "application/json"],
                 body: method == .post ? ByteBuffer(string: Sample.transaction("1001")) : nil
@@ -148,8 +142,8 @@ import Testing
                         == #"{"error":{"code":"invalid_query","message":"query parameter '\#(name)' is given twice: give it once"}}"#
                         + "\n")
             }
+            #expect(try api.ledger.lastSeq() == 0)
         }
-        #expect(try api.ledger.lastSeq() == 0)
     }
 
     /// The parameters the routes do read still work: `appUserId` and `receivedAt` on an Apple route, `receivedAt` on
@@ -274,13 +268,7 @@ import Testing
 
     @Test(arguments: cases)
     func aValueOutsideItsRangeIs400InvalidQueryNamingTheParameter(_ c: Case) async throws {
-        let (api, directory) = try RouterTests.makeAPI()
-        defer {
-            api.ledger.close()
-            try? FileManager.default.removeItem(atPath: directory)
-        }
-        let app = Application(router: api.makeRouter())
-        try await app.test(.router) { client in
+        try await RouterTests.withRouter { client, _ in
             // A subscription to draw, so a picture's refusal is not a 404 for want of one.
             try await client.execute(
                 uri: "/v1/events", method: .post, headers: [.contentType: "application/json"],
@@ -301,13 +289,7 @@ import Testing
 
     /// The ends of each range are answered.
     @Test func theEndsOfEachRangeAreAccepted() async throws {
-        let (api, directory) = try RouterTests.makeAPI()
-        defer {
-            api.ledger.close()
-            try? FileManager.default.removeItem(atPath: directory)
-        }
-        let app = Application(router: api.makeRouter())
-        try await app.test(.router) { client in
+        try await RouterTests.withRouter { client, _ in
             try await client.execute(
                 uri: "/v1/events", method: .post, headers: [.contentType: "application/json"],
                 body: ByteBuffer(string: Sample.transaction("1001", user: "u1"))

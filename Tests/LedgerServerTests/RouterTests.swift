@@ -11,6 +11,18 @@ import Testing
 /// OpenAPIDocumentTests.
 @Suite("Router", .timeLimit(.minutes(3)))
 struct RouterTests {
+    /// Runs `body` against the router of a fresh ledger configured by `json`, then closes and removes the ledger.
+    static func withRouter(
+        _ json: String? = nil, _ body: @escaping @Sendable (any TestClientProtocol, LedgerRoutes) async throws -> Void
+    ) async throws {
+        let (api, directory) = try makeAPI(json)
+        defer {
+            api.ledger.close()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        try await Application(router: api.makeRouter()).test(.router) { client in try await body(client, api) }
+    }
+
     static func makeAPI(_ json: String? = nil) throws -> (LedgerRoutes, String) {
         let directory = try TestServer.makeDirectory()
         var logger = Logger(label: "test.router")
