@@ -51,7 +51,9 @@ let package = Package(
             pkgConfig: "lmdb",
             providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]
         ),
-        .target(name: "LMDB", dependencies: ["CLMDB"], swiftSettings: swiftSettings),
+        // Tells a fault inside LMDB, or within its map, from any other (a signal handler, in C).
+        .target(name: "CLMDBGuard"),
+        .target(name: "LMDB", dependencies: ["CLMDB", "CLMDBGuard"], swiftSettings: swiftSettings),
 
         // MARK: - Domain
         .target(name: "LedgerCore", swiftSettings: swiftSettings),

@@ -22,7 +22,7 @@ extension Environment {
     /// The pin reads nothing: it only keeps a reader slot at that snapshot's transaction id.
     public func pinSnapshot() throws -> PinnedSnapshot {
         var txn: OpaquePointer?
-        try check(mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn), "mdb_txn_begin(pin)")
+        try check(insideLMDB { mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn) }, "mdb_txn_begin(pin)")
         return PinnedSnapshot(handle: txn!, transactionID: Int(mdb_txn_id(txn!)))
     }
 

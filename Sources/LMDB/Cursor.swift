@@ -71,7 +71,7 @@ public final class Cursor {
     /// Number of values under the current key.
     public func duplicateCount() throws -> Int {
         var n: Int = 0
-        try check(mdb_cursor_count(handle, &n), "mdb_cursor_count")
+        try check(insideLMDB { mdb_cursor_count(handle, &n) }, "mdb_cursor_count")
         return Int(n)
     }
 
@@ -83,14 +83,14 @@ public final class Cursor {
             try value.withUnsafeBytes { (vb) throws in
                 var k = MDB_val(mv_size: kb.count, mv_data: UnsafeMutableRawPointer(mutating: kb.baseAddress))
                 var v = MDB_val(mv_size: vb.count, mv_data: UnsafeMutableRawPointer(mutating: vb.baseAddress))
-                try check(mdb_cursor_put(handle, &k, &v, flags.rawValue), "mdb_cursor_put(\(database.name ?? "<main>"))")
+                try check(insideLMDB { mdb_cursor_put(handle, &k, &v, flags.rawValue) }, "mdb_cursor_put(\(database.name ?? "<main>"))")
             }
         }
     }
 
     /// Deletes the entry under the cursor.
     public func deleteCurrent() throws {
-        try check(mdb_cursor_del(handle, 0), "mdb_cursor_del")
+        try check(insideLMDB { mdb_cursor_del(handle, 0) }, "mdb_cursor_del")
     }
 }
 
@@ -111,7 +111,7 @@ func moveCursor(
 ) throws -> Cursor.Entry? {
     var k = MDB_val(mv_size: key?.count ?? 0, mv_data: UnsafeMutableRawPointer(mutating: key?.baseAddress))
     var v = MDB_val(mv_size: value?.count ?? 0, mv_data: UnsafeMutableRawPointer(mutating: value?.baseAddress))
-    let rc = mdb_cursor_get(handle, &k, &v, op)
+    let rc = insideLMDB { mdb_cursor_get(handle, &k, &v, op) }
     if rc == MDB_NOTFOUND { return nil }
     try check(rc, "mdb_cursor_get(\(database.name ?? "<main>"))")
     return Cursor.Entry(

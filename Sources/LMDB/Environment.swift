@@ -61,7 +61,7 @@ public final class Environment: @unchecked Sendable {
             if options.noSubdirectory { flags |= UInt32(MDB_NOSUBDIR) }
             if options.readOnly { flags |= UInt32(MDB_RDONLY) }
             if options.unsafeNoSync { flags |= UInt32(MDB_NOSYNC) }
-            try check(mdb_env_open(env, path, flags, mdb_mode_t(options.fileMode)), "mdb_env_open(\(path))")
+            try check(insideLMDB { mdb_env_open(env, path, flags, mdb_mode_t(options.fileMode)) }, "mdb_env_open(\(path))")
             try check(mdb_reader_check(env, &dead), "mdb_reader_check")
             try Self.checkFileHoldsMap(env, dataFile: options.noSubdirectory ? path : path + "/data.mdb")
             mdb_env_set_assert(env, lmdbAssertionFailed)
@@ -345,7 +345,7 @@ public final class Environment: @unchecked Sendable {
         resizeLock.lockShared()
         defer { resizeLock.unlock() }
         while true {
-            let status = mdb_env_copy2(handle, path, compact ? UInt32(MDB_CP_COMPACT) : 0)
+            let status = insideLMDB { mdb_env_copy2(handle, path, compact ? UInt32(MDB_CP_COMPACT) : 0) }
             guard status == MDB_MAP_RESIZED else {
                 return try check(status, "mdb_env_copy2(\(path))")
             }

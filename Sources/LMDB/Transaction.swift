@@ -19,7 +19,7 @@ public final class Transaction {
     init(environment: Environment, readOnly: Bool) throws {
         var txn: OpaquePointer?
         try check(
-            mdb_txn_begin(environment.handle, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn),
+            insideLMDB { mdb_txn_begin(environment.handle, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn) },
             readOnly ? "mdb_txn_begin(read)" : "mdb_txn_begin(write)")
         self.handle = txn!
         self.environment = environment
@@ -35,7 +35,7 @@ public final class Transaction {
     func commit() throws {
         precondition(!finished, "transaction already finished")
         finished = true
-        try check(mdb_txn_commit(handle), "mdb_txn_commit")
+        try check(insideLMDB { mdb_txn_commit(handle) }, "mdb_txn_commit")
     }
 
     func abort() {
@@ -48,7 +48,7 @@ public final class Transaction {
     func openDatabase(_ name: String?, flags: Database.Flags) throws -> Database {
         if let name { try checkDatabaseRecord(name) }
         var dbi: MDB_dbi = 0
-        try check(mdb_dbi_open(handle, name, flags.rawValue, &dbi), "mdb_dbi_open(\(name ?? "<main>"))")
+        try check(insideLMDB { mdb_dbi_open(handle, name, flags.rawValue, &dbi) }, "mdb_dbi_open(\(name ?? "<main>"))")
         return Database(dbi: dbi, name: name, flags: flags.subtracting(.create))
     }
 
@@ -62,11 +62,11 @@ public final class Transaction {
         // The main database, where the named databases' records are (opening it sets its key order, which a read
         // of it needs).
         var main: MDB_dbi = 0
-        try check(mdb_dbi_open(handle, nil, 0, &main), "mdb_dbi_open(<main>)")
+        try check(insideLMDB { mdb_dbi_open(handle, nil, 0, &main) }, "mdb_dbi_open(<main>)")
         var value = MDB_val()
         let rc = name.withCString { cName -> Int32 in
             var key = MDB_val(mv_size: strlen(cName), mv_data: UnsafeMutableRawPointer(mutating: cName))
-            return mdb_get(handle, main, &key, &value)
+            return insideLMDB { mdb_get(handle, main, &key, &value) }
         }
         if rc == MDB_NOTFOUND { return }
         try check(rc, "mdb_get(<main>, \(name))")
@@ -102,7 +102,7 @@ public final class Transaction {
     public func get(_ db: Database, key: UnsafeRawBufferPointer) throws -> MappedBytes? {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val()
-        let rc = mdb_get(handle, db.dbi, &k, &v)
+        let rc = insideLMDB { mdb_get(handle, db.dbi, &k, &v) }
         if rc == MDB_NOTFOUND { return nil }
         try check(rc, "mdb_get(\(db.name ?? "<main>"))")
         return MappedBytes(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
@@ -126,7 +126,7 @@ public final class Transaction {
     {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
-        try check(mdb_put(handle, db.dbi, &k, &v, flags.rawValue), "mdb_put(\(db.name ?? "<main>"))")
+        try check(insideLMDB { mdb_put(handle, db.dbi, &k, &v, flags.rawValue) }, "mdb_put(\(db.name ?? "<main>"))")
     }
 
     /// Stores `value` under `key`.
@@ -145,10 +145,10 @@ public final class Transaction {
             if let value {
                 rc = value.withUnsafeBytes { vb in
                     var v = MDB_val(mv_size: vb.count, mv_data: UnsafeMutableRawPointer(mutating: vb.baseAddress))
-                    return mdb_del(handle, db.dbi, &k, &v)
+                    return insideLMDB { mdb_del(handle, db.dbi, &k, &v) }
                 }
             } else {
-                rc = mdb_del(handle, db.dbi, &k, nil)
+                rc = insideLMDB { mdb_del(handle, db.dbi, &k, nil) }
             }
             if rc == MDB_NOTFOUND { return false }
             try check(rc, "mdb_del(\(db.name ?? "<main>"))")
@@ -158,7 +158,7 @@ public final class Transaction {
 
     /// Removes every entry of `db` (the database itself stays).
     public func clear(_ db: Database) throws {
-        try check(mdb_drop(handle, db.dbi, 0), "mdb_drop(\(db.name ?? "<main>"))")
+        try check(insideLMDB { mdb_drop(handle, db.dbi, 0) }, "mdb_drop(\(db.name ?? "<main>"))")
     }
 
     // MARK: - Cursors and statistics
@@ -171,7 +171,7 @@ public final class Transaction {
     /// Entry count and page use of `db`.
     public func statistics(_ db: Database) throws -> Database.Statistics {
         var s = MDB_stat()
-        try check(mdb_stat(handle, db.dbi, &s), "mdb_stat")
+        try check(insideLMDB { mdb_stat(handle, db.dbi, &s) }, "mdb_stat")
         return Database.Statistics(
             entries: Int(s.ms_entries), depth: Int(s.ms_depth), branchPages: Int(s.ms_branch_pages),
             leafPages: Int(s.ms_leaf_pages), overflowPages: Int(s.ms_overflow_pages), pageSize: Int(s.ms_psize))

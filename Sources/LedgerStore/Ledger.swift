@@ -187,6 +187,9 @@ public final class Ledger: Sendable {
             // Journaled, a group is durable once its journal record is; LMDB is synced by the checkpoints.
             envOptions.unsafeNoSync = options.unsafeNoSync || options.journal
             let environment = try Environment(path: directory, options: envOptions)
+            // A writer builds on every page it reaches and LMDB trusts each of them: on a damaged page it would
+            // fault, or write a tree that holds the damage. The whole file is walked once before the first write.
+            if !options.readOnly { _ = try environment.checkStructure() }
             let layout: StoreLayout
             do {
                 // Read-only, the schema first: a ledger of an older schema may lack databases this build opens
@@ -277,7 +280,10 @@ public final class Ledger: Sendable {
 
     /// Writes a consistent copy of the ledger into the directory `path` (which must exist and be empty): a hot
     /// backup, safe while the writer runs.
+    /// The file is walked first (`Environment.checkStructure`): LMDB's copy reads every page it reaches without a
+    /// check, and a backup must not carry damage, or fault on it.
     public func copy(to path: String, compact: Bool = false) throws {
+        do { _ = try environment.checkStructure() } catch { throw LedgerError.from(error) }
         try environment.copy(to: path, compact: compact)
     }
 }

@@ -6,37 +6,31 @@ import Darwin
 import Foundation
 import LMDB
 
-/// Turns SIGBUS, and LMDB's failed assertions, into the one-line error every other broken ledger gets, instead of a
-/// crash dump.
+/// Turns a fault on a damaged data file, and LMDB's failed assertions, into the one-line error every other broken
+/// ledger gets, instead of a crash dump.
 ///
-/// LMDB reads the ledger through a memory map and trusts the page numbers it finds in it. A damaged page that names
-/// a page past the end of the file (a stray pointer, a file cut short while open) makes the read fault with SIGBUS
-/// inside LMDB, where no error can be returned. In this process the only file mapping that can end early is the
-/// ledger's data file, so SIGBUS means a damaged ledger. (SIGSEGV is left alone: it may be a bug of ours.)
+/// LMDB reads the ledger through a memory map and trusts the page numbers, offsets and sizes it finds in it. A
+/// damaged page can make it read outside the page or past the end of the file (SIGSEGV, SIGBUS) where no error can be
+/// returned. `DamagedFileFaults` tells such a fault (inside a call into LMDB, or within the map) from a bug of ours,
+/// which still crashes.
 enum FaultGuard {
-    /// Installs the handler; the messages are made now, since a signal handler may not allocate.
+    /// Installs the handlers; the messages are made now, since a signal handler may not allocate.
     static func install(json: Bool) {
         let text =
-            "error: corrupted: the ledger's data file names pages it does not hold (damaged or truncated); "
+            "error: corrupted: the ledger's data file is damaged (a read of it faulted); "
             + "restore it from a backup (storeledger restore BACKUP --data NEWDIR, or storeledger import EXPORT "
             + "--data NEWDIR)\n"
         stderrMessage = strdup(text)
         stderrLength = strlen(text)
+        var document: String?
         if json {
-            let document =
-                #"{"error":{"code":"corrupted","message":"the ledger's data file names pages it does not hold (damaged or truncated)"}}"#
+            document =
+                #"{"error":{"code":"corrupted","message":"the ledger's data file is damaged (a read of it faulted)"}}"#
                 + "\n"
-            stdoutMessage = strdup(document)
-            stdoutLength = strlen(document)
+            stdoutMessage = strdup(document!)
+            stdoutLength = strlen(document!)
         }
-        var action = sigaction()
-        action.__sigaction_handler.sa_handler = { _ in
-            if let message = stdoutMessage { _ = write(1, message, stdoutLength) }
-            if let message = stderrMessage { _ = write(2, message, stderrLength) }
-            _exit(1)
-        }
-        sigemptyset(&action.sa_mask)
-        sigaction(SIGBUS, &action, nil)
+        DamagedFileFaults.exit(status: 1, standardOutput: document, standardError: text)
         // LMDB asserts on some damaged pages the wrapper's checks do not reach: the same line, and the same exit.
         lmdbAssertionHandler = { detail in
             if let message = stdoutMessage { _ = write(1, message, stdoutLength) }

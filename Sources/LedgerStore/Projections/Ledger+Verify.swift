@@ -4,7 +4,8 @@ import LedgerCodec
 import LedgerCore
 
 extension Ledger {
-    /// Checks the hash chain over the whole log, every index against the log, the raw inputs against their digests,
+    /// Walks every page of the data file (`Environment.checkStructure`: a damaged one is thrown as `corrupted`), then
+    /// checks the hash chain over the whole log, every index against the log, the raw inputs against their digests,
     /// the `rejected` store (gapless numbering, decodable records, consistent sizes, its count and chain head in
     /// `meta`), and every stored projection against a replay. Stops at the first fault and names it.
     ///
@@ -19,6 +20,8 @@ extension Ledger {
     /// `verify(progress:)` with the log checked in ranges of `logRange` entries.
     func verify(progress: ProgressHandler?, logRange: UInt64) throws -> VerificationReport {
         precondition(logRange > 0, "ranges of no entries")
+        // 0. Every page of the file, before LMDB reads any of it for the checks below.
+        do { _ = try environment.checkStructure() } catch { throw LedgerError.from(error) }
         var report = VerificationReport(events: 0, projections: 0, rejected: 0, chainHead: hex(HashChain.genesis), fault: nil)
         let total = try lastSeq()
         let log = try verifyLog(logRange: logRange) { checked, end in progress?(checked / 2, end) }
