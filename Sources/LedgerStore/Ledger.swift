@@ -280,11 +280,35 @@ public final class Ledger: Sendable {
 
     /// Writes a consistent copy of the ledger into the directory `path` (which must exist and be empty): a hot
     /// backup, safe while the writer runs.
-    /// The file is walked first (`Environment.checkStructure`): LMDB's copy reads every page it reaches without a
-    /// check, and a backup must not carry damage, or fault on it.
+    /// The file is walked first (`checkDataFile`): LMDB's copy reads every page it reaches without a check, and a
+    /// backup must not carry damage, or fault on it.
     public func copy(to path: String, compact: Bool = false) throws {
-        do { _ = try environment.checkStructure() } catch { throw LedgerError.from(error) }
+        _ = try checkDataFile()
         try environment.copy(to: path, compact: compact)
+    }
+
+    // MARK: - The data file's structure
+
+    /// What a walk of the data file found: pages in the databases' trees, pages free for reuse, named databases.
+    public struct DataFileStructure: Sendable, Equatable {
+        public var pages: Int
+        public var freePages: Int
+        public var databases: Int
+    }
+
+    /// Walks every page of the data file's newest snapshot, as LMDB would reach it, before LMDB reads any of it
+    /// (`Environment.checkStructure`). A writer does it when it opens, `verify`, `replay --check` and backups before
+    /// they read the whole file; commands that read a few keys do not, and a damaged page they meet is a fault the
+    /// command line reports as `corrupted`. Throws `corrupted` naming the first damaged page.
+    public func checkDataFile() throws -> DataFileStructure {
+        do {
+            let walked = try environment.checkStructure()
+            return DataFileStructure(
+                pages: walked.branchPages + walked.leafPages + walked.overflowPages, freePages: walked.freePages,
+                databases: walked.databases)
+        } catch {
+            throw LedgerError.from(error)
+        }
     }
 }
 

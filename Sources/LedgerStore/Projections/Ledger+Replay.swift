@@ -70,8 +70,12 @@ extension Ledger {
     public func replay(
         until: UInt64? = nil, check: Bool, projections: ReplayProjections = .all, progress: ProgressHandler? = nil
     ) throws -> ReplayReport {
-        try replay(until: until, check: check, projections: projections, validatingIndexes: false, progress: progress)
-            .report
+        // A replay that only reads (a check, or a report up to `until`) reads every event: the file is walked first.
+        // A rewriting replay runs in a writer, which walked it when it opened.
+        if check || until != nil { _ = try checkDataFile() }
+        return try replay(
+            until: until, check: check, projections: projections, validatingIndexes: false, progress: progress
+        ).report
     }
 
     /// `replay(until:check:projections:progress:)`; with `validatingIndexes` (and `check`), every `by_otid` entry

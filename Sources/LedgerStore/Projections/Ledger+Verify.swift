@@ -4,10 +4,10 @@ import LedgerCodec
 import LedgerCore
 
 extension Ledger {
-    /// Walks every page of the data file (`Environment.checkStructure`: a damaged one is thrown as `corrupted`), then
-    /// checks the hash chain over the whole log, every index against the log, the raw inputs against their digests,
-    /// the `rejected` store (gapless numbering, decodable records, consistent sizes, its count and chain head in
-    /// `meta`), and every stored projection against a replay. Stops at the first fault and names it.
+    /// Walks every page of the data file (`checkDataFile`: a damaged one is thrown as `corrupted`), then checks the
+    /// hash chain over the whole log, every index against the log, the raw inputs against their digests, the
+    /// `rejected` store (gapless numbering, decodable records, consistent sizes, its count and chain head in `meta`),
+    /// and every stored projection against a replay. Stops at the first fault and names it.
     ///
     /// Reads in batches of short read transactions, so a live writer is never blocked for long, and with every core:
     /// ranges of the log are checked side by side (each link is recomputed from the one stored before it), then the
@@ -21,7 +21,7 @@ extension Ledger {
     func verify(progress: ProgressHandler?, logRange: UInt64) throws -> VerificationReport {
         precondition(logRange > 0, "ranges of no entries")
         // 0. Every page of the file, before LMDB reads any of it for the checks below.
-        do { _ = try environment.checkStructure() } catch { throw LedgerError.from(error) }
+        _ = try checkDataFile()
         var report = VerificationReport(events: 0, projections: 0, rejected: 0, chainHead: hex(HashChain.genesis), fault: nil)
         let total = try lastSeq()
         let log = try verifyLog(logRange: logRange) { checked, end in progress?(checked / 2, end) }
