@@ -143,6 +143,31 @@ struct StarvationProcessTests {
         }
     }
 
+    /// A chunk whose size no body could reach: 2^64 and more does not parse (400 at once); 2^63, which the decoder
+    /// takes, then no byte of it, holds the connection only until the request timeout (here 2 s): 408, and the
+    /// connection closes. Meanwhile a normal client is answered.
+    @Test func aChunkOfAnImpossibleSizeIsRefusedOrTimesOut() async throws {
+        try await withServer(configuration: #"{"limits":{"requestTimeoutSeconds":2}}"#) { server, _ in
+            let head = "POST /v1/events HTTP/1.1\r\nHost: l\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            let overflowing = try RawConnection(server.socketPath)
+            overflowing.send(head + "10000000000000000\r\n")
+            let t0 = Date()
+            let refused = await Task.detached { overflowing.readUntilClosed(seconds: 10) }.value
+            #expect(refused.0.hasPrefix("HTTP/1.1 400 ") && refused.0.contains(#""code":"invalid_body""#), "\(refused.0.prefix(200))")
+            #expect(refused.1 && Date().timeIntervalSince(t0) < 1.5, "held \(Date().timeIntervalSince(t0)) s")
+
+            let huge = try RawConnection(server.socketPath)
+            huge.send(head + "8000000000000000\r\n")
+            let t1 = Date()
+            async let held = Task.detached { huge.readUntilClosed(seconds: 10) }.value
+            let answers = await normalClient(server.socketPath, count: 20)
+            #expect(answers.allSatisfy { $0.hasPrefix("HTTP/1.1 200") }, "\(answers)")
+            let timedOut = await held
+            #expect(timedOut.0.hasPrefix("HTTP/1.1 408 "), "\(timedOut.0.prefix(200))")
+            #expect(timedOut.1 && Date().timeIntervalSince(t1) < 6, "held \(Date().timeIntervalSince(t1)) s")
+        }
+    }
+
     /// An HTTP/1.0 request without keep-alive gets its answer, with `Connection: close`, and the connection ends.
     @Test func anHTTP10RequestIsAnsweredAndClosed() async throws {
         try await withServer { server, _ in
