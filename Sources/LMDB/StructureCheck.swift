@@ -49,6 +49,13 @@ extension Environment {
         throw LMDBError(code: MDB_CORRUPTED, operation: "\(dataFile): no meta page names the snapshot being read")
     }
 
+    /// The walk touches every page: mapping them all at once costs less than a page fault per page.
+    #if os(Linux)
+    private static let populate = MAP_POPULATE
+    #else
+    private static let populate: Int32 = 0
+    #endif
+
     /// Walks the snapshot of commit `snapshot`; nil when both meta pages were written again since the read
     /// transaction began (two commits by a writer meanwhile), so the snapshot's roots are no longer on disk.
     private static func walk(dataFile: String, snapshot: UInt64, pageSize: Int) throws -> Structure? {
@@ -75,7 +82,7 @@ extension Environment {
                 operation: "\(dataFile) holds \(fileSize) bytes but its meta page names page \(meta.lastPage) as its last")
         }
         let length = Int(meta.lastPage + 1) * pageSize
-        guard let mapped = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0), mapped != MAP_FAILED else {
+        guard let mapped = mmap(nil, length, PROT_READ, MAP_SHARED | Self.populate, fd, 0), mapped != MAP_FAILED else {
             throw LMDBError(code: errno, operation: "mmap(\(dataFile))")
         }
         defer { munmap(mapped, length) }
@@ -237,12 +244,15 @@ private struct PageWalker {
                 "page \(number) of \(what) has the flags 0x\(String(flags, radix: 16)); at level \(level) of \(depth) "
                     + "it must be a \(isLeaf ? "leaf" : "branch") (0x\(String(expected, radix: 16)))")
         }
-        let offsets = try nodeOffsets(page, "page \(number) of \(what)")
+        let count = try checkNodeOffsets(page, "page \(number) of \(what)")
         if isLeaf {
             tally.leafPages += 1
             leafPages += 1
-            for (index, offset) in offsets.enumerated() {
-                try leafNode(page, at: offset, "node \(index) of page \(number) of \(what)", kind, &tally)
+            let allowed = Self.leafNodeFlags(kind)
+            for index in 0..<count {
+                try leafNode(
+                    page, at: Self.nodeOffset(page, index), allowed, kind, &tally,
+                    "node \(index) of page \(number) of \(what)")
             }
         } else {
             tally.branchPages += 1
@@ -250,14 +260,15 @@ private struct PageWalker {
             // LMDB keeps two keys in every branch page but in the free database's, which may shrink to one.
             let fewest: Int
             if case .free = kind { fewest = 1 } else { fewest = 2 }
-            guard offsets.count >= fewest else {
-                throw damaged("page \(number) of \(what) is a branch of \(offsets.count) keys")
+            guard count >= fewest else {
+                throw damaged("page \(number) of \(what) is a branch of \(count) keys")
             }
-            for (index, offset) in offsets.enumerated() {
-                let node = "node \(index) of page \(number) of \(what)"
-                let keySize = try keySize(page, at: offset, node)
+            for index in 0..<count {
+                let offset = Self.nodeOffset(page, index)
+                let keySize = try keySize(page, at: offset, "node \(index) of page \(number) of \(what)")
                 guard offset + Self.nodeHeader + keySize <= page.count else {
-                    throw damaged("\(node) has a key of \(keySize) bytes past the end of the page")
+                    throw damaged(
+                        "node \(index) of page \(number) of \(what) has a key of \(keySize) bytes past the end of the page")
                 }
                 let child =
                     UInt64(page.loadUnaligned(fromByteOffset: offset, as: UInt16.self).littleEndian)
@@ -268,130 +279,142 @@ private struct PageWalker {
         }
     }
 
-    /// The offsets of a page's nodes (or a sub-page's), each checked to leave room for a node header in the page.
-    private func nodeOffsets(_ page: UnsafeRawBufferPointer, _ what: String) throws -> [Int] {
+    /// Checks the offsets of a page's nodes (or a sub-page's): each leaves room for a node header in the page, at or
+    /// after the free space. Returns how many nodes there are.
+    private func checkNodeOffsets(_ page: UnsafeRawBufferPointer, _ what: @autoclosure () -> String) throws -> Int {
         let lower = Int(page.loadUnaligned(fromByteOffset: 12, as: UInt16.self).littleEndian)
         let upper = Int(page.loadUnaligned(fromByteOffset: 14, as: UInt16.self).littleEndian)
         guard Self.header <= lower, lower <= upper, upper <= page.count, (lower - Self.header) % 2 == 0 else {
-            throw damaged("\(what) has its free space at \(lower)..<\(upper), outside \(Self.header)..<\(page.count)")
+            throw damaged("\(what()) has its free space at \(lower)..<\(upper), outside \(Self.header)..<\(page.count)")
         }
         let count = (lower - Self.header) / 2
-        return try (0..<count).map { index in
-            let offset = Int(page.loadUnaligned(fromByteOffset: Self.header + 2 * index, as: UInt16.self).littleEndian)
+        for index in 0..<count {
+            let offset = Self.nodeOffset(page, index)
             guard offset >= upper, offset + Self.nodeHeader <= page.count else {
-                throw damaged("\(what) has node \(index) at \(offset), outside \(upper)..<\(page.count)")
+                throw damaged("\(what()) has node \(index) at \(offset), outside \(upper)..<\(page.count)")
             }
-            return offset
         }
+        return count
     }
 
-    private func keySize(_ page: UnsafeRawBufferPointer, at offset: Int, _ what: String) throws -> Int {
+    @inline(__always)
+    private static func nodeOffset(_ page: UnsafeRawBufferPointer, _ index: Int) -> Int {
+        Int(page.loadUnaligned(fromByteOffset: header + 2 * index, as: UInt16.self).littleEndian)
+    }
+
+    private func keySize(_ page: UnsafeRawBufferPointer, at offset: Int, _ what: @autoclosure () -> String) throws -> Int {
         let size = Int(page.loadUnaligned(fromByteOffset: offset + 6, as: UInt16.self).littleEndian)
-        guard size <= Self.maxKeySize else { throw damaged("\(what) has a key of \(size) bytes") }
+        guard size <= Self.maxKeySize else { throw damaged("\(what()) has a key of \(size) bytes") }
         return size
     }
 
+    /// The node flags a leaf of `kind` may hold, one bit per value (they are below 8): a value inline or on
+    /// overflow pages; in the main database a named database's record; in a database of sorted duplicates (never
+    /// that large) one value, or several in a sub-page or a tree of their own.
+    private static func leafNodeFlags(_ kind: Kind) -> UInt8 {
+        func bits(_ flags: UInt16...) -> UInt8 { flags.reduce(0) { $0 | 1 << $1 } }
+        func plain(_ flags: UInt16) -> UInt8 {
+            flags & dupSort != 0 ? bits(0, dupData, dupData | subData) : bits(0, bigData)
+        }
+        switch kind {
+        case .free, .duplicates: return bits(0, bigData)
+        case .main(let flags): return plain(flags) | bits(subData)
+        case .named(let flags): return plain(flags)
+        }
+    }
+
     private mutating func leafNode(
-        _ page: UnsafeRawBufferPointer, at offset: Int, _ what: String, _ kind: Kind, _ tally: inout Tally
+        _ page: UnsafeRawBufferPointer, at offset: Int, _ allowed: UInt8, _ kind: Kind, _ tally: inout Tally,
+        _ what: @autoclosure () -> String
     ) throws {
         let dataSize =
             Int(page.loadUnaligned(fromByteOffset: offset, as: UInt16.self).littleEndian)
             | Int(page.loadUnaligned(fromByteOffset: offset + 2, as: UInt16.self).littleEndian) << 16
         let nodeFlags = page.loadUnaligned(fromByteOffset: offset + 4, as: UInt16.self).littleEndian
-        let keySize = try keySize(page, at: offset, what)
+        let keySize = try keySize(page, at: offset, what())
         let dataStart = offset + Self.nodeHeader + keySize
-        let allowed: Set<UInt16>
-        switch kind {
-        case .free, .duplicates: allowed = [0, Self.bigData]
-        case .main(let flags): allowed = Self.plainNodes(flags).union([Self.subData])
-        case .named(let flags): allowed = Self.plainNodes(flags)
+        guard nodeFlags < 8, allowed & (1 << nodeFlags) != 0 else {
+            throw damaged("\(what()) has the node flags 0x\(String(nodeFlags, radix: 16))")
         }
-        guard allowed.contains(nodeFlags) else {
-            throw damaged("\(what) has the node flags 0x\(String(nodeFlags, radix: 16))")
-        }
-        if case .free = kind, keySize != 8 { throw damaged("\(what) has a key of \(keySize) bytes, not a transaction id") }
-        if case .duplicates = kind, dataSize != 0 { throw damaged("\(what) is a duplicate with \(dataSize) bytes of data") }
+        if case .free = kind, keySize != 8 { throw damaged("\(what()) has a key of \(keySize) bytes, not a transaction id") }
+        if case .duplicates = kind, dataSize != 0 { throw damaged("\(what()) is a duplicate with \(dataSize) bytes of data") }
         if nodeFlags == Self.bigData {
-            guard dataStart + 8 <= page.count else { throw damaged("\(what) runs past the end of its page") }
+            guard dataStart + 8 <= page.count else { throw damaged("\(what()) runs past the end of its page") }
             let first = page.loadUnaligned(fromByteOffset: dataStart, as: UInt64.self).littleEndian
-            let data = try overflowRun(first, holding: dataSize, what, &tally)
-            if case .free = kind { try freeList(data, what) }
+            let data = try overflowRun(first, holding: dataSize, &tally, what())
+            if case .free = kind { try freeList(data, what()) }
             tally.entries += 1
             return
         }
         guard dataStart + dataSize <= page.count else {
-            throw damaged("\(what) holds \(dataSize) bytes of data past the end of its page")
+            throw damaged("\(what()) holds \(dataSize) bytes of data past the end of its page")
         }
         let data = UnsafeRawBufferPointer(rebasing: page[dataStart..<(dataStart + dataSize)])
         switch nodeFlags {
         case Self.subData:
-            guard dataSize == DatabaseRecord.size else { throw damaged("\(what) holds a database record of \(dataSize) bytes") }
+            guard dataSize == DatabaseRecord.size else { throw damaged("\(what()) holds a database record of \(dataSize) bytes") }
             let record = DatabaseRecord(data)
             guard record.flags & Self.dupFixed == 0 else {
-                throw damaged("\(what) names a database of packed duplicates (flags 0x\(String(record.flags, radix: 16)))")
+                throw damaged("\(what()) names a database of packed duplicates (flags 0x\(String(record.flags, radix: 16)))")
             }
             let name = String(decoding: page[(offset + Self.nodeHeader)..<dataStart], as: UTF8.self)
             databases += 1
             tally.entries += 1
             try walk(record, .named(record.flags), "the database '\(name)'")
         case Self.dupData | Self.subData:
-            guard dataSize == DatabaseRecord.size else { throw damaged("\(what) holds a record of \(dataSize) bytes") }
+            guard dataSize == DatabaseRecord.size else { throw damaged("\(what()) holds a record of \(dataSize) bytes") }
             let record = DatabaseRecord(data)
-            try walk(record, .duplicates, "the duplicates of \(what)")
+            try walk(record, .duplicates, "the duplicates of \(what())")
             tally.entries += record.entries
         case Self.dupData:
-            tally.entries += try subPage(data, what)
+            tally.entries += try subPage(data, what())
         default:
-            if case .free = kind { try freeList(data, what) }
+            if case .free = kind { try freeList(data, what()) }
             tally.entries += 1
         }
     }
 
-    /// The leaf nodes of a database with `flags`: a value inline or on overflow pages, or (sorted duplicates, which
-    /// are never that large) one value, or several in a sub-page or a tree of their own.
-    private static func plainNodes(_ flags: UInt16) -> Set<UInt16> {
-        flags & dupSort != 0 ? [0, dupData, dupData | subData] : [0, bigData]
-    }
-
     /// The duplicates of one key kept inline: a small leaf page (`P_LEAF | P_SUBP`, with LMDB's dirty bit) whose
     /// bounds and nodes lie within the node's data. Returns how many it holds.
-    private func subPage(_ data: UnsafeRawBufferPointer, _ what: String) throws -> UInt64 {
-        guard data.count >= Self.header else { throw damaged("\(what) holds a sub-page of \(data.count) bytes") }
+    private func subPage(_ data: UnsafeRawBufferPointer, _ what: @autoclosure () -> String) throws -> UInt64 {
+        guard data.count >= Self.header else { throw damaged("\(what()) holds a sub-page of \(data.count) bytes") }
         let flags = data.loadUnaligned(fromByteOffset: 10, as: UInt16.self).littleEndian & ~Self.dirty
         guard flags == Self.leaf | Self.subPage else {
-            throw damaged("\(what) holds a sub-page with the flags 0x\(String(flags, radix: 16))")
+            throw damaged("\(what()) holds a sub-page with the flags 0x\(String(flags, radix: 16))")
         }
-        let offsets = try nodeOffsets(data, "the sub-page of \(what)")
-        for (index, offset) in offsets.enumerated() {
-            let node = "duplicate \(index) of \(what)"
-            let keySize = try keySize(data, at: offset, node)
+        let count = try checkNodeOffsets(data, "the sub-page of \(what())")
+        for index in 0..<count {
+            let offset = Self.nodeOffset(data, index)
+            let keySize = try keySize(data, at: offset, "duplicate \(index) of \(what())")
             let dataSize =
                 Int(data.loadUnaligned(fromByteOffset: offset, as: UInt16.self).littleEndian)
                 | Int(data.loadUnaligned(fromByteOffset: offset + 2, as: UInt16.self).littleEndian) << 16
             let nodeFlags = data.loadUnaligned(fromByteOffset: offset + 4, as: UInt16.self).littleEndian
             guard nodeFlags == 0, dataSize == 0, offset + Self.nodeHeader + keySize <= data.count else {
-                throw damaged("\(node) does not fit its sub-page (flags 0x\(String(nodeFlags, radix: 16)), \(keySize) + \(dataSize) bytes)")
+                throw damaged(
+                    "duplicate \(index) of \(what()) does not fit its sub-page (flags 0x\(String(nodeFlags, radix: 16)), "
+                        + "\(keySize) + \(dataSize) bytes)")
             }
         }
-        return UInt64(offsets.count)
+        return UInt64(count)
     }
 
     /// A value kept on overflow pages: a run starting at `first` whose header counts its pages, long enough for
     /// `size` bytes. Returns the value's bytes.
     private mutating func overflowRun(
-        _ first: UInt64, holding size: Int, _ what: String, _ tally: inout Tally
+        _ first: UInt64, holding size: Int, _ tally: inout Tally, _ what: @autoclosure () -> String
     ) throws -> UnsafeRawBufferPointer {
-        let page = try claim(first, what)
+        let page = try claim(first, "the overflow run of \(what())")
         let flags = page.loadUnaligned(fromByteOffset: 10, as: UInt16.self).littleEndian
         guard flags == Self.overflow else {
-            throw damaged("page \(first), the overflow run of \(what), has the flags 0x\(String(flags, radix: 16))")
+            throw damaged("page \(first), the overflow run of \(what()), has the flags 0x\(String(flags, radix: 16))")
         }
         let count = UInt64(page.loadUnaligned(fromByteOffset: 12, as: UInt32.self).littleEndian)
         let needed = UInt64((Self.header - 1 + size) / pageSize + 1)
         guard count >= needed, count <= lastPage, first <= lastPage - count + 1 else {
-            throw damaged("the overflow run of \(what) at page \(first) counts \(count) pages for \(size) bytes")
+            throw damaged("the overflow run of \(what()) at page \(first) counts \(count) pages for \(size) bytes")
         }
-        for next in (first + 1)..<(first + count) { try claimPage(next, "the overflow run of \(what)") }
+        for next in (first + 1)..<(first + count) { try claimPage(next, "the overflow run of \(what())") }
         tally.overflowPages += count
         overflowPages += Int(count)
         let start = Int(first) * pageSize + Self.header
@@ -399,34 +422,34 @@ private struct PageWalker {
     }
 
     /// A free list entry: a count, then that many page numbers, each a page the snapshot does not use.
-    private mutating func freeList(_ data: UnsafeRawBufferPointer, _ what: String) throws {
-        guard data.count >= 8, data.count % 8 == 0 else { throw damaged("\(what) is a free list of \(data.count) bytes") }
+    private mutating func freeList(_ data: UnsafeRawBufferPointer, _ what: @autoclosure () -> String) throws {
+        guard data.count >= 8, data.count % 8 == 0 else { throw damaged("\(what()) is a free list of \(data.count) bytes") }
         let count = data.loadUnaligned(fromByteOffset: 0, as: UInt64.self).littleEndian
         guard count == UInt64(data.count / 8 - 1) else {
-            throw damaged("\(what) counts \(count) free pages in \(data.count) bytes")
+            throw damaged("\(what()) counts \(count) free pages in \(data.count) bytes")
         }
         for index in 0..<Int(count) {
             let number = data.loadUnaligned(fromByteOffset: 8 * (index + 1), as: UInt64.self).littleEndian
-            try claimPage(number, "the free list \(what)")
+            try claimPage(number, "the free list \(what())")
             freePages += 1
         }
     }
 
     /// The page `number`, marked reached: within 2...lastPage and not reached before.
-    private mutating func claim(_ number: UInt64, _ what: String) throws -> UnsafeRawBufferPointer {
-        try claimPage(number, what)
+    private mutating func claim(_ number: UInt64, _ what: @autoclosure () -> String) throws -> UnsafeRawBufferPointer {
+        try claimPage(number, what())
         let start = Int(number) * pageSize
         let page = UnsafeRawBufferPointer(rebasing: file[start..<(start + pageSize)])
         let stored = page.loadUnaligned(fromByteOffset: 0, as: UInt64.self).littleEndian
-        guard stored == number else { throw damaged("page \(number) of \(what) is numbered \(stored)") }
+        guard stored == number else { throw damaged("page \(number) of \(what()) is numbered \(stored)") }
         return page
     }
 
-    private mutating func claimPage(_ number: UInt64, _ what: String) throws {
+    private mutating func claimPage(_ number: UInt64, _ what: @autoclosure () -> String) throws {
         guard number >= 2, number <= lastPage else {
-            throw damaged("\(what) names page \(number), outside 2...\(lastPage)")
+            throw damaged("\(what()) names page \(number), outside 2...\(lastPage)")
         }
-        guard !isReached(number) else { throw damaged("\(what) names page \(number), which is reached twice") }
+        guard !isReached(number) else { throw damaged("\(what()) names page \(number), which is reached twice") }
         reached[Int(number / 64)] |= 1 << (number % 64)
     }
 

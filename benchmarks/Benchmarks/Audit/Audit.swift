@@ -70,6 +70,17 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.measurement(megabytesPerSecond, Int(Double(written.bytes) / s / 1e6))
     }
 
+    // The walk of every page a writer, `verify`, `replay --check` and `backup` make before they read
+    // (`Ledger.checkDataFile`). MB/s: of data.mdb, to set beside the read limit below.
+    Benchmark("walk of data.mdb, audit ledger", configuration: audit) { benchmark in
+        let size = try FileManager.default.attributesOfItem(atPath: auditLedger.directory + "/data.mdb")[.size] as! Int
+        let start = ContinuousClock.now
+        let walked = try auditLedger.checkDataFile()
+        let s = seconds(since: start)
+        precondition(walked.pages > 0, "nothing walked")
+        benchmark.measurement(megabytesPerSecond, Int(Double(size) / s / 1e6))
+    }
+
     // The limits: data.mdb read whole (`cat data.mdb > /dev/null`), and SHA-256 over it (`sha256sum`).
     Benchmark("limit: read data.mdb", configuration: audit) { benchmark in
         let start = ContinuousClock.now
