@@ -226,7 +226,11 @@ public final class Ledger: Sendable {
     /// upgraded, else nil.
     @discardableResult
     private static func checkSchema(_ env: Environment, _ meta: Database, readOnly: Bool) throws -> UInt64? {
-        let found = try env.read { txn in try txn.get(meta, key: StoreLayout.metaSchema).map { BigEndian.uint64($0) } }
+        let found = try env.read { txn in
+            try txn.get(meta, key: StoreLayout.metaSchema).map { v throws(LedgerError) in
+                try BigEndian.uint64(value: v, of: "meta", name: "key `schema`")
+            }
+        }
         if let found {
             if found == StoreLayout.schemaVersion { return nil }
             guard found < StoreLayout.schemaVersion, !readOnly else { throw LedgerError.schemaMismatch(found: found) }

@@ -2,6 +2,7 @@ import Foundation
 @testable import LMDB
 import LedgerCore
 @testable import LedgerStore
+import LedgerWire
 import Testing
 
 /// The value layouts of `Layout/`, each written and read back, and the append result's derived fields.
@@ -11,14 +12,49 @@ import Testing
         try bytes.withUnsafeBytes { try body(MappedBytes($0)) }
     }
 
-    @Test func bigEndianKeysOrderNumerically() {
+    /// `body` throws `corrupted` with exactly `message`.
+    func expectCorrupted<R>(
+        _ message: String, _ body: () throws -> R, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        do {
+            _ = try body()
+            Issue.record("no error: expected \(message)", sourceLocation: sourceLocation)
+        } catch let error as LedgerError {
+            #expect(error.code == .corrupted && error.message == message, "\(error)", sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("not a LedgerError: \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func bigEndianKeysOrderNumerically() throws {
         let values: [UInt64] = [0, 1, 255, 256, 1 << 40, .max]
         let encoded = values.map(BigEndian.bytes)
         #expect(encoded == encoded.sorted { $0.lexicographicallyPrecedes($1) })
         for (v, bytes) in zip(values, encoded) {
             #expect(bytes.count == 8)
             #expect(bytes.withUnsafeBytes { BigEndian.uint64($0) } == v)
-            #expect(mapped([9] + bytes) { BigEndian.uint64($0, at: 1) } == v)
+            #expect(([9] + bytes).withUnsafeBytes { BigEndian.uint64($0, at: 1) } == v)
+            #expect(try mapped(bytes) { try BigEndian.uint64(key: $0, of: "log") } == v)
+            let lifecycleKey = bytes + [1, 2, 3, 4, 5]
+            #expect(try mapped(lifecycleKey) { try BigEndian.uint64(key: $0, of: "lifecycle", length: 13) } == v)
+            #expect(try mapped(bytes) { try BigEndian.uint64(value: $0, of: "meta", name: "key `schema`") } == v)
+        }
+    }
+
+    /// A stored integer of another length than its layout's is `corrupted`, named, never read past its end.
+    @Test func aStoredIntegerOfAnotherLengthIsCorrupted() {
+        for length in [0, 1, 5, 7, 9, 16, 17] {
+            let bytes = (0..<length).map { UInt8($0) }
+            let shown = hex(bytes.prefix(16)) + (length > 16 ? "…" : "")
+            expectCorrupted("a key of `rejected` is \(length) bytes, not 8: \(shown)") {
+                try mapped(bytes) { try BigEndian.uint64(key: $0, of: "rejected") }
+            }
+            expectCorrupted("the value of `meta` key `rejected_count` is \(length) bytes, not 8") {
+                try mapped(bytes) { try BigEndian.uint64(value: $0, of: "meta", name: "key `rejected_count`") }
+            }
+        }
+        expectCorrupted("a key of `lifecycle` is 8 bytes, not 13: 0000000000000001") {
+            try mapped(BigEndian.bytes(1)) { try BigEndian.uint64(key: $0, of: "lifecycle", length: 13) }
         }
     }
 
@@ -42,17 +78,21 @@ import Testing
         let link = (0..<32).map { UInt8($0) }
         let bytes = LogRecord.encode(link: link, rawKey: 5, eventKey: "1001")
         #expect(bytes.count == 44)
-        let record = try #require(mapped(bytes) { LogRecord($0) })
+        let record = try mapped(bytes) { try LogRecord($0, seq: 9) }
         #expect(record.link == link && record.rawKey == 5 && record.eventKey == Array("1001".utf8))
         #expect(record.revisionKey(seq: 9) == StoreLayout.revisionKey("1001".utf8, seq: 9))
-        #expect(mapped(Array(bytes.prefix(40))) { LogRecord($0) } == nil)
+        expectCorrupted("`log` entry 9 is 40 bytes, shorter than a record (41 or more)") {
+            try mapped(Array(bytes.prefix(40))) { try LogRecord($0, seq: 9) }
+        }
     }
 
-    @Test func aChainHeadIsItsLastNumberAndLink() {
+    @Test func aChainHeadIsItsLastNumberAndLink() throws {
         let head = ChainHead(last: 300, link: Array(repeating: 0xAB, count: 32))
         #expect(head.encoded == [0, 0, 0, 0, 0, 0, 1, 44] + Array(repeating: 0xAB, count: 32))
-        #expect(mapped(head.encoded) { ChainHead($0) } == head)
-        #expect(mapped(Array(head.encoded.dropLast())) { ChainHead($0) } == nil)
+        #expect(try mapped(head.encoded) { try ChainHead($0, name: "chain_head") } == head)
+        expectCorrupted("the value of `meta` key `chain_head` is 39 bytes, not 40") {
+            try mapped(Array(head.encoded.dropLast())) { try ChainHead($0, name: "chain_head") }
+        }
     }
 
     /// Status and seq follow from the events written and the error, and the wire form still states both.

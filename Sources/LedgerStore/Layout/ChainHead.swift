@@ -12,10 +12,10 @@ struct ChainHead: Equatable {
         self.link = link
     }
 
-    /// The head stored in `bytes`; nil when they are not 40 bytes.
-    init?(_ bytes: MappedBytes) {
-        guard bytes.count == 40 else { return nil }
-        (last, link) = bytes.withUnsafeBytes { b in (BigEndian.uint64(b), Array(b[8..<40])) }
+    /// The head stored in `bytes`, the value of `meta` key `name`; a value that is not 40 bytes is `corrupted`.
+    init(_ bytes: MappedBytes, name: StaticString) throws(LedgerError) {
+        last = try BigEndian.uint64(value: bytes, of: "meta", name: "key `\(name)`", length: 40)
+        link = bytes.withUnsafeBytes { b in Array(b[8..<40]) }  // measured by the read of `last`
     }
 
     var encoded: [UInt8] { BigEndian.bytes(last) + link }

@@ -18,7 +18,7 @@ enum EventReference {
     static func decode(_ reference: MappedBytes, revisionKey: inout [UInt8]) -> UInt64? {
         reference.withUnsafeBytes { value in
             guard value.count > 8 else { return nil }
-            let seq = BigEndian.uint64(value)
+            let seq = BigEndian.uint64(value)  // measured above
             revisionKey.removeAll(keepingCapacity: true)
             revisionKey.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[8...]))
             revisionKey.append(0)

@@ -15,12 +15,18 @@ struct LogRecord {
         return v
     }
 
-    /// The record stored in `bytes`; nil when they are too short to be one.
-    init?(_ bytes: MappedBytes) {
-        guard bytes.count > 40 else { return nil }
+    /// The record stored in `bytes`, the `log` value of event `seq`; bytes too short to be one are `corrupted`.
+    init(_ bytes: MappedBytes, seq: UInt64) throws(LedgerError) {
+        guard bytes.count > 40 else { throw LedgerError.corrupted(Self.tooShort(seq: seq, bytes)) }
+        // Measured above: the link, the raw key, and an event key of one byte or more.
         (link, rawKey, eventKey) = bytes.withUnsafeBytes { b in
             (Array(b[0..<32]), BigEndian.uint64(b, at: 32), Array(b[40...]))
         }
+    }
+
+    /// What is wrong with `bytes`, the `log` value of event `seq`, too short to be a record.
+    static func tooShort(seq: UInt64, _ bytes: MappedBytes) -> String {
+        "`log` entry \(seq) is \(bytes.count) bytes, shorter than a record (41 or more)"
     }
 
     /// The `events` key of the event, which was written at `seq`.

@@ -4,15 +4,23 @@ import LedgerCore
 
 /// The `events` database: the revisions stored under each event key, and the canonical event each one holds.
 extension StoreLayout {
-    /// Visits the revisions stored under one event key, oldest first, while `body` returns true.
+    /// Visits the revisions stored under one event key, oldest first, while `body` returns true. Every key that
+    /// starts with the event key and its 0 is one of its revisions (event keys hold no 0): one whose seq is not 8
+    /// bytes is `corrupted`.
     func forEachRevision(
         of key: String, _ txn: Transaction, _ body: (_ seq: UInt64, _ stored: MappedBytes) throws -> Bool
     ) throws {
         let prefix = Self.revisionKeyPrefix(key.utf8)
         let cursor = try txn.cursor(events)
         var entry = try cursor.seek(prefix)
-        while let e = entry, e.key.count == prefix.count + 8, e.key.withUnsafeBytes({ $0.starts(with: prefix) }) {
-            guard try body(BigEndian.uint64(e.key, at: prefix.count), e.value) else { return }
+        while let e = entry, e.key.withUnsafeBytes({ $0.starts(with: prefix) }) {
+            guard e.key.count == prefix.count + 8 else {
+                throw LedgerError.corrupted(
+                    "a key of `events` under \(key) is \(e.key.count) bytes, not \(prefix.count + 8): "
+                        + BigEndian.shortHex(e.key))
+            }
+            let seq = e.key.withUnsafeBytes { BigEndian.uint64($0, at: prefix.count) }  // measured above
+            guard try body(seq, e.value) else { return }
             entry = try cursor.next()
         }
     }

@@ -88,13 +88,16 @@ extension StoreLayout {
 
     // MARK: - `lifecycle`: the events derived from timeline changes
 
+    /// The length of every `lifecycle` key (and of a `webhook_dead` key, which is one).
+    static let lifecycleKeyLength = 13
+
     /// The `lifecycle` key of the `index`-th event an input said about a subscription in `environment`, `seq` being
     /// the input's last event about it: seq (BE, 8) ‖ environment code (1) ‖ index (BE, 4). One event belongs to
     /// two subscriptions only as a claim that named no environment, and then to one per known environment, so the
     /// code keeps keys apart. In seq order: the stream is read in key order.
     static func lifecycleKey(seq: UInt64, _ environment: AppStoreEnvironment, index: Int) -> [UInt8] {
         var k = BigEndian.bytes(seq)
-        k.reserveCapacity(13)
+        k.reserveCapacity(lifecycleKeyLength)
         k.append(environment.code)
         k.append(UInt8(truncatingIfNeeded: index >> 24))
         k.append(UInt8(truncatingIfNeeded: index >> 16))

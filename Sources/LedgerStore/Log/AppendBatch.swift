@@ -54,7 +54,7 @@ struct AppendBatch {
                     let key = fact.eventKey
                     let factBytes = fact.encoded()
                     if try layout.isKnown(factBytes, key: key, txn) { continue }
-                    state.seq += 1
+                    state.seq = try Self.successor(state.seq, of: "log")
                     let seq = state.seq
                     if rawKey == nil {
                         // The raw input is stored once, under the seq of the first event it produced.
@@ -137,7 +137,7 @@ struct AppendBatch {
 
     private func reject(_ rejection: RejectedInput, _ state: inout Pending, _ txn: Transaction) throws {
         var head = try state.rejectedHead ?? rejectedHead(count: state.rejectedCount, txn)
-        state.rejectedCount += 1
+        state.rejectedCount = try Self.successor(state.rejectedCount, of: "rejected")
         let record = rejection.encoded()
         head = RejectedChain.link(previous: head, number: state.rejectedCount, record: record)
         state.rejectedHead = head
@@ -147,19 +147,29 @@ struct AppendBatch {
     /// The link of the last of `count` stored refusals: from `meta`, or (once, for refusals stored before the chain
     /// existed) recomputed over the records.
     private func rejectedHead(count: UInt64, _ txn: Transaction) throws -> [UInt8] {
-        if let stored = try txn.get(layout.meta, key: StoreLayout.metaRejectedHead), let head = ChainHead(stored),
-            head.last == count
-        {
-            return head.link
+        if let stored = try txn.get(layout.meta, key: StoreLayout.metaRejectedHead) {
+            let head = try ChainHead(stored, name: "rejected_head")
+            if head.last == count { return head.link }
         }
         var head = HashChain.genesis
         let cursor = try txn.cursor(layout.rejected)
         var entry = try cursor.first()
         while let e = entry {
-            head = e.value.withUnsafeBytes { RejectedChain.link(previous: head, number: BigEndian.uint64(e.key), record: $0) }
+            let number = try BigEndian.uint64(key: e.key, of: "rejected")
+            head = e.value.withUnsafeBytes { RejectedChain.link(previous: head, number: number, record: $0) }
             entry = try cursor.next()
         }
         return head
+    }
+
+    /// The number after `last`, the last seq of the log or the last number of the rejected store: only a damaged
+    /// key or count reads as the largest number, after which there is none.
+    private static func successor(_ last: UInt64, of database: StaticString) throws(LedgerError) -> UInt64 {
+        guard last < .max else {
+            throw LedgerError.corrupted(
+                "the last number of `\(database)` reads as \(last), the largest there is: nothing can follow it")
+        }
+        return last + 1
     }
 
     func index(
@@ -186,15 +196,18 @@ struct AppendBatch {
     func lastSeq(_ txn: Transaction) throws -> UInt64 {
         let cursor = try txn.cursor(layout.log)
         guard let last = try cursor.last() else { return 0 }
-        return BigEndian.uint64(last.key)
+        return try BigEndian.uint64(key: last.key, of: "log")
     }
 
+    /// The link the log's chain ends in: genesis before the first event.
     func chainHead(_ txn: Transaction) throws -> [UInt8] {
-        try txn.get(layout.meta, key: StoreLayout.metaChainHead).flatMap(ChainHead.init)?.link ?? HashChain.genesis
+        guard let stored = try txn.get(layout.meta, key: StoreLayout.metaChainHead) else { return HashChain.genesis }
+        return try ChainHead(stored, name: "chain_head").link
     }
 
+    /// How many inputs were refused: 0 before the first.
     func rejectedCount(_ txn: Transaction) throws -> UInt64 {
-        guard let v = try txn.get(layout.meta, key: StoreLayout.metaRejectedCount), v.count == 8 else { return 0 }
-        return BigEndian.uint64(v)
+        guard let v = try txn.get(layout.meta, key: StoreLayout.metaRejectedCount) else { return 0 }
+        return try BigEndian.uint64(value: v, of: "meta", name: "key `rejected_count`")
     }
 }

@@ -65,11 +65,14 @@ struct JournalCheckpoint: Equatable {
         guard at + bootLength + 32 <= body.count else { return nil }
         bootID = String(decoding: bytes[at..<(at + bootLength)], as: UTF8.self)
         at += bootLength
+        // Measured above: four integers before the end of the body.
         let fields = bytes.withUnsafeBytes { raw in (0..<4).map { BigEndian.uint64(raw, at: at + 8 * $0) } }
         at += 32
         dataInode = fields[0]
-        position = Journal.Position(segment: fields[1], offset: Int(fields[2]))
-        guard at + Int(fields[3]) == body.count, let meta = MetaPage(Array(bytes[at..<body.count])) else { return nil }
+        guard let offset = Int(exactly: fields[2]), let metaCount = Int(exactly: fields[3]),
+            metaCount == body.count - at, let meta = MetaPage(Array(bytes[at..<body.count]))
+        else { return nil }
+        position = Journal.Position(segment: fields[1], offset: offset)
         self.meta = meta
     }
 

@@ -16,7 +16,7 @@ extension Ledger {
             var out: [StoredEvent] = []
             var entry = try cursor.seek(StoreLayout.logKey(after &+ 1))
             while let e = entry, out.count < limit {
-                out.append(try storedEvent(seq: BigEndian.uint64(e.key), logValue: e.value, txn))
+                out.append(try storedEvent(seq: BigEndian.uint64(key: e.key, of: "log"), logValue: e.value, txn))
                 entry = try cursor.next()
             }
             return out
@@ -38,9 +38,10 @@ extension Ledger {
             var out: [StoredEvent] = []
             try layout.forEachRevision(of: key, txn) { seq, stored in
                 let event = try StoreLayout.decodeEvent(seq: seq, stored)
-                guard let logValue = try txn.get(layout.log, key: StoreLayout.logKey(seq)),
-                    let log = LogRecord(logValue)
-                else { throw LedgerError.corrupted("event \(seq) of \(key) has no log entry") }
+                guard let logValue = try txn.get(layout.log, key: StoreLayout.logKey(seq)) else {
+                    throw LedgerError.corrupted("event \(seq) of \(key) has no `log` entry")
+                }
+                let log = try LogRecord(logValue, seq: seq)
                 out.append(StoredEvent(event: event, chainHash: log.link, rawKey: log.rawKey))
                 return true
             }
@@ -67,8 +68,8 @@ extension Ledger {
             var out: [RejectedInput] = []
             var entry = try cursor.seek(StoreLayout.rejectedKey(after &+ 1))
             while let e = entry, out.count < limit {
-                let number = BigEndian.uint64(e.key)
-                out.append(try e.value.withUnsafeBytes { try RejectedInput(number: number, decoding: $0) })
+                let number = try BigEndian.uint64(key: e.key, of: "rejected")
+                out.append(try RejectedInput(number: number, stored: e.value))
                 entry = try cursor.next()
             }
             return out
@@ -77,9 +78,7 @@ extension Ledger {
 
     /// The event a `log` entry names, with its place in the chain.
     private func storedEvent(seq: UInt64, logValue: MappedBytes, _ txn: Transaction) throws -> StoredEvent {
-        guard let log = LogRecord(logValue) else {
-            throw LedgerError.corrupted("log entry \(seq) is \(logValue.count) bytes")
-        }
+        let log = try LogRecord(logValue, seq: seq)
         guard let stored = try txn.get(layout.events, key: log.revisionKey(seq: seq)) else {
             throw LedgerError.corrupted("log seq \(seq) names an event that is missing")
         }

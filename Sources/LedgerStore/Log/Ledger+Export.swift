@@ -29,8 +29,8 @@ extension Ledger {
             var out: [ExportedEvent] = []
             var entry = try cursor.seek(StoreLayout.logKey(after &+ 1))
             while let e = entry, out.count < limit {
-                let seq = BigEndian.uint64(e.key)
-                guard let log = LogRecord(e.value) else { throw LedgerError.corrupted("log entry \(seq) is malformed") }
+                let seq = try BigEndian.uint64(key: e.key, of: "log")
+                let log = try LogRecord(e.value, seq: seq)
                 guard let stored = try txn.get(layout.events, key: log.revisionKey(seq: seq)) else {
                     throw LedgerError.corrupted("log seq \(seq) names an event that is missing")
                 }
@@ -56,13 +56,8 @@ extension Ledger {
             var out: [ExportedRefusal] = []
             var entry = try cursor.seek(StoreLayout.rejectedKey(after &+ 1))
             while let e = entry, out.count < limit {
-                let number = BigEndian.uint64(e.key)
-                let input: RejectedInput
-                do {
-                    input = try e.value.withUnsafeBytes { try RejectedInput(number: number, decoding: $0) }
-                } catch {
-                    throw LedgerError.corrupted("rejected record \(number) does not decode: \(error)")
-                }
+                let number = try BigEndian.uint64(key: e.key, of: "rejected")
+                let input = try RejectedInput(number: number, stored: e.value)
                 out.append(ExportedRefusal(input: input, record: e.value.withUnsafeBytes { Array($0) }))
                 entry = try cursor.next()
             }

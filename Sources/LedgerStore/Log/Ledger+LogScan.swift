@@ -32,8 +32,8 @@ extension Ledger {
                 var entry = try log.seek(StoreLayout.logKey(next))
                 var count = 0
                 while let e = entry, count < batchSize {
-                    let seq = BigEndian.uint64(e.key)
-                    guard let record = LogRecord(e.value) else { throw LedgerError.corrupted("log entry \(seq) is malformed") }
+                    let seq = try BigEndian.uint64(key: e.key, of: "log")
+                    let record = try LogRecord(e.value, seq: seq)
                     revisionKey.removeAll(keepingCapacity: true)
                     revisionKey.append(contentsOf: record.eventKey)
                     revisionKey.append(0)

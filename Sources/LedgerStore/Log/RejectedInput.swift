@@ -1,3 +1,4 @@
+import LMDB
 import LedgerCodec
 import LedgerCore
 
@@ -69,5 +70,16 @@ public struct RejectedInput: Sendable, Hashable {
         self.number = number
         self.request = request
         self.headerBytes = headerBytes.map { Int($0) }
+    }
+
+    /// The record numbered `number` as the `rejected` store holds it; one that does not decode is `corrupted`.
+    init(number: UInt64, stored bytes: MappedBytes) throws(LedgerError) {
+        do {
+            self = try bytes.withUnsafeBytes { (b) throws(FactDecodingError) in
+                try RejectedInput(number: number, decoding: b)
+            }
+        } catch {
+            throw LedgerError.corrupted("rejected record \(number) does not decode: \(error.reason)")
+        }
     }
 }

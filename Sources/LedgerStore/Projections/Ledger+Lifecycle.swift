@@ -22,8 +22,10 @@ extension Ledger {
             var out: [LifecycleEvent] = []
             var entry = try cursor.seek(BigEndian.bytes(after &+ 1))
             while let e = entry {
-                let seq = BigEndian.uint64(e.key)
-                if out.count >= limit, out.last?.seq != seq { return LifecyclePage(events: out, next: out.last!.seq) }
+                let seq = try BigEndian.uint64(key: e.key, of: "lifecycle", length: StoreLayout.lifecycleKeyLength)
+                if out.count >= limit, let last = out.last, last.seq != seq {
+                    return LifecyclePage(events: out, next: last.seq)
+                }
                 do {
                     out.append(
                         try e.value.withUnsafeBytes { (bytes) throws(FactDecodingError) in

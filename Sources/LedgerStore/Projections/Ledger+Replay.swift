@@ -273,7 +273,11 @@ extension Ledger {
     /// Deletes the stored lifecycle events said at seqs up to `limit`.
     private func clearLifecycle(upTo limit: UInt64, _ txn: Transaction) throws {
         let cursor = try txn.cursor(layout.lifecycle)
-        while let e = try cursor.first(), BigEndian.uint64(e.key) <= limit { try cursor.deleteCurrent() }
+        while let e = try cursor.first(),
+            try BigEndian.uint64(key: e.key, of: "lifecycle", length: StoreLayout.lifecycleKeyLength) <= limit
+        {
+            try cursor.deleteCurrent()
+        }
     }
 
     /// How many lifecycle events are stored at seqs up to `limit`.
@@ -282,7 +286,9 @@ extension Ledger {
         let cursor = try txn.cursor(layout.lifecycle)
         var count = 0
         var entry = try cursor.first()
-        while let e = entry, BigEndian.uint64(e.key) <= limit {
+        while let e = entry,
+            try BigEndian.uint64(key: e.key, of: "lifecycle", length: StoreLayout.lifecycleKeyLength) <= limit
+        {
             count += 1
             entry = try cursor.next()
         }

@@ -68,7 +68,12 @@ extension Ledger {
         var bindings = Set<[UInt8]>()
         var claimsOfEveryEnvironment: [(claim: BindingClaim, seq: UInt64)] = []
         while true {
-            let last = try lastSeq()
+            // A sound log of n entries holds the seqs 1…n. A last key that reads as a larger seq (a gap, or damage:
+            // a damaged key reads as any number) leaves a seq up to n missing, which the ranges find; cut beyond n,
+            // they would be as many as that number says.
+            let last = try environment.read { txn in
+                min(try batch.lastSeq(txn), UInt64(try txn.statistics(layout.log).entries))
+            }
             if result.checkedThrough < last {
                 let first = result.checkedThrough + 1
                 let ranges = try checkLogRanges(first...last, logRange: logRange) { checked in progress(first - 1 + checked, last) }
@@ -142,7 +147,9 @@ extension Ledger {
         last: UInt64, link: ChainLink, withOTID: Int, rawInputs: Int, bindings: Set<[UInt8]>,
         claimsOfEveryEnvironment: [(claim: BindingClaim, seq: UInt64)], _ txn: Transaction
     ) throws -> String? {
-        if let stored = try txn.get(layout.meta, key: StoreLayout.metaChainHead), let head = ChainHead(stored) {
+        if let stored = try txn.get(layout.meta, key: StoreLayout.metaChainHead) {
+            let head: ChainHead
+            do throws(LedgerError) { head = try ChainHead(stored, name: "chain_head") } catch { return error.message }
             guard head == ChainHead(last: last, link: link.bytes) else { return "stored chain head differs from the log's" }
         } else if last > 0 {
             return "the chain head is missing"
@@ -184,9 +191,11 @@ extension Ledger {
         let log = try txn.cursor(layout.log)
         let byOTID = try txn.cursor(layout.byOTID)
         var entry = try log.first()
-        while let e = entry, e.key.count == 8, BigEndian.uint64(e.key) <= last {
-            let seq = BigEndian.uint64(e.key)
-            if let record = LogRecord(e.value), let stored = try txn.get(layout.events, key: record.revisionKey(seq: seq)) {
+        while let e = entry {
+            let seq = try BigEndian.uint64(key: e.key, of: "log")
+            guard seq <= last else { break }
+            let record = try LogRecord(e.value, seq: seq)
+            if let stored = try txn.get(layout.events, key: record.revisionKey(seq: seq)) {
                 let event: LedgerEvent
                 do { event = try stored.withUnsafeBytes { try LedgerEvent(seq: seq, decoding: $0) } } catch {
                     return "event \(seq) does not decode: \(error)"
@@ -223,8 +232,10 @@ extension Ledger {
                 var entry = try cursor.seek(StoreLayout.rejectedKey(next))
                 let end = min(count, next + chunk - 1)
                 while let e = entry, next <= end {
-                    guard e.key.count == 8 else { return .failure(Fault("rejected holds a key that is not a number")) }
-                    let number = BigEndian.uint64(e.key)
+                    let number: UInt64
+                    do throws(LedgerError) { number = try BigEndian.uint64(key: e.key, of: "rejected") } catch {
+                        return .failure(Fault(error.message))
+                    }
                     guard number == next else {
                         return .failure(Fault("rejected record \(next) is missing (the numbering jumps to \(number))"))
                     }
@@ -246,10 +257,18 @@ extension Ledger {
                     return .success(false)
                 }
                 if let extra = entry {
-                    return .failure(Fault("rejected holds record \(BigEndian.uint64(extra.key)) beyond meta's count \(count)"))
+                    let number: UInt64
+                    do throws(LedgerError) { number = try BigEndian.uint64(key: extra.key, of: "rejected") } catch {
+                        return .failure(Fault(error.message))
+                    }
+                    return .failure(Fault("rejected holds record \(number) beyond meta's count \(count)"))
                 }
                 if let stored = try txn.get(layout.meta, key: StoreLayout.metaRejectedHead) {
-                    guard ChainHead(stored) == ChainHead(last: count, link: head) else {
+                    let storedHead: ChainHead
+                    do throws(LedgerError) { storedHead = try ChainHead(stored, name: "rejected_head") } catch {
+                        return .failure(Fault(error.message))
+                    }
+                    guard storedHead == ChainHead(last: count, link: head) else {
                         return .failure(Fault("the rejected store's chain differs from meta's head: a refused input's record was altered"))
                     }
                 }

@@ -18,12 +18,26 @@ public struct LifecyclePosition: Hashable, Sendable, Comparable, CustomStringCon
         self.index = index
     }
 
-    /// The position a `lifecycle` key names; nil when the bytes are not one.
-    init?(key: UnsafeRawBufferPointer) {
-        guard key.count == 13 else { return nil }
+    /// The position a key of `database` (`lifecycle`, or `webhook_dead`, whose keys are `lifecycle` keys) names; a
+    /// key of another length is `corrupted`.
+    init(key: MappedBytes, of database: StaticString) throws(LedgerError) {
         self.init(
-            seq: BigEndian.uint64(key), environmentCode: key[8],
-            index: Int(key[9]) << 24 | Int(key[10]) << 16 | Int(key[11]) << 8 | Int(key[12]))
+            measured: key, seq: try BigEndian.uint64(key: key, of: database, length: StoreLayout.lifecycleKeyLength))
+    }
+
+    /// The position stored as the value of `meta` key `webhook_position`; a value of another length is `corrupted`.
+    init(webhookPosition value: MappedBytes) throws(LedgerError) {
+        self.init(
+            measured: value,
+            seq: try BigEndian.uint64(
+                value: value, of: "meta", name: "key `webhook_position`", length: StoreLayout.lifecycleKeyLength))
+    }
+
+    /// The position in `bytes`, a `lifecycle` key whose length the caller checked, and whose seq it read.
+    private init(measured bytes: MappedBytes, seq: UInt64) {
+        self.init(
+            seq: seq, environmentCode: bytes[8],
+            index: Int(bytes[9]) << 24 | Int(bytes[10]) << 16 | Int(bytes[11]) << 8 | Int(bytes[12]))
     }
 
     /// `SEQ.ENV.INDEX`, as `description` writes it.
@@ -78,9 +92,7 @@ extension Ledger {
             } ?? cursor.first()
             var out: [(position: LifecyclePosition, event: LifecycleEvent)] = []
             while let e = entry, out.count < limit {
-                guard let p = e.key.withUnsafeBytes({ LifecyclePosition(key: $0) }) else {
-                    throw LedgerError.corrupted("a lifecycle key is malformed")
-                }
+                let p = try LifecyclePosition(key: e.key, of: "lifecycle")
                 out.append((p, try Self.decodeLifecycle(e.value, at: p)))
                 entry = try cursor.next()
             }
@@ -91,9 +103,8 @@ extension Ledger {
     /// The position of the last event the webhook delivered (or dead-lettered); nil before the first.
     public func webhookPosition() throws -> LifecyclePosition? {
         try environment.read { txn in
-            try txn.get(layout.meta, key: StoreLayout.metaWebhookPosition).flatMap { v in
-                v.withUnsafeBytes { LifecyclePosition(key: $0) }
-            }
+            guard let stored = try txn.get(layout.meta, key: StoreLayout.metaWebhookPosition) else { return nil }
+            return try LifecyclePosition(webhookPosition: stored)
         }
     }
 
@@ -124,9 +135,8 @@ extension Ledger {
             var out: [DeadLetter] = []
             var entry = try cursor.first()
             while let e = entry {
-                guard let p = e.key.withUnsafeBytes({ LifecyclePosition(key: $0) }),
-                    let (attempts, failedAt, reason, replay) = Self.decodeDeadLetter(e.value)
-                else { throw LedgerError.corrupted("a dead letter is malformed") }
+                let p = try LifecyclePosition(key: e.key, of: "webhook_dead")
+                let (attempts, failedAt, reason, replay) = try Self.decodeDeadLetter(e.value, at: p)
                 guard let said = try txn.get(layout.lifecycle, key: p.key) else {
                     throw LedgerError.corrupted("dead letter \(p) names no lifecycle event")
                 }
@@ -145,26 +155,28 @@ extension Ledger {
     @discardableResult
     public func replayDeadLetters(_ positions: [LifecyclePosition]?) throws -> Int {
         try environment.write { txn in
-            var keys: [[UInt8]] = []
+            var targets: [LifecyclePosition] = []
             if let positions {
-                keys = positions.map(\.key)
+                targets = positions
             } else {
                 let cursor = try txn.cursor(layout.webhookDead)
                 var entry = try cursor.first()
                 while let e = entry {
-                    keys.append(Array(e.key))
+                    targets.append(try LifecyclePosition(key: e.key, of: "webhook_dead"))
                     entry = try cursor.next()
                 }
             }
-            for (i, key) in keys.enumerated() {
-                guard let v = try txn.get(layout.webhookDead, key: key), let d = Self.decodeDeadLetter(v) else {
-                    throw LedgerError(code: .notFound, message: "no dead letter at \(positions?[i].description ?? "?")")
+            for p in targets {
+                let key = p.key
+                guard let v = try txn.get(layout.webhookDead, key: key) else {
+                    throw LedgerError(code: .notFound, message: "no dead letter at \(p)")
                 }
+                let d = try Self.decodeDeadLetter(v, at: p)
                 try txn.put(
                     layout.webhookDead, key: key,
                     value: Self.encodeDeadLetter(attempts: d.attempts, failedAt: d.failedAt, reason: d.reason, replay: true))
             }
-            return keys.count
+            return targets.count
         }
     }
 
@@ -201,8 +213,15 @@ extension Ledger {
         return v
     }
 
-    private static func decodeDeadLetter(_ v: MappedBytes) -> (attempts: Int, failedAt: UnixMillis, reason: String, replay: Bool)? {
-        guard v.count >= 17 else { return nil }
+    /// The dead letter stored at `p`; a value too short to be one is `corrupted`.
+    private static func decodeDeadLetter(_ v: MappedBytes, at p: LifecyclePosition) throws(LedgerError)
+        -> (attempts: Int, failedAt: UnixMillis, reason: String, replay: Bool)
+    {
+        guard v.count >= 17 else {
+            throw LedgerError.corrupted(
+                "the `webhook_dead` letter at \(p) is \(v.count) bytes, shorter than one (17 or more)")
+        }
+        // Measured above: two integers and a flag, then the reason.
         return v.withUnsafeBytes { b in
             (
                 Int(clamping: BigEndian.uint64(b)), Int64(bitPattern: BigEndian.uint64(b, at: 8)), String(decoding: b[17...], as: UTF8.self),

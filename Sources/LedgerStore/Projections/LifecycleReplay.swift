@@ -67,7 +67,7 @@ struct LifecycleReplay {
             guard let record = try txn.get(layout.log, key: StoreLayout.logKey(e.seq)), record.count > 40 else {
                 throw LedgerError.corrupted("the log has no record of event \(e.seq)")
             }
-            return record.withUnsafeBytes { BigEndian.uint64($0, at: 32) }
+            return record.withUnsafeBytes { BigEndian.uint64($0, at: 32) }  // measured above
         }
     }
 }

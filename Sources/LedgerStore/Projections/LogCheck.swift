@@ -87,8 +87,10 @@ extension Ledger {
             guard let before = try log.find(StoreLayout.logKey(first - 1)) else {
                 return fault(first - 1, "log entry \(first - 1) is missing")
             }
-            guard before.value.count > 40 else { return fault(first - 1, "log entry \(first - 1) is malformed") }
-            previous = before.value.withUnsafeBytes { ChainLink($0) }
+            guard before.value.count > 40 else {
+                return fault(first - 1, LogRecord.tooShort(seq: first - 1, before.value))
+            }
+            previous = before.value.withUnsafeBytes { ChainLink($0) }  // measured above
         }
         check.link = previous
         // Sought, not found: a missing first entry is named with the one after it, as anywhere in a range.
@@ -100,13 +102,16 @@ extension Ledger {
         var rawInput: (key: UInt64, digest: SHA256Digest)? = nil
         var next = first
         while let e = entry, next <= last {
-            guard e.key.count == 8 else { return fault(next, "log entry \(next) is malformed") }
-            let seq = BigEndian.uint64(e.key)
+            let seq: UInt64
+            do throws(LedgerError) { seq = try BigEndian.uint64(key: e.key, of: "log") } catch {
+                return fault(next, error.message)
+            }
             guard seq == next else { return fault(next, "log entry \(next) is missing (the log jumps to \(seq))") }
-            guard e.value.count > 40 else { return fault(seq, "log entry \(seq) is malformed") }
+            guard e.value.count > 40 else { return fault(seq, LogRecord.tooShort(seq: seq, e.value)) }
+            // Measured above: the link (32), the raw key (8), and an event key of one byte or more.
             let record = e.value
             let key = record.extracting(40..<record.count)
-            let rawKey = BigEndian.uint64(record, at: 32)
+            let rawKey = record.withUnsafeBytes { BigEndian.uint64($0, at: 32) }
 
             revisionKey.removeAll(keepingCapacity: true)
             revisionKey.append(contentsOf: key)

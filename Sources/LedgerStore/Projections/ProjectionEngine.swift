@@ -186,7 +186,7 @@ struct ProjectionEngine {
         while let e = entry {
             guard let seq = EventReference.decode(e.value, revisionKey: &revisionKey),
                 let stored = try txn.get(layout.events, key: revisionKey),
-                case .binding(let claim) = try stored.withUnsafeBytes({ try LedgerEvent(seq: seq, decoding: $0) }).fact
+                case .binding(let claim) = try StoreLayout.decodeEvent(seq: seq, stored).fact
             else { throw LedgerError.corrupted("bindings_any names a claim of \(otid) that is missing") }
             try index(claim, seq: seq, in: environment, txn, changes: &changes)
             entry = try cursor.nextDuplicate()
