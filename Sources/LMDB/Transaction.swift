@@ -172,8 +172,18 @@ public final class Transaction {
     public func statistics(_ db: Database) throws -> Database.Statistics {
         var s = MDB_stat()
         try check(insideLMDB { mdb_stat(handle, db.dbi, &s) }, "mdb_stat")
+        // The counts come from the database's record as stored: a damaged one may hold any 64-bit number.
+        func count(_ value: Int, _ what: String) throws -> Int {
+            guard value >= 0 else {
+                throw LMDBError(
+                    code: MDB_CORRUPTED, operation: "the record of \(db.name ?? "<main>") counts \(UInt(bitPattern: value)) \(what)")
+            }
+            return value
+        }
         return Database.Statistics(
-            entries: Int(s.ms_entries), depth: Int(s.ms_depth), branchPages: Int(s.ms_branch_pages),
-            leafPages: Int(s.ms_leaf_pages), overflowPages: Int(s.ms_overflow_pages), pageSize: Int(s.ms_psize))
+            entries: try count(Int(s.ms_entries), "entries"), depth: Int(s.ms_depth),
+            branchPages: try count(Int(s.ms_branch_pages), "branch pages"),
+            leafPages: try count(Int(s.ms_leaf_pages), "leaf pages"),
+            overflowPages: try count(Int(s.ms_overflow_pages), "overflow pages"), pageSize: Int(s.ms_psize))
     }
 }
