@@ -16,7 +16,6 @@ let package = Package(
         .library(name: "LedgerCore", targets: ["LedgerCore"]),
         .library(name: "LedgerCodec", targets: ["LedgerCodec"]),
         .library(name: "LedgerAppStore", targets: ["LedgerAppStore"]),
-        .library(name: "LMDB", targets: ["LMDB"]),
         .library(name: "LedgerStore", targets: ["LedgerStore"]),
         .library(name: "LedgerWire", targets: ["LedgerWire"]),
         .library(name: "LedgerAPI", targets: ["LedgerAPI"]),

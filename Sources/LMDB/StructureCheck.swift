@@ -42,7 +42,7 @@ extension Environment {
         let dataFile = options.noSubdirectory ? path : path + "/data.mdb"
         for _ in 0..<8 {
             let walked: Structure? = try read { txn in
-                try Self.walk(dataFile: dataFile, snapshot: UInt64(txn.id), pageSize: info.pageSize)
+                try Self.walk(dataFile: dataFile, snapshot: UInt64(UInt(bitPattern: txn.id)), pageSize: info.pageSize)
             }
             if let walked { return walked }
         }
@@ -92,7 +92,7 @@ extension Environment {
         try walker.walk(meta.main, .main(meta.main.flags), "the main database")
         try walker.checkEveryPageReachedOnce()
         return Structure(
-            transactionID: Int(snapshot), pageSize: pageSize, lastPage: Int(meta.lastPage),
+            transactionID: Int(truncatingIfNeeded: snapshot), pageSize: pageSize, lastPage: Int(meta.lastPage),
             branchPages: walker.branchPages, leafPages: walker.leafPages, overflowPages: walker.overflowPages,
             freePages: walker.freePages, databases: walker.databases)
     }

@@ -187,9 +187,9 @@ public final class Ledger: Sendable {
             // Journaled, a group is durable once its journal record is; LMDB is synced by the checkpoints.
             envOptions.unsafeNoSync = options.unsafeNoSync || options.journal
             let environment = try Environment(path: directory, options: envOptions)
-            // A writer builds on every page it reaches and LMDB trusts each of them: on a damaged page it would
-            // fault, or write a tree that holds the damage. The whole file is walked once before the first write.
-            if !options.readOnly { _ = try environment.checkStructure() }
+            // LMDB trusts every page it reaches: on a damaged one it may fault, search without end, or (a writer)
+            // build a tree that holds the damage. The whole file is walked once, before LMDB reads any of it.
+            _ = try environment.checkStructure()
             let layout: StoreLayout
             do {
                 // Read-only, the schema first: a ledger of an older schema may lack databases this build opens
@@ -301,9 +301,9 @@ public final class Ledger: Sendable {
     }
 
     /// Walks every page of the data file's newest snapshot, as LMDB would reach it, before LMDB reads any of it
-    /// (`Environment.checkStructure`). A writer does it when it opens, `verify`, `replay --check` and backups before
-    /// they read the whole file; commands that read a few keys do not, and a damaged page they meet is a fault the
-    /// command line reports as `corrupted`. Throws `corrupted` naming the first damaged page.
+    /// (`Environment.checkStructure`). Every open does it; `verify`, `replay --check` and backups again before they
+    /// read the whole file, since a server's ledger stays open for days. Throws `corrupted` naming the first damaged
+    /// page.
     public func checkDataFile() throws -> DataFileStructure {
         do {
             let walked = try environment.checkStructure()

@@ -101,7 +101,6 @@ let package = Package(
             "FuzzDamagedLedger",
             uses: [
                 "TestFixtures",
-                .product(name: "LMDB", package: root),
                 .product(name: "LedgerStore", package: root),
                 .product(name: "LedgerIngest", package: root),
                 .product(name: "LedgerAPI", package: root),

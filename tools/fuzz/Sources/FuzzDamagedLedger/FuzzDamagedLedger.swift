@@ -8,7 +8,6 @@ import LedgerAppStore
 import LedgerCore
 import LedgerIngest
 import LedgerStore
-import LMDB
 import LedgerWire
 import Logging
 import TestFixtures
@@ -26,14 +25,10 @@ import TestFixtures
 /// `replay --check`, `replay --what-if`, `export --complete`, `rejected`, `webhook` (dead letters, position),
 /// `reconcile`'s list of subscriptions and `backup`'s compacting copy.
 ///
-/// First the data file is walked (`Ledger.checkDataFile`, as a writer, `verify`, `replay --check` and `backup` do
-/// before they read). Then every command:
-/// - on a file the walk passes, in this process, with none of the command line's guards (`FaultGuard`,
-///   `lmdbAssertionHandler`): any crash (SIGSEGV, SIGBUS, LMDB's assertion, a Swift trap) is damage the walk missed,
-///   and ends the run with an artifact;
-/// - on a file the walk refuses, in a child process with the command line's guards, as `storeledger` runs: the child
-///   must end normally or with the guards' exit (the command line's `corrupted`, exit 1). A child ended by a signal
-///   or by a sanitizer's report is a finding.
+/// Opening the damaged ledger walks its data file (`Ledger.checkDataFile`), as every command's open does, so a file
+/// the walk refuses is refused by every command before LMDB reads it. On a file the walk passes every command runs,
+/// with none of the command line's guards (`FaultGuard`, `lmdbAssertionHandler`): any crash (SIGSEGV, SIGBUS, LMDB's
+/// assertion, an ASan report, a Swift trap) or hang is damage the walk missed, and ends the run with an artifact.
 /// Every refusal must be thrown as a coded error: a `LedgerError`, or the LMDB wrapper's error (which
 /// `LedgerError.from` codes; the commands print either as `error: <code>: …`). Anything else is a finding.
 final class Pristine: @unchecked Sendable {
@@ -202,62 +197,8 @@ final class Pristine: @unchecked Sendable {
             return
         }
         count("opened")
-        do {
-            _ = try ledger.checkDataFile()
-            count("walk: sound")
-        } catch {
-            record("walk", error)
-            let status = inChild(ledger, runCommands)
-            count("walk refused, commands: " + status.description)
-            finding(status.isAllowed, "a damaged ledger's commands ended with \(status)")
-            // These walk the file first, and refuse it before LMDB reads it: in this process.
-            verifyAndBackup(ledger)
-            return
-        }
         runCommands(ledger)
         verifyAndBackup(ledger)
-    }
-
-    /// How a child process ended.
-    enum ChildStatus: CustomStringConvertible {
-        case exited(Int32)
-        case signalled(Int32)
-
-        /// The exit of the command line's fault guards (for a damaged file) in the child.
-        static let damagedFileExit: Int32 = 86
-
-        var isAllowed: Bool {
-            if case .exited(let code) = self { return code == 0 || code == Self.damagedFileExit }
-            return false
-        }
-
-        var description: String {
-            switch self {
-            case .exited(0): "ran"
-            case .exited(Self.damagedFileExit): "corrupted (a fault on the damaged file)"
-            case .exited(let code): "exit \(code)"
-            case .signalled(let signal): "signal \(signal)"
-            }
-        }
-    }
-
-    /// Runs `reads` on `ledger` in a forked child with the command line's guards installed (exiting with
-    /// `damagedFileExit` instead of 1, which a sanitizer's report also uses).
-    func inChild(_ ledger: Ledger, _ reads: (Ledger) -> Void) -> ChildStatus {
-        fflush(stdout)
-        let pid = fork()
-        if pid == 0 {
-            DamagedFileFaults.exit(
-                status: ChildStatus.damagedFileExit, standardOutput: nil, standardError: nil)
-            lmdbAssertionHandler = { _ in _exit(ChildStatus.damagedFileExit) }
-            reads(ledger)
-            _exit(0)
-        }
-        finding(pid > 0, "fork failed: \(errno)")
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let signal = status & 0x7F
-        return signal == 0 ? .exited((status >> 8) & 0xFF) : .signalled(signal)
     }
 
     /// `verify` and `backup`, which walk the file before they read it.
