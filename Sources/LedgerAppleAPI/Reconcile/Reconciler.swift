@@ -508,11 +508,15 @@ struct Findings {
                 revision: revision))
     }
 
-    /// The checks, each recorded after what was missing of its subscription (unless `dryRun`): every subscription's
-    /// when `recordingEvery`, else only those something was found about. A subscription's inputs and its check
-    /// share a commit, so the log never holds a check without what it found.
+    /// The checks, each recorded after what was missing of its subscription (unless `dryRun`). When
+    /// `recordingEvery`, every subscription's is reported and recorded; otherwise only those something was found
+    /// about are reported (a notification the ledger lacked, or one Apple never delivered), and recorded unless all
+    /// they found is undelivered notifications the subscription's latest check already names, so a pass run every
+    /// hour does not record the same finding every hour. A subscription's inputs and its check share a commit, so
+    /// the log never holds a check without what it found.
     mutating func settle(recordingEvery: Bool, dryRun: Bool) async throws -> [SubscriptionCheck] {
         var result: [SubscriptionCheck] = []
+        var unrecorded = Set<OriginalTransactionID>()
         for otid in order {
             var check = checks[otid]!
             check.mode = mode
@@ -523,6 +527,10 @@ struct Findings {
             check.transactionsSeen = transactionIds[otid]?.count ?? 0
             check.refundsSeen = refundIds[otid]?.count ?? 0
             guard recordingEvery || !check.complete || !check.notificationsUndelivered.isEmpty else { continue }
+            if !recordingEvery && check.complete {
+                let known = try lastRecordedUndelivered(otid)
+                if Set(check.notificationsUndelivered).isSubset(of: known) { unrecorded.insert(otid) }
+            }
             result.append(check)
         }
         guard !dryRun else { return result }
@@ -558,7 +566,7 @@ struct Findings {
                 }
             }
         }
-        for check in result {
+        for check in result where !unrecorded.contains(check.originalTransactionId) {
             let otid = check.originalTransactionId
             for entry in pending where entry.owner == otid { batch.append((entry.input, otid, false)) }
             batch.append((Reconciler.record(fact(of: check)), otid, true))
@@ -569,6 +577,17 @@ struct Findings {
         }
         try await commit(batch)
         return result
+    }
+
+    /// The undelivered notifications the subscription's latest recorded check names.
+    private func lastRecordedUndelivered(_ otid: OriginalTransactionID) throws -> Set<String> {
+        var last: ReconciliationFact?
+        for stored in try ledger.events(key: ReconciliationFact.eventKey(otid)) {
+            if case .reconciliation(let check) = stored.event.fact, check.environment == reconciler.environment {
+                last = check
+            }
+        }
+        return Set(last?.notificationsUndelivered ?? [])
     }
 
     private func fact(of check: SubscriptionCheck) -> ReconciliationFact {
