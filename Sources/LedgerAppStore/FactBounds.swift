@@ -82,6 +82,7 @@ public enum FactBounds {
                 try checkInstant(b.claimedAt, "claimedAt", of: "binding of \(b.originalTransactionId.rawValue)")
             case .reconciliation(let c):
                 try checkInstant(c.checkedAt, "checkedAt", of: "reconciliation of \(c.originalTransactionId.rawValue)")
+                try checkInstant(c.windowStart, "windowStart", of: "reconciliation of \(c.originalTransactionId.rawValue)")
             case .rules(let r):
                 try checkInstant(r.appliedAt, "appliedAt", of: "rules")
             case .grant(let g):

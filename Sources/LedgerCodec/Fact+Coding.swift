@@ -309,6 +309,9 @@ extension ReconciliationFact {
         for uuid in notificationsAdded { w.write(9, uuid) }
         for uuid in notificationsUndelivered { w.write(10, uuid) }
         if renewalInfoAdded { w.write(11, UInt64(1)) }
+        w.write(12, mode)
+        if let windowStart { w.write(13, windowStart) }
+        if let refundsSeen { w.write(14, refundsSeen) }
         w.write(unknownFields)
     }
 
@@ -329,7 +332,10 @@ extension ReconciliationFact {
             case 9 where s: self.notificationsAdded.append(try r.readString())
             case 10 where s: self.notificationsUndelivered.append(try r.readString())
             case 11 where n: self.renewalInfoAdded = try r.readBool()
-            case 1...11: throw FactDecodingError("reconciliation field \(tag) has the wrong wire type")
+            case 12 where s: self.mode = try r.readString()
+            case 13 where n: self.windowStart = try r.readInt64()
+            case 14 where n: self.refundsSeen = try r.readInt64()
+            case 1...14: throw FactDecodingError("reconciliation field \(tag) has the wrong wire type")
             default: try r.readUnknown(tag: tag, wire: wire, into: &self.unknownFields)
             }
         }

@@ -142,6 +142,29 @@ extension ErrorCode {
     public static let failed = ErrorCode("failed")
 }
 
+// MARK: - Apple's App Store Server API (LedgerAppleAPI: `storeledger reconcile`, `serve`'s periodic job)
+
+extension ErrorCode {
+    /// Apple refused the request as made (a 400 such as 4000006, an invalid transaction id, or another 4xx it
+    /// documents as final): something to fix in the request or the id given, not to wait out.
+    public static let appleAPIError = ErrorCode("apple_api_error")
+    /// Apple failed, and went on failing through every retry the configuration allows: a 5xx (5000000, or 5000001,
+    /// which Apple documents as retryable), or a 404 Apple documents as retryable (4040002, 4040004, 4040006). An
+    /// outage on Apple's side: wait and run again; nothing in the ledger or the request is wrong.
+    public static let appleUnavailable = ErrorCode("apple_unavailable")
+    /// Apple refused the token (401): a wrong key, key id, issuer id or bundle id, or a revoked key.
+    public static let appleUnauthorized = ErrorCode("apple_unauthorized")
+    /// Apple knows no such transaction or order (a 404 it does not call retryable; for Look Up Order ID, its
+    /// `status` 1).
+    public static let appleNotFound = ErrorCode("apple_not_found")
+    /// Still 429 after the retries the configuration allows, or a `Retry-After` beyond the longest wait allowed.
+    public static let appleRateLimited = ErrorCode("apple_rate_limited")
+    /// No answer: the connection, TLS or the deadline failed.
+    public static let appleUnreachable = ErrorCode("apple_unreachable")
+    /// An answer that is not the documented shape.
+    public static let appleBadResponse = ErrorCode("apple_bad_response")
+}
+
 // MARK: - The command line and the socket
 
 extension ErrorCode {

@@ -170,7 +170,16 @@ func printTimelineTable(_ t: TimelineView) {
     print("\nCHECKED AGAINST APPLE")
     if let r = t.reconciliation {
         let c = r.check
-        print("  \(formatInstant(c.checkedAt))   history revision \(text(c.revision))   seq \(r.seq)")
+        let how: String
+        switch c.mode {
+        case ReconciliationFact.missedMode?:
+            how = "the whole app's notifications since \(formatInstant(c.windowStart))"
+        case let mode?:
+            how = "\(mode), history revision \(text(c.revision))"
+        case nil:
+            how = "history revision \(text(c.revision))"
+        }
+        print("  \(formatInstant(c.checkedAt))   \(how)   seq \(r.seq)")
         print(
             "  " + counted(c.transactionsSeen, "transaction") + " at Apple, \(c.transactionsAdded.count) missing"
                 + (c.transactionsAdded.isEmpty ? "" : ": " + c.transactionsAdded.joined(separator: ", ")))
@@ -181,6 +190,7 @@ func printTimelineTable(_ t: TimelineView) {
             print("  Apple could not deliver: " + c.notificationsUndelivered.joined(separator: ", "))
         }
         if c.renewalInfoAdded { print("  a newer renewal info was missing") }
+        if let refunds = c.refundsSeen, refunds > 0 { print("  " + counted(refunds, "refund") + " at Apple") }
     } else {
         print("  never (storeledger reconcile)")
     }

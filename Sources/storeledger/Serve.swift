@@ -149,10 +149,14 @@ struct Serve: AsyncParsableCommand {
             logger.info(
                 "reconciling with Apple periodically",
                 metadata: ["every": "\(interval) s", "window": "\(settings.reconcileWindowHours) h",
+                           "modes": "\(settings.reconcileModes.map(\.rawValue).joined(separator: ","))",
+                           "onlyFailures": "\(settings.reconcileOnlyFailures)",
                            "environment": "\(settings.environment.rawValue)"])
             return ReconciliationJob(
                 client: client,
-                task: reconciler.startPeriodic(every: interval, window: settings.reconcileWindowHours * 3600, logger: logger))
+                task: reconciler.startPeriodic(
+                    every: interval, window: settings.reconcileWindowHours * 3600, modes: settings.reconcileModes,
+                    onlyFailures: settings.reconcileOnlyFailures, logger: logger))
         } catch {
             throw CommandFailure(error, json: false)
         }

@@ -191,12 +191,17 @@ import Testing
             case "/inApps/v1/lookup/MQKKHVJ8PN": return .json(["status": 0, "signedTransactions": ["jws-9"]])
             case "/inApps/v2/refund/lookup/2000000000000001":
                 return .json(["signedTransactions": ["jws-r"], "revision": "rr", "hasMore": false] as [String: Any])
-            default: return .json(AppleAnswers.error(4040005, "Order id not found."), status: 404)
+            // Look Up Order ID answers an order id it does not know with 200 and status 1 (OrderLookupStatus).
+            case let path where path.hasPrefix("/inApps/v1/lookup/"): return .json(["status": 1])
+            default: return .json(AppleAnswers.error(4040010, "Transaction id not found."), status: 404)
             }
         }) { client, _, _ in
             let order = try await client.lookUpOrder("MQKKHVJ8PN")
             #expect(order.status == 0)
             #expect(order.signedTransactions == ["jws-9"])
+            let unknown = try await client.lookUpOrder("ZZZZZZZZZZ")
+            #expect(unknown.status == 1)
+            #expect(unknown.signedTransactions.isEmpty)
             let refunds = try await client.refundHistory("2000000000000001")
             #expect(refunds.signedTransactions == ["jws-r"])
             #expect(refunds.revision == "rr")

@@ -150,6 +150,60 @@ import Testing
         #expect(server.requests.isEmpty)
     }
 
+    @Test func reconcileMissedFindsWhatNobodyPostedAndOrderFindsAnOrder() async throws {
+        let dir = try TemporaryDirectory(prefix: "reconcile-cli-missed")
+        defer { dir.remove() }
+        let now = currentMillis()
+        let others = ThreePurchases(now: now)
+        let missed = MissedPurchase(now: now)
+        let server = try FakeAppStoreServer(directory: dir, respond: missed.fakeApple(beside: others).respond)
+        defer { server.shutdown() }
+        let setup = try Setup(server: server, dir: dir)
+        for (i, body) in others.ledgerInputs.enumerated() {
+            try Data(body).write(to: URL(fileURLWithPath: dir.file("input-\(i).json")))
+        }
+        let ingest = try await setup.run(["ingest", "--quiet"] + others.ledgerInputs.indices.map { dir.file("input-\($0).json") })
+        #expect(ingest.status == 0, "\(ingest.stderr)")
+
+        // The whole app's undelivered notifications: the purchase nobody posted is found and appended.
+        let pass = try await setup.run(["reconcile", "--missed", "--json"])
+        #expect(pass.status == 0, "\(pass.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: pass.stdout.data(using: .utf8)!) as? [String: Any])
+        #expect(report["mode"] as? String == "missed")
+        #expect(report["requests"] as? Int == 1)
+        let window = try #require(report["window"] as? [String: Any])
+        #expect(window["onlyFailures"] as? Bool == true)
+        let checks = try #require(report["subscriptions"] as? [[String: Any]])
+        let check = try #require(checks.first { $0["originalTransactionId"] as? String == MissedPurchase.otid })
+        #expect((check["notificationsAdded"] as? [[String: Any]])?.compactMap { $0["notificationUUID"] as? String } == [MissedPurchase.uuid])
+        #expect(check["recordedAt"] is Int)
+
+        let customer = try await setup.run(["customer", MissedPurchase.user, "--json"])
+        let answer = try #require(try JSONSerialization.jsonObject(with: customer.stdout.data(using: .utf8)!) as? [String: Any])
+        let entitlement = try #require((answer["entitlements"] as? [String: Any])?[AppleFixtures.yearly] as? [String: Any])
+        #expect(entitlement["active"] as? Bool == true)
+        let table = try await setup.run(["timeline", MissedPurchase.otid])
+        #expect(table.stdout.contains("the whole app's notifications since"))
+
+        // An order Apple does not know: the report, then apple_not_found.
+        let unknown = try await setup.run(["reconcile", "--order", "ZZZZZZZZZZ"])
+        #expect(unknown.status == 1)
+        #expect(unknown.stdout.contains("order ZZZZZZZZZZ: Apple knows no such order for this app (status 1)"))
+        #expect(unknown.stderr.contains("error: apple_not_found:"))
+        // The order on the customer's emailed receipt: its purchase, which the ledger now holds, and nothing missing.
+        let known = try await setup.run(["reconcile", "--order", "MLK3Q8V2PZ"])
+        #expect(known.status == 0, "\(known.stderr)")
+        #expect(known.stdout.contains("order MLK3Q8V2PZ: 1 transaction: \(MissedPurchase.otid)"))
+        #expect(known.stdout.contains("\(MissedPurchase.otid): complete"))
+
+        // --since and --all-notifications belong to --missed.
+        for arguments in [["--original", "1", "--since", "2026-01-01T00:00:00Z"], ["--user", "u1", "--all-notifications"]] {
+            let usage = try await setup.run(["reconcile"] + arguments)
+            #expect(usage.status == 2, "\(arguments)")
+        }
+        #expect(server.requests.allSatisfy { setup.key.problem(with: $0) == nil })
+    }
+
     private func lastSeq(_ setup: Setup) async throws -> UInt64 {
         let out = try await setup.run(["stats", "--json"])
         let stats = try #require(try JSONSerialization.jsonObject(with: out.stdout.data(using: .utf8)!) as? [String: Any])

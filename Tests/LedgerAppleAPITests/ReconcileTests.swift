@@ -56,49 +56,26 @@ struct RenewalStory {
     /// The claim that makes u1 the owner (the app's backend, at purchase).
     var binding: [UInt8] { AppleFixtures.binding(appUserId: "u1", originalTransactionId: Self.otid, claimedAt: starts[0]) }
 
-    /// Apple's answers for this subscription: notification history over two pages (the last two sends failed, as
-    /// Apple reports them), transaction history over three pages re-signed now (as Apple signs its answers when it
-    /// makes them), and the statuses. `requests` counts what was asked.
+    /// Apple as it holds this customer: the five notifications (the last two sends failed, as Apple reports them),
+    /// the five transactions and the renewal info, which Apple signs again when it answers. Pages are made small
+    /// (notifications 3, history 2) so the story is paged through: notification history over two pages, transaction
+    /// history over three.
+    func fakeApple(undelivered: Set<Int> = [3, 4]) -> FakeApple {
+        let apple = FakeApple(historyPageSize: 2, notificationPageSize: 3)
+        let customer = apple.addCustomer(transactions: transactions, renewals: [renewal])
+        for (i, payload) in signedPayloads.enumerated() {
+            apple.addNotification(
+                signedPayload: payload, signedDate: starts[i], customer: customer,
+                attempts: undelivered.contains(i)
+                    ? [(starts[i] + 1000, "NO_RESPONSE"), (starts[i] + 3_600_000, "TIMED_OUT")]
+                    : [(starts[i] + 1000, "SUCCESS")])
+        }
+        return apple
+    }
+
+    /// `fakeApple`'s answers.
     func apple(undelivered: Set<Int> = [3, 4]) -> @Sendable (FakeAppStoreServer.Request) -> FakeAppStoreServer.Response {
-        let now = self.now
-        let history = transactions.map { t -> String in
-            var t = t
-            t["signedDate"] = now
-            return TestPKI.shared.sign(json: t)
-        }
-        var renewalNow = renewal
-        renewalNow["signedDate"] = now
-        let statuses = AppleFixtures.json(AppleAnswers.statuses(
-            otid: Self.otid, status: 1, transaction: history[4], renewal: TestPKI.shared.sign(json: renewalNow)))
-        let items: [(signedPayload: String, attempts: [(Int64, String)])] = signedPayloads.enumerated().map { i, p in
-            (p, undelivered.contains(i) ? [(starts[i] + 1000, "NO_RESPONSE"), (starts[i] + 3_600_000, "TIMED_OUT")] : [(starts[i] + 1000, "SUCCESS")])
-        }
-        return { request in
-            switch (request.method, request.path) {
-            case ("POST", "/inApps/v1/notifications/history"):
-                guard let body = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any],
-                    let start = body["startDate"] as? Int, let end = body["endDate"] as? Int, start < end,
-                    Int64(end - start) <= 180 * AppleFixtures.day
-                else { return .json(AppleAnswers.error(4000023, "Invalid start date."), status: 400) }
-                guard body["transactionId"] as? String == Self.otid else {
-                    return .json(AppleAnswers.error(4040010, "Transaction id not found."), status: 404)
-                }
-                if request.query["paginationToken"] == nil {
-                    return .json(AppleAnswers.notificationPage(Array(items[0..<3]), token: "page-2", hasMore: true))
-                }
-                return .json(AppleAnswers.notificationPage(Array(items[3...]), token: nil, hasMore: false))
-            case ("GET", "/inApps/v2/history/\(Self.otid)"):
-                switch request.query["revision"] {
-                case nil: return .json(AppleAnswers.historyPage(Array(history[0..<2]), revision: "rev-a", hasMore: true))
-                case "rev-a": return .json(AppleAnswers.historyPage(Array(history[2..<4]), revision: "rev-b", hasMore: true))
-                default: return .json(AppleAnswers.historyPage([history[4]], revision: "rev-c", hasMore: false))
-                }
-            case ("GET", "/inApps/v1/subscriptions/\(Self.otid)"):
-                return FakeAppStoreServer.Response(status: 200, headers: [("Content-Type", "application/json")], body: statuses)
-            default:
-                return .json(AppleAnswers.error(4040010, "Transaction id not found."), status: 404)
-            }
-        }
+        fakeApple(undelivered: undelivered).respond
     }
 }
 

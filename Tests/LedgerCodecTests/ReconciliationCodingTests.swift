@@ -33,6 +33,27 @@ import Testing
         #expect(try Fact(decoding: Fact.reconciliation(clean).encoded()) == .reconciliation(clean))
     }
 
+    @Test func howAppleWasAskedRoundTrips() throws {
+        var missed = Self.check
+        missed.mode = ReconciliationFact.missedMode
+        missed.windowStart = Self.t0 + 60 * Self.day
+        var customer = Self.check
+        customer.mode = ReconciliationFact.customerMode
+        customer.windowStart = Self.t0
+        customer.refundsSeen = 2
+        for check in [missed, customer] {
+            #expect(try Fact(decoding: Fact.reconciliation(check).encoded()) == .reconciliation(check))
+        }
+        #expect(Fact.reconciliation(missed).encoded() != Fact.reconciliation(Self.check).encoded())
+        // A check that names none decodes with none.
+        #expect(try Fact(decoding: Fact.reconciliation(Self.check).encoded()) == .reconciliation(Self.check))
+        guard case .reconciliation(let decoded) = try Fact(decoding: Fact.reconciliation(Self.check).encoded()) else {
+            Issue.record("not a reconciliation")
+            return
+        }
+        #expect(decoded.mode == nil && decoded.windowStart == nil && decoded.refundsSeen == nil)
+    }
+
     @Test func theFoldIgnoresIt() {
         var t = TransactionFact(transactionId: "100", originalTransactionId: "42", productId: "monthly", purchaseDate: Self.t0)
         t.expiresDate = Self.t0 + 30 * Self.day

@@ -46,6 +46,8 @@ extension ReconciliationView: JSONDocument {
         json.object { o in
             o.key("seq"); o.number(seq)
             o.key("checkedAt"); o.number(check.checkedAt)
+            o.key("mode"); o.string(check.mode)
+            o.key("windowStart"); o.number(check.windowStart)
             o.key("revision"); o.string(check.revision)
             o.key("complete"); o.bool(check.complete)
             o.key("transactionsSeen"); o.number(check.transactionsSeen)
@@ -54,6 +56,7 @@ extension ReconciliationView: JSONDocument {
             o.key("notificationsSeen"); o.number(check.notificationsSeen)
             o.key("notificationsAdded"); o.array(check.notificationsAdded) { $0.string($1) }
             o.key("notificationsUndelivered"); o.array(check.notificationsUndelivered) { $0.string($1) }
+            o.key("refundsSeen"); o.number(check.refundsSeen)
         }
     }
 }

@@ -12,10 +12,14 @@ import NIOSSL
 ///
 /// It never hammers Apple: requests are sent one at a time by its callers, a 429 is tried again after the
 /// `Retry-After` Apple gives (a UNIX time in milliseconds, or seconds as HTTP has it) and otherwise after a doubling
-/// backoff, at most `maxRetries` times and never waiting longer than `maxRetryWaitSeconds`. 5xx answers and
-/// connection failures are tried again the same way; other errors fail at once with a code. Redirects are not
-/// followed, so the token goes nowhere but the configured host. Logs (debug) name the method, path and status,
-/// never a header.
+/// backoff, at most `maxRetries` times and never waiting longer than `maxRetryWaitSeconds`. What Apple documents as
+/// worth trying again is tried again the same way: 5xx answers (5000001, GeneralInternalRetryableError, among
+/// them), the 404s Apple marks retryable (4040002 AccountNotFoundRetryableError, 4040004 AppNotFoundRetryableError,
+/// 4040006 OriginalTransactionIdNotFoundRetryableError) and connection failures. Exhausted, they fail with a code
+/// that tells an outage (`apple_unavailable`, `apple_unreachable`: wait) from a request Apple refused
+/// (`apple_api_error`, `apple_not_found`: fix the request or the id) and from the key or the rate
+/// (`apple_unauthorized`, `apple_rate_limited`). Redirects are not followed, so the token goes nowhere but the
+/// configured host. Logs (debug) name the method, path and status, never a header.
 public final class AppStoreServerAPIClient: Sendable {
     public let settings: AppStoreServerAPISettings
     private let signer: APITokenSigner
@@ -91,19 +95,32 @@ public final class AppStoreServerAPIClient: Sendable {
     public func notificationHistory(_ request: NotificationHistoryRequest, paginationToken: String? = nil)
         async throws(CodedError) -> NotificationHistoryPage
     {
-        let body = try await send(
-            .POST, "/inApps/v1/notifications/history", query: paginationToken.map { [("paginationToken", $0)] } ?? [],
-            body: request.body)
-        return try AppleDocument.notificationPage(body, "Get Notification History")
+        try await notificationHistoryReply(request, paginationToken: paginationToken).get()
     }
 
-    /// Look Up Order ID: `GET /inApps/v1/lookup/{orderId}`.
+    /// One page of Get Notification History, or what Apple refused it with (so a caller can tell an expired
+    /// pagination token from other refusals).
+    func notificationHistoryReply(_ request: NotificationHistoryRequest, paginationToken: String?)
+        async throws(CodedError) -> Reply<NotificationHistoryPage>
+    {
+        let reply = try await exchange(
+            .POST, "/inApps/v1/notifications/history", query: paginationToken.map { [("paginationToken", $0)] } ?? [],
+            body: request.body)
+        switch reply {
+        case .ok(let body): return .ok(try AppleDocument.notificationPage(body, "Get Notification History"))
+        case .refused(let refusal): return .refused(refusal)
+        }
+    }
+
+    /// Look Up Order ID: `GET /inApps/v1/lookup/{orderId}`. Apple answers an order it does not know with 200 and
+    /// `status` 1 (OrderLookupStatus), not with a 404.
     public func lookUpOrder(_ orderId: String) async throws(CodedError) -> OrderLookup {
         let body = try await send(.GET, "/inApps/v1/lookup/" + Self.pathSegment(orderId))
         return try AppleDocument.orderLookup(body, "Look Up Order ID")
     }
 
-    /// Get Refund History (v2), one page: `GET /inApps/v2/refund/lookup/{transactionId}`.
+    /// Get Refund History (v2), one page: `GET /inApps/v2/refund/lookup/{transactionId}`. Any transaction id of the
+    /// customer serves; the page lists the customer's refunded purchases of every product type, oldest refund first.
     public func refundHistory(_ transactionId: String, revision: String? = nil) async throws(CodedError)
         -> TransactionPage
     {
@@ -113,55 +130,127 @@ public final class AppStoreServerAPIClient: Sendable {
         return try AppleDocument.transactionPage(body, "Get Refund History")
     }
 
-    /// Every page of a subscription's transaction history, following `revision` while `hasMore`; `page` is told of
+    /// Every page of a customer's transaction history, following `revision` while `hasMore`; `page` is told of
     /// each as it arrives. Bounded: Apple's pages hold 20 transactions, and 10,000 pages is more than any
-    /// subscription has, so a server that always says `hasMore` cannot loop the client forever.
+    /// customer has, so a server that always says `hasMore` cannot loop the client forever.
     public func wholeTransactionHistory(_ transactionId: String, page: (TransactionPage) -> Void = { _ in })
         async throws(CodedError) -> (signedTransactions: [String], revision: String?, pages: Int)
     {
+        try await wholePages("Get Transaction History", page: page) { (revision) async throws(CodedError) in
+            try await self.transactionHistory(transactionId, revision: revision)
+        }
+    }
+
+    /// Every page of a customer's refund history (bounded as above).
+    public func wholeRefundHistory(_ transactionId: String) async throws(CodedError)
+        -> (signedTransactions: [String], revision: String?, pages: Int)
+    {
+        try await wholePages("Get Refund History", page: { _ in }) { (revision) async throws(CodedError) in
+            try await self.refundHistory(transactionId, revision: revision)
+        }
+    }
+
+    private func wholePages(
+        _ what: String, page: (TransactionPage) -> Void,
+        _ next: (String?) async throws(CodedError) -> TransactionPage
+    ) async throws(CodedError) -> (signedTransactions: [String], revision: String?, pages: Int) {
         var all: [String] = []
         var revision: String?
         var pages = 0
         repeat {
-            let next = try await transactionHistory(transactionId, revision: revision)
+            let answer = try await next(revision)
             pages += 1
-            all += next.signedTransactions
-            page(next)
-            guard next.hasMore else { return (all, next.revision ?? revision, pages) }
-            guard let r = next.revision, r != revision else {
-                throw CodedError(.appleBadResponse, "Get Transaction History: hasMore without a new revision")
+            all += answer.signedTransactions
+            page(answer)
+            guard answer.hasMore else { return (all, answer.revision ?? revision, pages) }
+            guard let r = answer.revision, r != revision else {
+                throw CodedError(.appleBadResponse, "\(what): hasMore without a new revision")
             }
             revision = r
         } while pages < 10_000
-        throw CodedError(.appleBadResponse, "Get Transaction History: more than 10,000 pages")
+        throw CodedError(.appleBadResponse, "\(what): more than 10,000 pages")
     }
 
     /// Every notification of `request`'s window, following `paginationToken` while `hasMore` (bounded as above).
     public func wholeNotificationHistory(_ request: NotificationHistoryRequest) async throws(CodedError)
         -> [NotificationHistoryItem]
     {
-        var all: [NotificationHistoryItem] = []
+        try await notificationHistoryPass(request).items
+    }
+
+    /// Every notification of `request`'s window, and what the pass met on the way. A page request Apple refuses with
+    /// PaginationTokenExpiredError (4000017) starts the pass again from its first page, once: the token cannot be
+    /// renewed, and the same request body asks again for the same notifications. Items Apple lists without a
+    /// `signedPayload` (optional in Apple's model, NotificationHistoryResponseItem) are counted, not read.
+    public func notificationHistoryPass(_ request: NotificationHistoryRequest) async throws(CodedError)
+        -> NotificationHistory
+    {
+        var pass = NotificationHistory()
         var token: String?
-        var pages = 0
         repeat {
-            let next = try await notificationHistory(request, paginationToken: token)
-            pages += 1
-            all += next.notificationHistory
-            guard next.hasMore else { return all }
+            let reply = try await notificationHistoryReply(request, paginationToken: token)
+            pass.pages += 1
+            let next: NotificationHistoryPage
+            switch reply {
+            case .ok(let page):
+                next = page
+            case .refused(let refusal)
+            where refusal.appleErrorCode == AppleErrorCode.paginationTokenExpired && token != nil && !pass.restarted:
+                logger.debug("Get Notification History: the pagination token expired; starting again")
+                pass.restarted = true
+                pass.items = []
+                pass.itemsWithoutPayload = 0
+                token = nil
+                continue
+            case .refused(let refusal):
+                throw refusal.error
+            }
+            pass.items += next.notificationHistory
+            pass.itemsWithoutPayload += next.itemsWithoutPayload
+            guard next.hasMore else { return pass }
             guard let t = next.paginationToken, t != token else {
                 throw CodedError(.appleBadResponse, "Get Notification History: hasMore without a new paginationToken")
             }
             token = t
-        } while pages < 10_000
+        } while pass.pages < 10_000
         throw CodedError(.appleBadResponse, "Get Notification History: more than 10,000 pages")
     }
 
     // MARK: - Transport
 
-    /// Sends one request, trying again on 429, 5xx and connection failures as the type's documentation says; the
-    /// body of a 200.
+    /// What Apple finally answered a request: the body of a 200, or its refusal.
+    enum Reply<Body> {
+        case ok(Body)
+        case refused(Refusal)
+
+        func get() throws(CodedError) -> Body {
+            switch self {
+            case .ok(let body): return body
+            case .refused(let refusal): throw refusal.error
+            }
+        }
+    }
+
+    /// A final refusal: the HTTP status, Apple's `errorCode` when its error document names one, and the error a
+    /// caller throws for it.
+    struct Refusal {
+        var status: Int
+        var appleErrorCode: Int64?
+        var error: CodedError
+    }
+
+    /// Sends one request, trying again as the type's documentation says; the body of a 200.
     func send(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: [UInt8]? = nil)
         async throws(CodedError) -> [UInt8]
+    {
+        try await exchange(method, path, query: query, body: body).get()
+    }
+
+    /// Sends one request, trying again on what Apple documents as retryable (429, 5xx, the retryable 404s) and on
+    /// connection failures; throws when the retries are exhausted, and returns any other answer: a 200's body, or
+    /// the refusal.
+    func exchange(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: [UInt8]? = nil)
+        async throws(CodedError) -> Reply<[UInt8]>
     {
         var url = settings.resolvedBaseURL + path
         if !query.isEmpty {
@@ -196,32 +285,47 @@ public final class AppStoreServerAPIClient: Sendable {
                 continue
             }
             logger.debug("App Store Server API", metadata: ["method": "\(method)", "path": "\(path)", "status": "\(status.code)"])
-            switch status.code {
-            case 200:
-                return bytes
-            case 429, 500...599:
+            let appleCode = Self.appleErrorCode(bytes)
+            let code = Int(status.code)
+            if code == 200 { return .ok(bytes) }
+            if code == 429 || (500...599).contains(code) || (code == 404 && AppleErrorCode.retryableNotFound.contains(appleCode ?? 0)) {
                 let retryAfter = headers.first(name: "Retry-After").flatMap { Self.retryAfterSeconds($0, now: Date()) }
                 let wait = retryAfter ?? Self.backoff(attempt: attempt + 1, limit: settings.maxRetryWaitSeconds)
                 guard attempt < settings.maxRetries, wait <= settings.maxRetryWaitSeconds else {
-                    let what = status.code == 429 ? "rate limited" : "server error \(status.code)"
                     let after = retryAfter.map { String(format: "; Apple asks to wait %.0f s", $0) } ?? ""
+                    let attempts = "after \(attempt + 1) attempts\(after)\(Self.appleError(bytes))"
+                    if code == 429 {
+                        throw CodedError(.appleRateLimited, "\(method) \(path): rate limited \(attempts)")
+                    }
                     throw CodedError(
-                        status.code == 429 ? .appleRateLimited : .appleAPIError,
-                        "\(method) \(path): \(what) after \(attempt + 1) attempts\(after)\(Self.appleError(bytes))")
+                        .appleUnavailable,
+                        "\(method) \(path): Apple is failing (HTTP \(code)) \(attempts); wait and run again")
                 }
                 attempt += 1
                 logger.debug("App Store Server API asks to wait", metadata: ["path": "\(path)", "wait": "\(wait)"])
                 try await Self.sleep(wait)
+                continue
+            }
+            let error: CodedError
+            switch code {
             case 401:
-                throw CodedError(
+                error = CodedError(
                     .appleUnauthorized,
                     "\(method) \(path): Apple refused the token (check keyFile, keyId, issuerId and bundleId)")
             case 404:
-                throw CodedError(.appleNotFound, "\(method) \(path): not found\(Self.appleError(bytes))")
+                error = CodedError(.appleNotFound, "\(method) \(path): not found\(Self.appleError(bytes))")
             default:
-                throw CodedError(.appleAPIError, "\(method) \(path): HTTP \(status.code)\(Self.appleError(bytes))")
+                error = CodedError(
+                    .appleAPIError, "\(method) \(path): Apple refused the request (HTTP \(code))\(Self.appleError(bytes))")
             }
+            return .refused(Refusal(status: code, appleErrorCode: appleCode, error: error))
         }
+    }
+
+    /// Apple's `errorCode` in an error document, or nil.
+    static func appleErrorCode(_ bytes: [UInt8]) -> Int64? {
+        guard !bytes.isEmpty, let o = try? AppleDocument.object(bytes, "error") else { return nil }
+        return (try? AppleDocument.int(o, "errorCode", "error")).flatMap { $0 }
     }
 
     /// `; Apple error 4000006: Invalid transaction id.` from an error document, or nothing.

@@ -1,21 +1,17 @@
 import LedgerAppStore
 import LedgerWire
 
-// MARK: - Codes
+// MARK: - Apple's error codes
 
-extension ErrorCode {
-    /// Apple answered with an error document (`errorCode`, `errorMessage`) or a status it documents as a failure.
-    public static let appleAPIError = ErrorCode("apple_api_error")
-    /// Apple refused the token (401): a wrong key, key id, issuer id or bundle id, or a revoked key.
-    public static let appleUnauthorized = ErrorCode("apple_unauthorized")
-    /// Apple knows no such transaction or order (404).
-    public static let appleNotFound = ErrorCode("apple_not_found")
-    /// Still 429 after the retries the configuration allows, or a `Retry-After` beyond the longest wait allowed.
-    public static let appleRateLimited = ErrorCode("apple_rate_limited")
-    /// No answer: the connection, TLS or the deadline failed.
-    public static let appleUnreachable = ErrorCode("apple_unreachable")
-    /// An answer that is not the documented shape.
-    public static let appleBadResponse = ErrorCode("apple_bad_response")
+/// The `errorCode`s of Apple's error documents that change what the client does
+/// (https://developer.apple.com/documentation/appstoreserverapi/error-codes; the same numbers as Apple's server
+/// libraries' `APIError`).
+enum AppleErrorCode {
+    /// PaginationTokenExpiredError: a Get Notification History page asked with a token that expired.
+    static let paginationTokenExpired: Int64 = 4_000_017
+    /// AccountNotFoundRetryableError, AppNotFoundRetryableError, OriginalTransactionIdNotFoundRetryableError: 404s
+    /// Apple documents as "not found, but you can try again".
+    static let retryableNotFound: Set<Int64> = [4_040_002, 4_040_004, 4_040_006]
 }
 
 // MARK: - Documents
@@ -71,10 +67,27 @@ public struct NotificationHistoryPage: Sendable, Hashable {
     public var notificationHistory: [NotificationHistoryItem]
     public var paginationToken: String?
     public var hasMore: Bool
+    /// Items of the page that carried no `signedPayload` (optional in Apple's NotificationHistoryResponseItem):
+    /// nothing of them can be read or verified, so they are counted, not listed.
+    public var itemsWithoutPayload = 0
 }
 
-/// Get Notification History's request body: a window of at most 180 days back, optionally one transaction's
-/// subscription (`transactionId`, any transaction of it), one type, or only the notifications not delivered.
+/// A whole pass of Get Notification History over one request's window.
+public struct NotificationHistory: Sendable, Hashable {
+    public var items: [NotificationHistoryItem] = []
+    /// Requests sent (pages, and the pages asked again after a restart).
+    public var pages = 0
+    /// Items Apple listed without a `signedPayload`.
+    public var itemsWithoutPayload = 0
+    /// True when Apple refused a page's expired pagination token and the pass started again from its first page.
+    public var restarted = false
+    public init() {}
+}
+
+/// Get Notification History's request body: a window whose `startDate` lies within the last 180 days (30 in the
+/// Sandbox), optionally one customer's notifications (`transactionId`: any transaction of the customer, whatever
+/// its product or subscription), one type, or only the notifications not delivered (`onlyFailures`). Without
+/// `transactionId` it asks for the whole app's.
 public struct NotificationHistoryRequest: Sendable, Hashable {
     public var startDate: Int64
     public var endDate: Int64
@@ -191,9 +204,11 @@ enum AppleDocument {
     static func notificationPage(_ bytes: [UInt8], _ what: String) throws(CodedError) -> NotificationHistoryPage {
         let o = try object(bytes, what)
         var items: [NotificationHistoryItem] = []
+        var withoutPayload = 0
         for n in try objects(o, "notificationHistory", what) {
             guard let payload = try string(n, "signedPayload", what) else {
-                throw CodedError(.appleBadResponse, "\(what): a notificationHistory item has no signedPayload")
+                withoutPayload += 1
+                continue
             }
             var attempts: [NotificationHistoryItem.SendAttempt] = []
             for a in try objects(n, "sendAttempts", what) {
@@ -205,7 +220,7 @@ enum AppleDocument {
         }
         return NotificationHistoryPage(
             notificationHistory: items, paginationToken: try string(o, "paginationToken", what),
-            hasMore: try bool(o, "hasMore", what))
+            hasMore: try bool(o, "hasMore", what), itemsWithoutPayload: withoutPayload)
     }
 
     static func orderLookup(_ bytes: [UInt8], _ what: String) throws(CodedError) -> OrderLookup {

@@ -8,7 +8,8 @@ import LedgerWire
 /// ```json
 /// "appStoreServerAPI": {"keyFile": "/etc/storeledger/SubscriptionKey_2X9R4HXF34.p8", "keyId": "2X9R4HXF34",
 ///                       "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "environment": "Production",
-///                       "reconcileEverySeconds": 3600, "reconcileWindowHours": 48}
+///                       "reconcileEverySeconds": 3600, "reconcileWindowHours": 48,
+///                       "reconcileModes": ["missed", "active"], "reconcileOnlyFailures": true}
 /// ```
 ///
 /// Only the key file's path is configured: the key itself is read when a client is made and held in memory, never
@@ -36,18 +37,25 @@ public struct AppStoreServerAPISettings: Sendable, Hashable {
     public var maxRetryWaitSeconds: Double
     /// A request's deadline.
     public var timeoutSeconds: Double
-    /// `serve` reconciles every subscription active in the last `reconcileWindowHours` this often; nil (the
-    /// default) runs no periodic job.
+    /// `serve` reconciles over the last `reconcileWindowHours` this often; nil (the default) runs no periodic job.
     public var reconcileEverySeconds: Double?
     public var reconcileWindowHours: Double
+    /// What each periodic run does, in order: `missed` (the whole app's notification history over the window) and
+    /// `active` (every subscription active in the window, customer by customer). Both by default.
+    public var reconcileModes: [Reconciler.PeriodicMode]
+    /// The periodic `missed` pass asks only for the notifications Apple did not deliver (`onlyFailures`): a page per
+    /// 20 failures rather than per 20 notifications of the app.
+    public var reconcileOnlyFailures: Bool
 
-    public static let productionURL = "https://api.storekit.itunes.apple.com"
-    public static let sandboxURL = "https://api.storekit-sandbox.itunes.apple.com"
+    /// The hosts Apple recommends, the ones its server libraries (Python, Swift) use; another host is `baseURL`.
+    public static let productionURL = "https://api.storekit.apple.com"
+    public static let sandboxURL = "https://api.storekit-sandbox.apple.com"
 
     public init(
         keyFile: String, keyId: String, issuerId: String, bundleId: String, environment: AppStoreEnvironment = .production,
         baseURL: String? = nil, trustedCertificates: [String] = [], maxRetries: Int = 5, maxRetryWaitSeconds: Double = 60,
-        timeoutSeconds: Double = 30, reconcileEverySeconds: Double? = nil, reconcileWindowHours: Double = 48
+        timeoutSeconds: Double = 30, reconcileEverySeconds: Double? = nil, reconcileWindowHours: Double = 48,
+        reconcileModes: [Reconciler.PeriodicMode] = Reconciler.PeriodicMode.allCases, reconcileOnlyFailures: Bool = true
     ) {
         self.keyFile = keyFile
         self.keyId = keyId
@@ -61,6 +69,8 @@ public struct AppStoreServerAPISettings: Sendable, Hashable {
         self.timeoutSeconds = timeoutSeconds
         self.reconcileEverySeconds = reconcileEverySeconds
         self.reconcileWindowHours = reconcileWindowHours
+        self.reconcileModes = reconcileModes
+        self.reconcileOnlyFailures = reconcileOnlyFailures
     }
 
     /// The base URL requests go to: `baseURL`, else Apple's server for `environment`.
@@ -132,6 +142,24 @@ public struct AppStoreServerAPISettings: Sendable, Hashable {
         if let n = try number("timeoutSeconds", 1...600) { settings.timeoutSeconds = n }
         if let n = try number("reconcileEverySeconds", 60...604_800) { settings.reconcileEverySeconds = n }
         if let n = try number("reconcileWindowHours", 1...4320) { settings.reconcileWindowHours = n }
+        if let v = o["reconcileModes"], !v.isNull {
+            let choices = Reconciler.PeriodicMode.allCases.map(\.rawValue).joined(separator: ", ")
+            guard case .array(let items) = v, !items.isEmpty else {
+                throw invalid("reconcileModes must be a non-empty array of \(choices)")
+            }
+            var modes: [Reconciler.PeriodicMode] = []
+            for item in items {
+                guard case .string(let name) = item, let mode = Reconciler.PeriodicMode(rawValue: name) else {
+                    throw invalid("reconcileModes must be a non-empty array of \(choices)")
+                }
+                if !modes.contains(mode) { modes.append(mode) }
+            }
+            settings.reconcileModes = modes
+        }
+        if let v = o["reconcileOnlyFailures"], !v.isNull {
+            guard case .bool(let b) = v else { throw invalid("reconcileOnlyFailures must be true or false") }
+            settings.reconcileOnlyFailures = b
+        }
         return settings
     }
 }

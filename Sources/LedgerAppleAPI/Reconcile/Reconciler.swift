@@ -5,16 +5,27 @@ import LedgerCore
 import LedgerIngest
 import LedgerStore
 import LedgerWire
-import Logging
 
-/// Asks Apple what it holds of a subscription and gives the ledger what it lacked (`storeledger reconcile`, and the
-/// periodic job of `serve`).
+/// Asks Apple what it holds and gives the ledger what it lacked (`storeledger reconcile`, and the periodic job of
+/// `serve`), in one of two modes.
 ///
-/// For each subscription: Get Notification History for it (the last 180 days, Apple's limit, or the window asked),
-/// then Get Transaction History (every page), then Get All Subscription Statuses. Every signed item is decoded and
-/// verified by the ingest path (`IngestPipeline.prepare`, the same decoder as the socket's); what the ledger lacks is
-/// appended through it in one commit, followed by the check itself (`ReconciliationFact`), so an auditor sees what
-/// was checked, up to which history revision, and what was found.
+/// **Customer by customer** (`--original`, `--user`, `--active-since`, `--order`). Apple's answers are per customer,
+/// not per subscription: Get Notification History with a `transactionId`, Get Transaction History, Get All
+/// Subscription Statuses and Get Refund History each take any transaction id of the customer and answer with
+/// everything of that customer (every subscription, every one-time purchase). So each customer is asked once, with
+/// one of its transaction ids, and everything Apple returns is kept and reported once, under the subscription (the
+/// original transaction id) it belongs to; a subscription in scope that an earlier customer's answer already covered
+/// is not asked about again.
+///
+/// **The whole app** (`--missed`). Get Notification History without a `transactionId` lists the app's notifications
+/// over a window (the last 180 days at most, 30 in the Sandbox), optionally only those Apple failed to deliver
+/// (`onlyFailures`): one pass finds purchases the ledger never heard of (their notifications lost, the app never
+/// posting them) for every customer at once, in a page per 20 notifications.
+///
+/// Every signed item is decoded and verified by the ingest path (`IngestPipeline.prepare`, the same decoder as the
+/// socket's); what the ledger lacks is appended through it, followed by the check itself (`ReconciliationFact`,
+/// one per subscription), so an auditor sees what was checked, how, up to which history revision, and what was
+/// found.
 ///
 /// What counts as lacking: a notification whose UUID the ledger has never stored; a transaction or renewal info for
 /// which no stored revision (nor one just taken from a notification) states the same fields. Apple signs its
@@ -33,22 +44,41 @@ public struct Reconciler: Sendable {
 
     /// What to check.
     public enum Scope: Sendable, Hashable {
-        /// One subscription.
+        /// One subscription, and everything else Apple holds of its customer.
         case original(OriginalTransactionID)
-        /// Every subscription bound to an app user.
+        /// Every subscription bound to an app user, customer by customer.
         case user(AppUserID)
         /// Every subscription the ledger knows that may have been active at or after an instant.
         case activeSince(UnixMillis)
+        /// The purchases of one order (the order id on the customer's emailed receipt), found with Look Up Order ID
+        /// whether or not the ledger ever saw them, and everything else Apple holds of their customer.
+        case order(String)
+        /// The whole app's notifications since an instant (nil: as far back as Apple keeps them), or only those
+        /// Apple failed to deliver.
+        case missed(since: UnixMillis?, onlyFailures: Bool)
     }
-
-    /// Apple keeps notification history for 180 days; a window starting earlier is refused, so it starts a little
-    /// later.
-    static let notificationHistoryDays: Int64 = 179
 
     /// The environment reconciled: the one the client asks.
     public var environment: AppStoreEnvironment { client.settings.environment }
 
-    /// The subscriptions `scope` names, as the ledger knows them.
+    /// How many days of notification history a request may reach back: Apple keeps 180 days in production and 30 in
+    /// the Sandbox (Get Notification History) and refuses a `startDate` earlier (StartDateTooFarInPastError), so the
+    /// window starts a day inside, leaving room for the clocks to differ.
+    public var notificationHistoryDays: Int64 { environment == .sandbox ? 29 : 179 }
+
+    /// The earliest `startDate` a request made at `now` may ask for.
+    public func earliestWindowStart(now: UnixMillis) -> UnixMillis { now - notificationHistoryDays * 86_400_000 }
+
+    /// Failures that say nothing of one customer but of Apple, the way to it or the key: every later request of the
+    /// run would fail the same way, so the run stops and the rest are reported as not asked.
+    static let stopsTheRun: Set<ErrorCode> = [.appleUnauthorized, .appleRateLimited, .appleUnavailable, .appleUnreachable]
+
+    /// Ledgers' commits of one run are at most about this many inputs (a subscription's inputs and its check are
+    /// never split).
+    static let inputsPerCommit = 1_000
+
+    /// The subscriptions `scope` names, as the ledger knows them (none for an order or a `missed` pass, which start
+    /// from Apple's side).
     public func subscriptions(_ scope: Scope, now: UnixMillis) throws -> [OriginalTransactionID] {
         switch scope {
         case .original(let otid):
@@ -58,143 +88,206 @@ public struct Reconciler: Sendable {
                 .map(OriginalTransactionID.init(rawValue:))
         case .activeSince(let since):
             return try pipeline.ledger.subscriptions(environment: environment, activeSince: since)
+        case .order, .missed:
+            return []
         }
     }
 
-    /// Checks every subscription of `scope`; `progress` is told after each (done, total). A subscription Apple
-    /// cannot answer for is reported with its error, and the others are still checked.
+    /// Checks what `scope` names; `progress` is told after each customer (done, total). A subscription Apple cannot
+    /// answer for is reported with its error and the others are still checked, unless the failure is one every
+    /// later request would share (`stopsTheRun`): then the rest are reported not asked, with that error.
     public func run(
         _ scope: Scope, dryRun: Bool, now: @Sendable () -> UnixMillis = currentMillis,
         progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }
     ) async throws -> ReconciliationReport {
         let started = now()
-        let otids = try subscriptions(scope, now: started)
-        var windowStart = started - Self.notificationHistoryDays * 86_400_000
-        if case .activeSince(let since) = scope { windowStart = max(windowStart, since) }
-        var report = ReconciliationReport(startedAt: started, dryRun: dryRun, environment: environment)
-        progress(0, otids.count)
-        for (i, otid) in otids.enumerated() {
+        switch scope {
+        case .missed(let since, let onlyFailures):
+            progress(0, 1)
+            defer { progress(1, 1) }
+            return try await missed(since: since, onlyFailures: onlyFailures, dryRun: dryRun, now: started)
+        case .order(let orderId):
+            progress(0, 1)
+            defer { progress(1, 1) }
+            return try await order(orderId, dryRun: dryRun, now: started)
+        case .original, .user, .activeSince:
+            var windowStart = earliestWindowStart(now: started)
+            if case .activeSince(let since) = scope { windowStart = max(windowStart, since) }
+            var report = ReconciliationReport(startedAt: started, dryRun: dryRun, environment: environment)
+            let anchors = try subscriptions(scope, now: started)
+            try await checkCustomers(
+                anchors, windowStart: windowStart, dryRun: dryRun, now: now, report: &report, progress: progress)
+            return report
+        }
+    }
+
+    // MARK: - Customer by customer
+
+    /// Checks the customer of each of `anchors` in turn, skipping those an earlier customer's answer covered.
+    func checkCustomers(
+        _ anchors: [OriginalTransactionID], windowStart: UnixMillis, dryRun: Bool, now: @Sendable () -> UnixMillis,
+        report: inout ReconciliationReport, progress: (_ done: Int, _ total: Int) -> Void
+    ) async throws {
+        var reported = Set<OriginalTransactionID>()
+        var stop: (error: CodedError, at: OriginalTransactionID)?
+        progress(0, anchors.count)
+        for (i, anchor) in anchors.enumerated() {
+            defer { progress(i + 1, anchors.count) }
+            guard !reported.contains(anchor) else { continue }
+            reported.insert(anchor)
+            if let stop {
+                var check = SubscriptionCheck(
+                    originalTransactionId: anchor,
+                    failure: CodedError(
+                        stop.error.code,
+                        "not asked: the run stopped when Apple answered \(stop.at.rawValue)'s request with "
+                            + "\(stop.error.code): \(stop.error.message)"))
+                check.notAsked = true
+                report.subscriptions.append(check)
+                continue
+            }
             do {
-                report.subscriptions.append(
-                    try await reconcile(otid, notificationsFrom: windowStart, dryRun: dryRun, now: now()))
+                let found = try await checkCustomer(
+                    askingWith: anchor.rawValue, anchor: anchor, windowStart: windowStart, dryRun: dryRun,
+                    now: now())
+                report.requests += found.requests
+                for check in found.checks where check.originalTransactionId == anchor
+                    || !reported.contains(check.originalTransactionId)
+                {
+                    reported.insert(check.originalTransactionId)
+                    report.subscriptions.append(check)
+                }
+                report.otherNotificationsAdded += found.otherNotifications
             } catch let error as CodedError {
-                report.subscriptions.append(SubscriptionCheck(originalTransactionId: otid, failure: error))
+                report.subscriptions.append(SubscriptionCheck(originalTransactionId: anchor, failure: error))
+                if Self.stopsTheRun.contains(error.code) { stop = (error, anchor) }
             } catch let error as LedgerError {
                 // The ledger failing (a full disk) ends the run: every later subscription would fail the same way.
                 throw error
             }
-            progress(i + 1, otids.count)
+        }
+    }
+
+    /// What one customer's check found: a check per subscription (the anchor's first), and the requests it took.
+    struct CustomerFindings {
+        var checks: [SubscriptionCheck]
+        var otherNotifications: [SubscriptionCheck.Notification]
+        var requests: Int
+    }
+
+    /// Asks Apple everything it holds of the customer `transactionId` belongs to (Get Notification History for the
+    /// customer over the window, Get Transaction History, Get All Subscription Statuses, Get Refund History), each
+    /// once whatever the customer's number of purchases, and appends what the ledger lacked. `anchor`, when given,
+    /// is reported first and checked even when Apple's answer holds nothing of it; `orderTransactions` are an
+    /// order's signed transactions (Look Up Order ID), considered like the history's.
+    func checkCustomer(
+        askingWith transactionId: String, anchor: OriginalTransactionID?, orderTransactions: [String] = [],
+        windowStart: UnixMillis, dryRun: Bool, now checkedAt: UnixMillis
+    ) async throws -> CustomerFindings {
+        let notifications = try await client.notificationHistoryPass(
+            NotificationHistoryRequest(startDate: windowStart, endDate: checkedAt, transactionId: transactionId))
+        let history = try await client.wholeTransactionHistory(transactionId)
+        let statuses = try await client.allSubscriptionStatuses(transactionId)
+        let refunds = try await client.wholeRefundHistory(transactionId)
+
+        var found = Findings(
+            reconciler: self, mode: ReconciliationFact.customerMode, windowStart: windowStart, checkedAt: checkedAt,
+            anchor: anchor)
+        found.askedWith = transactionId
+        found.revision = history.revision
+        found.historyPages = history.pages
+        for item in notifications.items { try found.notification(item) }
+        found.withoutPayload(notifications.itemsWithoutPayload)
+        for jws in orderTransactions { try found.transaction(jws, from: "an order's transaction") }
+        for jws in history.signedTransactions { try found.transaction(jws, from: "a history transaction") }
+        for jws in refunds.signedTransactions { try found.transaction(jws, from: "a refunded transaction", refund: true) }
+        for item in statuses.data.flatMap(\.lastTransactions) {
+            if let jws = item.signedTransactionInfo { try found.transaction(jws, from: "a subscription status") }
+            if let jws = item.signedRenewalInfo { try found.renewal(jws) }
+        }
+        let checks = try await found.settle(recordingEvery: true, dryRun: dryRun)
+        return CustomerFindings(
+            checks: checks, otherNotifications: found.otherNotifications,
+            requests: notifications.pages + history.pages + 1 + refunds.pages)
+    }
+
+    // MARK: - An order
+
+    /// Look Up Order ID, then the customer of the order's transactions. An order Apple does not know is answered
+    /// with `status` 1 (not a 404): reported as `apple_not_found`-worthy in `report.order`, nothing written.
+    func order(_ orderId: String, dryRun: Bool, now started: UnixMillis) async throws -> ReconciliationReport {
+        var report = ReconciliationReport(startedAt: started, dryRun: dryRun, environment: environment)
+        report.order = OrderCheck(orderId: orderId)
+        let lookup: OrderLookup
+        do {
+            lookup = try await client.lookUpOrder(orderId)
+            report.requests += 1
+        } catch {
+            report.failure = error
+            return report
+        }
+        report.order?.status = lookup.status
+        guard lookup.status == 0 else { return report }
+        var anchor: (transactionId: String, otid: OriginalTransactionID)?
+        for jws in lookup.signedTransactions {
+            let input = pipeline.prepare(Array(jws.utf8), options: .init(receivedAt: started), now: started)
+            guard case .facts(let facts, _, _) = input, case .transaction(let t)? = facts.first else {
+                report.refused.append(Self.refusal(input, what: "a transaction of order \(orderId)"))
+                continue
+            }
+            report.order?.transactionIds.append(t.transactionId.rawValue)
+            if anchor == nil { anchor = (t.transactionId.rawValue, t.originalTransactionId) }
+        }
+        guard let anchor else { return report }
+        do {
+            let found = try await checkCustomer(
+                askingWith: anchor.transactionId, anchor: anchor.otid, orderTransactions: lookup.signedTransactions,
+                windowStart: earliestWindowStart(now: started), dryRun: dryRun, now: started)
+            report.requests += found.requests
+            report.subscriptions = found.checks
+            report.otherNotificationsAdded = found.otherNotifications
+        } catch let error as CodedError {
+            report.subscriptions.append(SubscriptionCheck(originalTransactionId: anchor.otid, failure: error))
         }
         return report
     }
 
-    /// Checks one subscription.
-    public func reconcile(
-        _ otid: OriginalTransactionID, notificationsFrom windowStart: UnixMillis, dryRun: Bool, now checkedAt: UnixMillis
-    ) async throws -> SubscriptionCheck {
-        var check = SubscriptionCheck(originalTransactionId: otid)
-        let options = IngestPipeline.Options(receivedAt: checkedAt)
-        var pending: [LedgerInput] = []
-        var pendingFacts: [Fact] = []
-        let ledger = pipeline.ledger
+    // MARK: - The whole app
 
-        // 1. Notifications: what Apple sent, or tried to.
-        let notifications = try await client.wholeNotificationHistory(
-            NotificationHistoryRequest(startDate: windowStart, endDate: checkedAt, transactionId: otid.rawValue))
-        for item in notifications {
-            let raw = Array(("{\"signedPayload\":" + APITokenSigner.quoted(item.signedPayload) + "}").utf8)
-            let input = pipeline.prepare(raw, options: options, now: checkedAt)
-            guard case .facts(let facts, _, _) = input else {
-                check.refused.append(Self.refusal(input, what: "a notification"))
-                continue
-            }
-            guard case .notification(let n)? = facts.first(where: { $0.kind == .notification }) else { continue }
-            check.notificationsSeen += 1
-            if item.undelivered { check.notificationsUndelivered.append(n.notificationUUID) }
-            guard try ledger.events(key: Fact.notification(n).eventKey).isEmpty,
-                !pendingFacts.contains(where: { $0.eventKey == Fact.notification(n).eventKey })
-            else { continue }
-            pending.append(input)
-            pendingFacts += facts
-            check.notificationsAdded.append(
-                .init(uuid: n.notificationUUID, type: n.notificationType, subtype: n.subtype,
-                      signedDate: n.signedDate, lastSendAttempt: item.lastResult))
+    /// One pass over the whole app's notification history from `since` (at most as far back as Apple keeps it) to
+    /// now. What the ledger lacked is appended, and a check is recorded for each subscription the pass found
+    /// something about (a notification the ledger lacked, or one Apple never delivered); a subscription whose
+    /// notifications the ledger all holds gets no record, so an hourly pass does not write one per customer.
+    func missed(since: UnixMillis?, onlyFailures: Bool, dryRun: Bool, now started: UnixMillis) async throws
+        -> ReconciliationReport
+    {
+        var report = ReconciliationReport(
+            startedAt: started, dryRun: dryRun, environment: environment, mode: ReconciliationFact.missedMode)
+        let start = max(since ?? .min, earliestWindowStart(now: started))
+        report.window = NotificationWindow(start: start, end: started, onlyFailures: onlyFailures)
+        let pass: NotificationHistory
+        do {
+            pass = try await client.notificationHistoryPass(
+                NotificationHistoryRequest(startDate: start, endDate: started, onlyFailures: onlyFailures))
+        } catch {
+            report.failure = error
+            return report
         }
-
-        /// A transaction of Apple's answer: reported when the ledger lacked it (no stored revision states its
-        /// fields), appended unless a notification of this check already brings it as Apple first signed it.
-        func consider(_ t: TransactionFact, _ input: LedgerInput, _ facts: [Fact]) throws {
-            guard try !known(t, pending: []),
-                !check.transactionsAdded.contains(where: { $0.transactionId == t.transactionId.rawValue })
-            else { return }
-            check.transactionsAdded.append(
-                .init(transactionId: t.transactionId.rawValue, productId: t.productId, purchaseDate: t.purchaseDate,
-                      revision: try !ledger.events(key: t.transactionId.rawValue).isEmpty))
-            if try known(t, pending: pendingFacts) { return }
-            pending.append(input)
-            pendingFacts += facts
-        }
-
-        // 2. Transactions: the customer's history, this subscription's part of it.
-        let history = try await client.wholeTransactionHistory(otid.rawValue)
-        check.revision = history.revision
-        check.historyPages = history.pages
-        for jws in history.signedTransactions {
-            let input = pipeline.prepare(Array(jws.utf8), options: options, now: checkedAt)
-            guard case .facts(let facts, _, _) = input else {
-                check.refused.append(Self.refusal(input, what: "a history transaction"))
-                continue
-            }
-            guard case .transaction(let t)? = facts.first, t.originalTransactionId == otid else { continue }
-            check.transactionsSeen += 1
-            try consider(t, input, facts)
-        }
-
-        // 3. The latest renewal info (and transaction) of the subscription.
-        let statuses = try await client.allSubscriptionStatuses(otid.rawValue)
-        for item in statuses.data.flatMap(\.lastTransactions) where item.originalTransactionId == otid.rawValue {
-            for jws in [item.signedTransactionInfo, item.signedRenewalInfo].compactMap({ $0 }) {
-                let input = pipeline.prepare(Array(jws.utf8), options: options, now: checkedAt)
-                guard case .facts(let facts, _, _) = input else {
-                    check.refused.append(Self.refusal(input, what: "a subscription status"))
-                    continue
-                }
-                switch facts.first {
-                case .transaction(let t)? where t.originalTransactionId == otid:
-                    try consider(t, input, facts)
-                case .renewal(let r)? where r.originalTransactionId == otid:
-                    // Lacking when the ledger's latest renewal info differs; appended unless a notification of this
-                    // check brings the same.
-                    guard try !known(r, pending: []) else { continue }
-                    check.renewalInfoAdded = true
-                    if try known(r, pending: pendingFacts) { continue }
-                    pending.append(input)
-                    pendingFacts += facts
-                default:
-                    continue
-                }
-            }
-        }
-
-        let fact = ReconciliationFact(
-            originalTransactionId: otid, environment: client.settings.environment, checkedAt: checkedAt,
-            revision: check.revision, transactionsSeen: Int64(check.transactionsSeen),
-            transactionsAdded: check.transactionsAdded.map(\.transactionId),
-            notificationsSeen: Int64(check.notificationsSeen), notificationsAdded: check.notificationsAdded.map(\.uuid),
-            notificationsUndelivered: check.notificationsUndelivered, renewalInfoAdded: check.renewalInfoAdded)
-        guard !dryRun else { return check }
-
-        // 4. What was missing, then the check itself, in one commit.
-        let record = Self.record(fact)
-        let results = try await pipeline.append(pending + [record])
-        for (input, result) in zip(pending, results) where result.status == .rejected {
-            check.refused.append(
-                .init(what: Self.describe(input), code: result.error?.code ?? "rejected", message: result.error?.message ?? ""))
-        }
-        check.appendedEvents = results.dropLast().reduce(0) { $0 + $1.events.count }
-        check.recordedAt = results.last?.seq
-        return check
+        report.window?.pages = pass.pages
+        report.window?.restarted = pass.restarted
+        report.window?.notificationsSeen = pass.items.count
+        report.requests = pass.pages
+        var found = Findings(
+            reconciler: self, mode: ReconciliationFact.missedMode, windowStart: start, checkedAt: started, anchor: nil)
+        for item in pass.items { try found.notification(item) }
+        found.withoutPayload(pass.itemsWithoutPayload)
+        report.subscriptions = try await found.settle(recordingEvery: false, dryRun: dryRun)
+        report.otherNotificationsAdded = found.otherNotifications
+        report.refused = found.unattributed
+        return report
     }
+
+    // MARK: - Recording
 
     /// The reconciliation as the input the ledger stores: the fact, and as its raw bytes its JSON (keys sorted), so
     /// the raw store keeps a readable statement of the check like every other input's bytes.
@@ -209,7 +302,7 @@ public struct Reconciler: Sendable {
     }
 
     /// True when a stored revision of `t` (or one about to be appended) states the same fields but `signedDate`.
-    private func known(_ t: TransactionFact, pending: [Fact]) throws -> Bool {
+    func known(_ t: TransactionFact, pending: [Fact]) throws -> Bool {
         func same(_ other: TransactionFact) -> Bool {
             var copy = t
             copy.signedDate = other.signedDate
@@ -224,7 +317,7 @@ public struct Reconciler: Sendable {
 
     /// True when the latest renewal info known (stored, or about to be appended) states the same fields but
     /// `signedDate`, or a later one is known.
-    private func known(_ r: RenewalInfoFact, pending: [Fact]) throws -> Bool {
+    func known(_ r: RenewalInfoFact, pending: [Fact]) throws -> Bool {
         var latest: RenewalInfoFact?
         func consider(_ other: RenewalInfoFact) {
             guard other.environment == r.environment, other.originalTransactionId == r.originalTransactionId else { return }
@@ -241,55 +334,18 @@ public struct Reconciler: Sendable {
         return copy == latest
     }
 
-    private static func refusal(_ input: LedgerInput, what: String) -> SubscriptionCheck.Refused {
+    static func refusal(_ input: LedgerInput, what: String) -> SubscriptionCheck.Refused {
         guard case .rejected(let r) = input else { return .init(what: what, code: "no_facts", message: "") }
         return .init(what: what, code: r.code, message: r.message)
     }
 
-    private static func describe(_ input: LedgerInput) -> String {
+    static func describe(_ input: LedgerInput) -> String {
         guard case .facts(let facts, _, _) = input, let first = facts.first else { return "an input" }
         switch first {
         case .notification(let n): return "notification \(n.notificationUUID)"
         case .transaction(let t): return "transaction \(t.transactionId.rawValue)"
         case .renewal(let r): return "renewal info of \(r.originalTransactionId.rawValue)"
         default: return first.eventKey
-        }
-    }
-}
-
-// MARK: - The periodic job of `serve`
-
-extension Reconciler {
-    /// Reconciles every subscription active in the last `window` seconds, every `interval` seconds, until the task
-    /// is cancelled (`serve` cancels it when it stops). Off unless `appStoreServerAPI.reconcileEverySeconds` is set.
-    /// Each run is logged in one line (notice when something was missing or could not be checked); a run that fails
-    /// as a whole (the ledger refusing writes) is logged and the next one is tried at its time.
-    public func startPeriodic(every interval: Double, window: Double, logger: Logger) -> Task<Void, Never> {
-        Task {
-            while !Task.isCancelled {
-                do {
-                    try await Task.sleep(nanoseconds: UInt64(interval * 1_000_000_000))
-                } catch {
-                    break
-                }
-                let since = currentMillis() - Int64(window * 1000)
-                do {
-                    let report = try await run(.activeSince(since), dryRun: false)
-                    let added = report.subscriptions.reduce(0) {
-                        $0 + $1.transactionsAdded.count + $1.notificationsAdded.count
-                    }
-                    let level: Logger.Level = report.complete ? .info : .notice
-                    logger.log(
-                        level: level, "reconciled with Apple",
-                        metadata: [
-                            "subscriptions": "\(report.subscriptions.count)", "missing": "\(added)",
-                            "notChecked": "\(report.failures.count)",
-                            "undelivered": "\(report.subscriptions.reduce(0) { $0 + $1.notificationsUndelivered.count })",
-                        ])
-                } catch {
-                    logger.error("reconciliation failed", metadata: ["error": "\(error)"])
-                }
-            }
         }
     }
 }

@@ -197,7 +197,7 @@ public struct BindingClaim: Hashable, Codable, Sendable {
 }
 
 /// A check of one subscription against Apple's App Store Server API (`storeledger reconcile`): when Apple was asked,
-/// up to which history revision, what Apple listed and what of it the ledger lacked. It is the reconciler's own
+/// how (`mode`), up to which history revision, what Apple listed and what of it the ledger lacked. It is the reconciler's own
 /// statement, not an input from outside (no route or input type makes one), and not a step of the fold: it changes
 /// no period, owner or entitlement. Its revisions are stored under `reconciliation:<otid>`, one per check, so the
 /// subscription's answer can show the latest check as known at any `asOf`, and an auditor can list them all.
@@ -221,13 +221,26 @@ public struct ReconciliationFact: Hashable, Codable, Sendable {
     public var notificationsUndelivered: [String]
     /// Whether a newer renewal info was appended.
     public var renewalInfoAdded: Bool
+    /// How Apple was asked: `customer` (the customer's notification, transaction and refund history and statuses,
+    /// each fetched once for all of the customer's purchases) or `missed` (the whole app's notification history over
+    /// a window, recorded for the subscriptions it found something about). Nil on a check that names none.
+    public var mode: String?
+    /// The start of the notification history window asked (its end is `checkedAt`).
+    public var windowStart: UnixMillis?
+    /// Refunded transactions of the subscription in Apple's refund history (`customer` checks).
+    public var refundsSeen: Int64?
     public var unknownFields: UnknownFields
+
+    /// `mode` of a check that asked for the customer's whole history.
+    public static let customerMode = "customer"
+    /// `mode` of a check recorded by a pass over the whole app's notification history.
+    public static let missedMode = "missed"
 
     public init(
         originalTransactionId: OriginalTransactionID, environment: AppStoreEnvironment, checkedAt: UnixMillis,
         revision: String? = nil, transactionsSeen: Int64 = 0, transactionsAdded: [String] = [],
         notificationsSeen: Int64 = 0, notificationsAdded: [String] = [], notificationsUndelivered: [String] = [],
-        renewalInfoAdded: Bool = false
+        renewalInfoAdded: Bool = false, mode: String? = nil, windowStart: UnixMillis? = nil, refundsSeen: Int64? = nil
     ) {
         self.originalTransactionId = originalTransactionId
         self.environment = environment
@@ -239,6 +252,9 @@ public struct ReconciliationFact: Hashable, Codable, Sendable {
         self.notificationsAdded = notificationsAdded
         self.notificationsUndelivered = notificationsUndelivered
         self.renewalInfoAdded = renewalInfoAdded
+        self.mode = mode
+        self.windowStart = windowStart
+        self.refundsSeen = refundsSeen
         self.unknownFields = UnknownFields()
     }
 
