@@ -61,6 +61,7 @@ public final class Environment: @unchecked Sendable {
             if options.noSubdirectory { flags |= UInt32(MDB_NOSUBDIR) }
             if options.readOnly { flags |= UInt32(MDB_RDONLY) }
             if options.unsafeNoSync { flags |= UInt32(MDB_NOSYNC) }
+            try Self.checkPageSizes(dataFile: options.noSubdirectory ? path : path + "/data.mdb")
             try check(insideLMDB { mdb_env_open(env, path, flags, mdb_mode_t(options.fileMode)) }, "mdb_env_open(\(path))")
             try check(mdb_reader_check(env, &dead), "mdb_reader_check")
             try Self.checkFileHoldsMap(env, dataFile: options.noSubdirectory ? path : path + "/data.mdb")
@@ -76,6 +77,40 @@ public final class Environment: @unchecked Sendable {
     }
 
     deinit { mdb_env_close(handle) }
+
+    /// LMDB takes the page size from the meta pages before anything else, unchecked: it reads the second meta page
+    /// at the offset the first names, and divides by the size of the one it uses (0 stops the process with SIGFPE;
+    /// below the page header's size, its arithmetic wraps). Each meta page LMDB would accept (the meta flag, LMDB's
+    /// magic and version; a file of fewer bytes than a meta page is LMDB's to refuse) must name a power of two from
+    /// 512 to 32 KiB, LMDB's largest, and both the same: LMDB writes them so.
+    private static func checkPageSizes(dataFile: String) throws {
+        let fd = open(dataFile, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var sizes: [UInt32] = []
+        var offset: off_t = 0
+        for _ in 0..<2 {
+            var head = [UInt8](repeating: 0, count: 48)
+            let read = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
+            guard read == head.count else { return }
+            let field = { (at: Int) in head.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: at, as: UInt32.self).littleEndian } }
+            let flags = UInt16(truncatingIfNeeded: field(8) >> 16)
+            guard flags & 0x08 != 0, field(16) == 0xBEEF_C0DE, field(20) == 1 else { return }
+            let size = field(40)
+            guard size >= 512, size <= 0x8000, size & (size - 1) == 0 else {
+                throw LMDBError(
+                    code: MDB_CORRUPTED,
+                    operation: "\(dataFile)'s meta page \(sizes.count) gives a page size of \(size) bytes")
+            }
+            sizes.append(size)
+            offset = off_t(size)
+        }
+        if sizes.count == 2, sizes[0] != sizes[1] {
+            throw LMDBError(
+                code: MDB_CORRUPTED,
+                operation: "\(dataFile)'s meta pages give page sizes of \(sizes[0]) and \(sizes[1]) bytes")
+        }
+    }
 
     /// A data file shorter than the pages its meta page claims (truncated by a copy or a full disk) would fault
     /// (SIGBUS) on the first read of a missing page; refuse it as corrupted instead. So is a meta page whose free or

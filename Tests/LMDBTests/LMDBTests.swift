@@ -384,6 +384,26 @@ func bigEndian(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.bigEndian
         }
     }
 
+    /// The page size LMDB divides by comes from a meta page unchecked: 0 stopped the process with SIGFPE in
+    /// `mdb_env_open`; others send its arithmetic past the page or the second meta page elsewhere.
+    @Test(arguments: [(0, [0, 0, 0, 0]), (0, [3, 0, 0, 0]), (0, [0, 0, 1, 0]), (1, [0, 0x20, 0, 0])])
+    func aMetaPageSizeLMDBCannotUseIsCorrupted(meta: Int, size: [UInt8]) throws {
+        try withTemporaryDirectory { dir in
+            try makeEnvironment(dir)
+            try patch(dir, at: meta * Self.pageSize + 40, size)
+            for readOnly in [true, false] {
+                var options = Environment.Options()
+                options.readOnly = readOnly
+                do {
+                    _ = try Environment(path: dir, options: options)
+                    Issue.record("opened")
+                } catch let error as LMDBError {
+                    #expect(error.isDamaged && error.reason.contains("page size"), "\(error)")
+                }
+            }
+        }
+    }
+
     /// Free-list flags other than integer keys (here all ones: a dupsort) sent a cursor on the free list to LMDB's
     /// assertion `mx != NULL` (a compacting copy walks it).
     @Test func freeDatabaseFlagsAreChecked() throws {
