@@ -280,6 +280,12 @@ let package = Package(
             dependencies: [
                 "LedgerServer", "LedgerAPI", "LedgerIngest", "LedgerWire", "LedgerStore", "LedgerCore", "LedgerAppStore",
                 "LedgerClient", "LedgerTestSupport",
+                // The webhook's HTTPS receiver (WebhookTLSTests) and the signature it checks.
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -80,7 +80,7 @@ public struct LedgerConfiguration: Sendable {
             public var path: String
             /// The URL the request goes to (an IPv6 host in brackets).
             public var url: String {
-                let authority = host.contains(":") ? "[\(host)]" : host
+                let authority = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
                 return "\(scheme)://\(authority):\(port)\(path)"
             }
         }

@@ -16,16 +16,22 @@ public enum OutboundHTTP {
     /// DER); when any are given they are the only roots trusted, so a receiver with a certificate of a private CA can
     /// be reached without trusting that CA machine-wide. Throws `invalid_configuration` naming `setting` and the file
     /// at fault. Shut the client down when done (`HTTPClient.shutdown()`).
+    ///
+    /// `retryConnecting`: whether a connection that cannot be made (refused, a TLS handshake that fails) is tried
+    /// again until `connectTimeout` within the one request; false for a caller that counts its own attempts and
+    /// waits between them.
     public static func client(
-        trustedCertificates: [String], setting: String, connectTimeout: TimeAmount, readTimeout: TimeAmount
+        trustedCertificates: [String], setting: String, connectTimeout: TimeAmount, readTimeout: TimeAmount,
+        retryConnecting: Bool = true
     ) throws(CodedError) -> HTTPClient {
         var tls = TLSConfiguration.makeClientConfiguration()
         if !trustedCertificates.isEmpty {
             tls.trustRoots = .certificates(try certificates(trustedCertificates, setting: setting))
         }
-        let configuration = HTTPClient.Configuration(
+        var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls, redirectConfiguration: .disallow,
             timeout: .init(connect: connectTimeout, read: readTimeout))
+        configuration.connectionPool.retryConnectionEstablishment = retryConnecting
         return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
     }
 

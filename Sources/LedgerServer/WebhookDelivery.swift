@@ -40,9 +40,10 @@ final class WebhookDelivery: Sendable {
         throws(CodedError)
     {
         let timeout = TimeAmount.milliseconds(Int64(webhook.timeoutSeconds * 1000))
+        // A receiver that cannot be reached is a failed attempt at once, retried after the configured backoff.
         self.http = try OutboundHTTP.client(
             trustedCertificates: webhook.trustedCertificates, setting: "webhook", connectTimeout: timeout,
-            readTimeout: timeout)
+            readTimeout: timeout, retryConnecting: false)
         self.ledger = ledger
         self.webhook = webhook
         self.commits = commits
