@@ -13,8 +13,7 @@ import NIOPosix
 /// One keep-alive connection: requests made while one is in flight wait for it and are sent in the order they were
 /// made. Failures of the transport are `CodedError`s: `connect` (nothing accepts on the path), `closed` (the server
 /// closed the connection without an answer), `timeout` (no byte of the answer for `timeoutSeconds`), `protocol` (the
-/// answer is not HTTP), `send` and `recv` (anything else the socket reports), and `path_too_long` from the
-/// initialiser. An answer is never an error: a 4xx or 5xx comes back as a `LedgerResponse` with its status and body.
+/// answer is not HTTP), `recv` (anything else the connection reports), and `path_too_long` from the initialiser. An answer is never an error: a 4xx or 5xx comes back as a `LedgerResponse` with its status and body.
 public final class AsyncLedgerClient: Sendable {
     public let socketPath: String
     /// Seconds the connection may stay silent (no byte sent or received) before the request fails with `timeout`

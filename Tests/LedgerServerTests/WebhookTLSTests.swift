@@ -200,7 +200,13 @@ struct WebhookTLSTests {
 
     static func eventId(_ tid: String) -> String { "Production/\(tid)/INITIAL_PURCHASE/\(tid)" }
 
+    // The tests run on `TestExecutor`: openssl is waited for, and the cooperative pool is left to the servers.
+
     @Test func aReceiverWithAPrivateCAGetsEveryEventInOrderSigned() async throws {
+        try await withTaskExecutorPreference(TestExecutor.shared) { try await trustedReceiver() }
+    }
+
+    private func trustedReceiver() async throws {
         let directory = try TemporaryDirectory(prefix: "sl-webhook-tls")
         defer { directory.remove() }
         let ca = try TestPKI.authority("ca", in: directory)
@@ -242,6 +248,10 @@ struct WebhookTLSTests {
     }
 
     @Test func aReceiverTheCADidNotSignGetsNothingAndTheEventIsADeadLetter() async throws {
+        try await withTaskExecutorPreference(TestExecutor.shared) { try await untrustedReceiver() }
+    }
+
+    private func untrustedReceiver() async throws {
         let directory = try TemporaryDirectory(prefix: "sl-webhook-untrusted")
         defer { directory.remove() }
         let trusted = try TestPKI.authority("trusted-ca", in: directory)
