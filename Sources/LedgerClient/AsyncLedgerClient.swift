@@ -35,6 +35,9 @@ public final class AsyncLedgerClient: Sendable {
         }
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow, timeout: timeout)
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 1
+        // Closed by the client before the server's idle timeout (`limits.idleTimeoutSeconds`, 60 s by default)
+        // closes it, so a request rarely meets a connection the server is closing.
+        configuration.connectionPool.idleTimeout = .seconds(30)
         // A server that is not running is `connect` at once, not retried until the connect timeout.
         configuration.connectionPool.retryConnectionEstablishment = false
         http = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
@@ -45,8 +48,9 @@ public final class AsyncLedgerClient: Sendable {
         http.shutdown { _ in }
     }
 
-    /// Sends one request and returns its response (throws only `CodedError`). Sent once more, on a new connection,
-    /// when the server had closed the idle one before it.
+    /// Sends one request and returns its response (throws only `CodedError`). Sent once: a connection the server
+    /// closed while idle is dropped by the client and a new one made, but a request the connection was closed under
+    /// may have been carried out, so whether to send it again is the caller's choice.
     public func request(
         method: String, path: String, body: [UInt8] = [], contentType: String = "application/json"
     ) async throws -> LedgerResponse {
@@ -66,18 +70,6 @@ public final class AsyncLedgerClient: Sendable {
     }
 
     func exchange(method: String, path: String, body: [UInt8], contentType: String) async throws(CodedError)
-        -> LedgerResponse
-    {
-        do {
-            return try await send(method: method, path: path, body: body, contentType: contentType)
-        } catch let error where error.code == .closed {
-            // A keep-alive connection the server closed while idle (its idle timeout, its connection limit taking
-            // the place) is found closed only when used.
-            return try await send(method: method, path: path, body: body, contentType: contentType)
-        }
-    }
-
-    private func send(method: String, path: String, body: [UInt8], contentType: String) async throws(CodedError)
         -> LedgerResponse
     {
         guard let url = URL(httpURLWithSocketPath: socketPath, uri: path) else {

@@ -36,8 +36,7 @@ public final class LedgerClient {
         self.timeoutSeconds = timeoutSeconds
     }
 
-    /// Sends one request and waits for its response. Sent once more, on a new connection, when the server had
-    /// closed the idle one before it.
+    /// Sends one request, once, and waits for its response (as `AsyncLedgerClient.request`).
     public func request(method: String, path: String, body: [UInt8] = [], contentType: String = "application/json")
         throws(CodedError) -> LedgerResponse
     {

@@ -7,10 +7,10 @@ import NIOSSL
 
 // MARK: - OutboundHTTP
 
-/// How the server reaches a configured HTTP service (Apple's App Store Server API, the webhook's receiver): with
-/// AsyncHTTPClient, `http://` or `https://`, trusting the system's roots or only the certificates the configuration
-/// names, and never following a redirect, so a request (and the token or signature it carries) goes nowhere but the
-/// configured host.
+/// How the ledger reaches an HTTP service its configuration names (Apple's App Store Server API, the webhook's
+/// receiver): with AsyncHTTPClient, `http://` or `https://`, trusting the system's roots or only the certificates the
+/// configuration names, and never following a redirect, so a request (and the token or signature it carries) goes
+/// nowhere but the configured host.
 public enum OutboundHTTP {
     /// A client for one configured service. `trustedCertificates` are file paths (PEM, one certificate or more, or
     /// DER); when any are given they are the only roots trusted, so a receiver with a certificate of a private CA can

@@ -6,10 +6,28 @@ import LedgerClient
 import LedgerWire
 import Testing
 
-// MARK: - A socket that misbehaves
+// MARK: - Sockets that misbehave
+
+/// A Unix stream socket bound to `path` (the file made), not listening; nil when it cannot be bound.
+func boundUnixSocket(_ path: String) -> Int32? {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        for (i, b) in path.utf8.enumerated() { raw[i] = b }
+    }
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+    guard fd >= 0, bound == 0 else {
+        close(fd)
+        return nil
+    }
+    return fd
+}
 
 /// A Unix socket listener whose connections get what `serve` does to them (answer nothing, close, answer garbage),
-/// each on a thread of its own; counts the connections it accepted.
+/// each on a thread of its own that closes it after; counts the connections it accepted.
 private final class MisbehavingSocket: @unchecked Sendable {
     let path: String
     private let fd: Int32
@@ -19,16 +37,8 @@ private final class MisbehavingSocket: @unchecked Sendable {
 
     init(directory: String, serve: @escaping @Sendable (Int32) -> Void) throws {
         path = directory + "/bad.sock"
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, b) in path.utf8.enumerated() { raw[i] = b }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard bound == 0, listen(fd, 16) == 0 else { throw POSIXError(.EADDRINUSE) }
+        guard let fd = boundUnixSocket(path), listen(fd, 16) == 0 else { throw POSIXError(.EADDRINUSE) }
+        self.fd = fd
         let listener = fd
         Thread.detachNewThread { [self] in
             while true {
@@ -38,18 +48,26 @@ private final class MisbehavingSocket: @unchecked Sendable {
                     accepted += 1
                     open.append(connection)
                 }
-                Thread.detachNewThread { serve(connection) }
+                Thread.detachNewThread { [self] in
+                    serve(connection)
+                    lock.withLock {
+                        open.removeAll { $0 == connection }
+                        close(connection)
+                    }
+                }
             }
         }
     }
 
     var connections: Int { lock.withLock { accepted } }
 
-    /// Stops accepting and closes every connection still open.
+    /// Stops accepting and ends every connection still open (its thread closes it).
     func stop() {
         shutdown(fd, Int32(SHUT_RDWR))
         close(fd)
-        for connection in lock.withLock({ open }) { shutdown(connection, Int32(SHUT_RDWR)) }
+        lock.withLock {
+            for connection in open { shutdown(connection, Int32(SHUT_RDWR)) }
+        }
         unlink(path)
     }
 
@@ -77,16 +95,7 @@ struct LedgerClientTests {
 
         // A socket file nobody listens on (a server killed -9 leaves one).
         let stale = directory + "/stale.sock"
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, b) in stale.utf8.enumerated() { raw[i] = b }
-        }
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        close(fd)
+        close(try #require(boundUnixSocket(stale)))
         let refused = try AsyncLedgerClient(socketPath: stale, timeoutSeconds: 5)
         do {
             _ = try await refused.get("/v1/health")
@@ -106,7 +115,12 @@ struct LedgerClientTests {
     @Test func noAnswerWithinTheTimeoutIsTimeout() async throws {
         let directory = try TestServer.makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let silent = try MisbehavingSocket(directory: directory) { MisbehavingSocket.readHead($0) }
+        let silent = try MisbehavingSocket(directory: directory) { connection in
+            MisbehavingSocket.readHead(connection)
+            // Holds the connection, answering nothing, until the client goes or the socket stops.
+            var byte: UInt8 = 0
+            while recv(connection, &byte, 1, 0) > 0 {}
+        }
         defer { silent.stop() }
         let client = try AsyncLedgerClient(socketPath: silent.path, timeoutSeconds: 1)
         let start = ContinuousClock.now
@@ -114,19 +128,18 @@ struct LedgerClientTests {
         #expect(ContinuousClock.now - start < .seconds(10))
     }
 
-    /// Closed without an answer: sent once more on a new connection (the server may have closed an idle keep-alive
-    /// connection just as the request went out), then `closed`.
-    @Test func closedWithoutAnAnswerIsTriedOnceMoreThenClosed() async throws {
+    /// Closed without an answer: `closed`, the request not sent again (the server may have carried it out).
+    @Test func closedWithoutAnAnswerIsClosedAndNotSentAgain() async throws {
         let directory = try TestServer.makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let closing = try MisbehavingSocket(directory: directory) { connection in
             MisbehavingSocket.readHead(connection)
-            close(connection)
+            shutdown(connection, Int32(SHUT_RDWR))
         }
         defer { closing.stop() }
         let client = try AsyncLedgerClient(socketPath: closing.path, timeoutSeconds: 5)
         await #expect(throws: CodedError(.closed, "")) { try await client.post("/v1/events", body: Array("{}".utf8)) }
-        #expect(closing.connections == 2)
+        #expect(closing.connections == 1)
     }
 
     @Test func anAnswerThatIsNotHTTPIsProtocol() async throws {
@@ -140,6 +153,16 @@ struct LedgerClientTests {
         defer { garbage.stop() }
         let client = try AsyncLedgerClient(socketPath: garbage.path, timeoutSeconds: 5)
         await #expect(throws: CodedError(.protocol, "")) { try await client.get("/v1/health") }
+    }
+
+    /// A keep-alive connection the server closed for idleness is not used again: the next request goes on a new one.
+    @Test func aConnectionTheServerClosedWhileIdleIsReplaced() async throws {
+        try await withServer(configuration: #"{"limits":{"idleTimeoutSeconds":0.3}}"#) { server in
+            let client = try server.client()
+            #expect(try await client.get("/v1/health").status == 200)
+            try await Task.sleep(for: .seconds(1))
+            #expect(try await client.get("/v1/health").status == 200)
+        }
     }
 
     /// The blocking client, from a thread of its own: answers of every status with their headers and bodies,

@@ -357,16 +357,7 @@ struct SocketEndToEndTests {
         let directory = try TestServer.makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let stale = directory + "/stale.sock"
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-            for (i, b) in stale.utf8.enumerated() { raw[i] = b }
-        }
-        let bound = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        #expect(bound == 0)
+        let fd = try #require(boundUnixSocket(stale))
         close(fd)
         #expect(FileManager.default.fileExists(atPath: stale))
 

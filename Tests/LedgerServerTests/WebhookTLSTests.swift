@@ -200,6 +200,25 @@ struct WebhookTLSTests {
 
     static func eventId(_ tid: String) -> String { "Production/\(tid)/INITIAL_PURCHASE/\(tid)" }
 
+    /// Runs `body` against a server whose webhook goes to an HTTPS receiver with `credentials` and trusts only
+    /// `authority`; stops both, and returns what the receiver saw.
+    private static func withReceiver(
+        _ credentials: Credentials, trusting authority: Credentials, maxAttempts: Int,
+        _ body: (TestServer, HTTPSReceiver) async throws -> Void
+    ) async throws -> HTTPSReceiver.Record {
+        let receiver = try await HTTPSReceiver(credentials)
+        let configuration = Self.configuration(
+            port: receiver.port, trusting: authority.certificate, maxAttempts: maxAttempts)
+        do {
+            try await withServer(configuration: configuration) { server in try await body(server, receiver) }
+        } catch {
+            await receiver.stop()
+            throw error
+        }
+        await receiver.stop()
+        return receiver.record
+    }
+
     // The tests run on `TestExecutor`: openssl is waited for, and the cooperative pool is left to the servers.
 
     @Test func aReceiverWithAPrivateCAGetsEveryEventInOrderSigned() async throws {
@@ -210,41 +229,35 @@ struct WebhookTLSTests {
         let directory = try TemporaryDirectory(prefix: "sl-webhook-tls")
         defer { directory.remove() }
         let ca = try TestPKI.authority("ca", in: directory)
-        let receiver = try await HTTPSReceiver(try TestPKI.server("receiver", signedBy: ca, in: directory))
         let tids = ["870001", "870002", "870003", "870004"]
-        do {
-            try await withServer(configuration: Self.configuration(port: receiver.port, trusting: ca.certificate, maxAttempts: 3)) {
-                server in
-                let client = try server.client()
-                for tid in tids {
-                    #expect(try await client.post("/v1/events", Sample.transaction(tid, user: "u\(tid)")).status == 200)
-                }
-                let received = try await receiver.wait { $0.count >= tids.count }
-                #expect(received.map { $0.headers.first(name: "StoreLedger-Event-Id") } == tids.map(Self.eventId))
-                for request in received {
-                    #expect(request.method == "POST")
-                    #expect(request.uri == "/hooks/storeledger?source=ledger")
-                    #expect(request.headers.first(name: "Content-Type") == "application/json")
-                    #expect(Self.signatureIsValid(request), "the signature of \(request.headers)")
-                    let event = try JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any]
-                    #expect(event?["id"] as? String == request.headers.first(name: "StoreLedger-Event-Id"))
-                }
-                // The position is written after each 2xx: it reaches the last event, and nothing is dead.
-                let last = try server.ledger.lifecycleEntries(after: nil, limit: 100).last?.position
-                let deadline = ContinuousClock.now + .seconds(30)
-                while try server.ledger.webhookPosition() != last, ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(20))
-                }
-                #expect(try server.ledger.webhookPosition() == last)
-                #expect(try server.ledger.deadLetters().isEmpty)
+        let record = try await Self.withReceiver(
+            try TestPKI.server("receiver", signedBy: ca, in: directory), trusting: ca, maxAttempts: 3
+        ) { server, receiver in
+            let client = try server.client()
+            for tid in tids {
+                #expect(try await client.post("/v1/events", Sample.transaction(tid, user: "u\(tid)")).status == 200)
             }
-        } catch {
-            await receiver.stop()
-            throw error
+            let received = try await receiver.wait { $0.count >= tids.count }
+            #expect(received.map { $0.headers.first(name: "StoreLedger-Event-Id") } == tids.map(Self.eventId))
+            for request in received {
+                #expect(request.method == "POST")
+                #expect(request.uri == "/hooks/storeledger?source=ledger")
+                #expect(request.headers.first(name: "Content-Type") == "application/json")
+                #expect(Self.signatureIsValid(request), "the signature of \(request.headers)")
+                let event = try JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any]
+                #expect(event?["id"] as? String == request.headers.first(name: "StoreLedger-Event-Id"))
+            }
+            // The position is written after each 2xx: it reaches the last event, and nothing is dead.
+            let last = try server.ledger.lifecycleEntries(after: nil, limit: 100).last?.position
+            let deadline = ContinuousClock.now + .seconds(30)
+            while try server.ledger.webhookPosition() != last, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(try server.ledger.webhookPosition() == last)
+            #expect(try server.ledger.deadLetters().isEmpty)
         }
-        await receiver.stop()
         // One connection carried every event.
-        #expect(receiver.record.connections == 1)
+        #expect(record.connections == 1)
     }
 
     @Test func aReceiverTheCADidNotSignGetsNothingAndTheEventIsADeadLetter() async throws {
@@ -256,31 +269,24 @@ struct WebhookTLSTests {
         defer { directory.remove() }
         let trusted = try TestPKI.authority("trusted-ca", in: directory)
         let other = try TestPKI.authority("other-ca", in: directory)
-        let receiver = try await HTTPSReceiver(try TestPKI.server("impostor", signedBy: other, in: directory))
-        do {
-            try await withServer(
-                configuration: Self.configuration(port: receiver.port, trusting: trusted.certificate, maxAttempts: 2)
-            ) { server in
-                #expect(try await server.client().post("/v1/events", Sample.transaction("880001", user: "u1")).status == 200)
-                let deadline = ContinuousClock.now + .seconds(60)
-                while try server.ledger.deadLetters().isEmpty, ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(20))
-                }
-                let letters = try server.ledger.deadLetters()
-                try #require(letters.count == 1)
-                #expect(letters[0].event.id == Self.eventId("880001"))
-                #expect(letters[0].attempts == 2)
-                #expect(letters[0].reason.contains("127.0.0.1:\(receiver.port)"), "\(letters[0].reason)")
-                #expect(letters[0].reason.contains("CERTIFICATE_VERIFY_FAILED"), "\(letters[0].reason)")
+        let record = try await Self.withReceiver(
+            try TestPKI.server("impostor", signedBy: other, in: directory), trusting: trusted, maxAttempts: 2
+        ) { server, receiver in
+            #expect(try await server.client().post("/v1/events", Sample.transaction("880001", user: "u1")).status == 200)
+            let deadline = ContinuousClock.now + .seconds(60)
+            while try server.ledger.deadLetters().isEmpty, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
             }
-        } catch {
-            await receiver.stop()
-            throw error
+            let letters = try server.ledger.deadLetters()
+            try #require(letters.count == 1)
+            #expect(letters[0].event.id == Self.eventId("880001"))
+            #expect(letters[0].attempts == 2)
+            #expect(letters[0].reason.contains("127.0.0.1:\(receiver.port)"), "\(letters[0].reason)")
+            #expect(letters[0].reason.contains("CERTIFICATE_VERIFY_FAILED"), "\(letters[0].reason)")
         }
-        await receiver.stop()
         // Tried twice (two handshakes), and no request went over either.
-        #expect(receiver.record.connections == 2)
-        #expect(receiver.record.requests.isEmpty)
+        #expect(record.connections == 2)
+        #expect(record.requests.isEmpty)
     }
 
     /// A trusted certificate that cannot be read stops the server before it takes its socket.
