@@ -35,7 +35,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
-        // The App Store Server API client (LedgerAppleAPI): HTTPS with its own trust roots when configured.
+        // Every outbound HTTP request: Apple's API and the webhook (LedgerHTTP), the ledger's own client over its
+        // Unix socket (LedgerClient).
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
@@ -116,13 +117,38 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                // The webhook's signature (HMAC-SHA256).
+                // The webhook: its receiver reached through LedgerHTTP, its signature (HMAC-SHA256).
+                "LedgerHTTP",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             exclude: ["openapi.yaml"],
             swiftSettings: swiftSettings
         ),
-        .target(name: "LedgerClient", dependencies: ["LedgerWire"], swiftSettings: swiftSettings),
+        // The ledger's client over its Unix socket (HTTP through AsyncHTTPClient's http+unix).
+        .target(
+            name: "LedgerClient",
+            dependencies: [
+                "LedgerWire",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Outbound HTTP to a configured service (Apple's API, the webhook's receiver): AsyncHTTPClient with the
+        // configured trust roots and no redirects.
+        .target(
+            name: "LedgerHTTP",
+            dependencies: [
+                "LedgerWire",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The smallest NATS client the replicated intake needs (the text protocol and JetStream's JSON API).
         .target(
             name: "NATSClient",
@@ -153,11 +179,11 @@ let package = Package(
                 "LedgerAppStore",
                 "LedgerStore",
                 "LedgerIngest",
+                "LedgerHTTP",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -253,6 +279,12 @@ let package = Package(
             dependencies: [
                 "LedgerServer", "LedgerAPI", "LedgerIngest", "LedgerWire", "LedgerStore", "LedgerCore", "LedgerAppStore",
                 "LedgerClient", "LedgerTestSupport",
+                // The webhook's HTTPS receiver (WebhookTLSTests) and the signature it checks.
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -70,13 +70,19 @@ public struct LedgerConfiguration: Sendable {
     public var limits = Limits()
     /// The outbound webhook of the lifecycle stream (`"webhook"`), if configured.
     public struct Webhook: Sendable, Hashable {
-        /// Where to POST: `http://host[:port]/path`.
+        /// Where to POST: `http://host[:port]/path` or `https://host[:port]/path`.
         public struct Endpoint: Sendable, Hashable {
+            /// `http` or `https`.
+            public var scheme: String
             public var host: String
             public var port: Int
+            /// The path and query, percent-encoded as given.
             public var path: String
-            /// The `Host` header: the host, and the port when not 80.
-            public var hostHeader: String { port == 80 ? host : "\(host):\(port)" }
+            /// The URL the request goes to (an IPv6 host in brackets).
+            public var url: String {
+                let authority = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+                return "\(scheme)://\(authority):\(port)\(path)"
+            }
         }
 
         public var url: Endpoint
@@ -89,17 +95,22 @@ public struct LedgerConfiguration: Sendable {
         public var maxBackoffSeconds = 300.0
         /// How long an attempt may take, connection included.
         public var timeoutSeconds = 10.0
+        /// For an `https://` receiver: certificate files (PEM or DER, relative paths against the configuration's
+        /// directory) that are then the only roots trusted, for a receiver whose certificate a private CA signed.
+        /// Empty: the system's roots.
+        public var trustedCertificates: [String] = []
 
-        /// Parses `http://host[:port][/path]`; nil for anything else (`https` needs a TLS-terminating proxy).
+        /// Parses `http://host[:port][/path]` or `https://host[:port][/path]`; nil for anything else.
         public static func endpoint(_ text: String) -> Endpoint? {
-            guard let c = URLComponents(string: text), c.scheme == "http", let host = c.host, !host.isEmpty,
-                c.user == nil, c.fragment == nil
+            guard let c = URLComponents(string: text), let scheme = c.scheme?.lowercased(),
+                scheme == "http" || scheme == "https", let host = c.host, !host.isEmpty, c.user == nil,
+                c.fragment == nil
             else { return nil }
-            let port = c.port ?? 80
+            let port = c.port ?? (scheme == "https" ? 443 : 80)
             guard (1...65_535).contains(port) else { return nil }
             var path = c.percentEncodedPath.isEmpty ? "/" : c.percentEncodedPath
             if let q = c.percentEncodedQuery { path += "?" + q }
-            return Endpoint(host: host, port: port, path: path)
+            return Endpoint(scheme: scheme, host: host, port: port, path: path)
         }
     }
 
@@ -205,12 +216,12 @@ public struct LedgerConfiguration: Sendable {
         if let w = object["webhook"] {
             guard case .object(let w) = w else { throw Invalid(message: "webhook must be an object") }
             for key in w.keys where !["url", "secret", "maxAttempts", "initialBackoffSeconds", "maxBackoffSeconds",
-                "timeoutSeconds"].contains(key)
+                "timeoutSeconds", "trustedCertificates"].contains(key)
             {
                 throw Invalid(message: "webhook.\(key) is not a webhook setting")
             }
             guard case .string(let u)? = w["url"], let url = Webhook.endpoint(u) else {
-                throw Invalid(message: "webhook.url must be an http:// URL (an https receiver goes behind a TLS proxy)")
+                throw Invalid(message: "webhook.url must be an http:// or https:// URL with a host")
             }
             guard case .string(let secret)? = w["secret"], !secret.isEmpty else {
                 throw Invalid(message: "webhook.secret must be a non-empty string (the HMAC key of the signature)")
@@ -231,6 +242,21 @@ public struct LedgerConfiguration: Sendable {
                     throw Invalid(message: "webhook.\(key) must be a number of seconds, more than 0 and at most 86400")
                 }
                 webhook[keyPath: target] = n
+            }
+            if let v = w["trustedCertificates"] {
+                guard case .array(let items) = v, !items.isEmpty else {
+                    throw Invalid(message: "webhook.trustedCertificates must be a non-empty array of file paths")
+                }
+                for item in items {
+                    guard case .string(let p) = item, !p.isEmpty else {
+                        throw Invalid(message: "webhook.trustedCertificates must be a non-empty array of file paths")
+                    }
+                    webhook.trustedCertificates.append(p.hasPrefix("/") ? p : baseDirectory + "/" + p)
+                }
+                // Trust roots check a TLS handshake, which an http:// receiver never makes.
+                guard url.scheme == "https" else {
+                    throw Invalid(message: "webhook.trustedCertificates is for an https:// url")
+                }
             }
             self.webhook = webhook
         }

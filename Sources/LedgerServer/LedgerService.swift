@@ -66,6 +66,11 @@ public final class LedgerService: Service, Sendable {
         let connections = self.connections
         let api = self.api
         let fastReads = self.fastReads
+        // The outbound webhook runs beside the server; made before the server binds, so a trusted certificate it
+        // cannot read stops the start. Nothing after it throws before the `do` below, which closes its client.
+        let delivery = try api.configuration.webhook.map { webhook throws(CodedError) in
+            try WebhookDelivery(ledger: api.ledger, webhook: webhook, commits: api.commits, logger: logger)
+        }
         let app = Application(
             router: api.makeRouter(),
             server: HTTPServerBuilder { responder in
@@ -87,11 +92,8 @@ public final class LedgerService: Service, Sendable {
             },
             logger: logger
         )
-        // The outbound webhook, beside the server; stopped (and awaited) before the ledger closes. What it had not
+        // The webhook is stopped (and awaited, its HTTP client closed) before the ledger closes. What it had not
         // delivered by then is delivered after the next start.
-        let delivery = api.configuration.webhook.map {
-            WebhookDelivery(ledger: api.ledger, webhook: $0, commits: api.commits, logger: logger)
-        }
         let deliveryTask = delivery.map { d in Task { await d.run() } }
         do {
             try await withGracefulShutdownHandler {
@@ -103,10 +105,12 @@ public final class LedgerService: Service, Sendable {
         } catch {
             deliveryTask?.cancel()
             await deliveryTask?.value
+            await delivery?.shutdown()
             throw error
         }
         deliveryTask?.cancel()
         await deliveryTask?.value
+        await delivery?.shutdown()
         logger.info("stopped", metadata: ["lastSeq": "\((try? api.ledger.lastSeq()) ?? 0)"])
     }
 

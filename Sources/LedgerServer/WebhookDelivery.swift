@@ -1,12 +1,14 @@
+import AsyncHTTPClient
 import Crypto
 import Foundation
 import LedgerAPI
 import LedgerCore
+import LedgerHTTP
 import LedgerStore
+import LedgerWire
 import Logging
 import NIOCore
 import NIOHTTP1
-import NIOPosix
 
 // MARK: - WebhookDelivery
 
@@ -18,22 +20,43 @@ import NIOPosix
 /// lets the receiver drop the copy. A failed attempt (a status other than 2xx, no connection, no answer within the
 /// timeout) is retried with exponential backoff; after `maxAttempts` the event becomes a dead letter (kept, listed and
 /// replayed by the operator: `storeledger webhook`) and delivery goes on with the next one.
+///
+/// One `HTTPClient` for the server's life: `http://` or `https://` (trusting `trustedCertificates` when configured),
+/// its connection kept between events; `shutdown()` closes it once `run()` has returned.
 final class WebhookDelivery: Sendable {
     let ledger: Ledger
     let webhook: LedgerConfiguration.Webhook
     let commits: CommitSignal
     let logger: Logger
+    private let http: HTTPClient
 
     /// Events read per read transaction.
     static let page = 100
     /// How often dead letters the operator asked to replay are looked for while the stream is quiet.
     static let idleWait = Duration.seconds(1)
 
-    init(ledger: Ledger, webhook: LedgerConfiguration.Webhook, commits: CommitSignal, logger: Logger) {
+    /// Reads the trusted certificates; throws `invalid_configuration` naming the file at fault.
+    init(ledger: Ledger, webhook: LedgerConfiguration.Webhook, commits: CommitSignal, logger: Logger)
+        throws(CodedError)
+    {
+        let timeout = TimeAmount.milliseconds(Int64(webhook.timeoutSeconds * 1000))
+        // A receiver that cannot be reached is a failed attempt at once, retried after the configured backoff.
+        self.http = try OutboundHTTP.client(
+            trustedCertificates: webhook.trustedCertificates, setting: "webhook", connectTimeout: timeout,
+            readTimeout: timeout, retryConnecting: false)
         self.ledger = ledger
         self.webhook = webhook
         self.commits = commits
         self.logger = logger
+    }
+
+    /// Closes the client's connections; once, after `run()` returned.
+    func shutdown() async {
+        do {
+            try await http.shutdown()
+        } catch {
+            logger.warning("webhook: closing the HTTP client: \(error)")
+        }
     }
 
     /// Delivers until the task is cancelled (the server shuts down): what was not acknowledged by then is delivered
@@ -72,6 +95,9 @@ final class WebhookDelivery: Sendable {
         for attempt in 1...webhook.maxAttempts {
             if Task.isCancelled { return false }
             let failure = await attemptDelivery(event)
+            // An attempt cut short by the shutdown is not the receiver's failure: the event stays after the
+            // position and is delivered after the next start, its attempts not counted.
+            if Task.isCancelled { return false }
             guard let failure else {
                 try ledger.webhookDelivered(position)
                 return true
@@ -96,7 +122,9 @@ final class WebhookDelivery: Sendable {
     private func replayRequestedDeadLetters() async throws {
         for letter in try ledger.deadLetters() where letter.replayRequested {
             if Task.isCancelled { return }
-            if let failure = await attemptDelivery(letter.event) {
+            let failure = await attemptDelivery(letter.event)
+            if Task.isCancelled { return }
+            if let failure {
                 try ledger.deadLetterFailed(letter, reason: failure, at: Self.now())
             } else {
                 try ledger.deadLetterDelivered(letter.position)
@@ -109,21 +137,26 @@ final class WebhookDelivery: Sendable {
     func attemptDelivery(_ event: LifecycleEvent) async -> String? {
         let body = JSONWriter.bytes(of: event)
         let timestamp = String(Self.now() / 1000)
-        var headers = HTTPHeaders()
-        headers.add(name: "Host", value: webhook.url.hostHeader)
-        headers.add(name: "Content-Type", value: "application/json")
-        headers.add(name: "Content-Length", value: String(body.count))
-        headers.add(name: "Connection", value: "close")
-        headers.add(name: "User-Agent", value: "storeledger-webhook")
-        headers.add(name: "StoreLedger-Event-Id", value: event.id)
-        headers.add(name: "StoreLedger-Signature", value: Self.signature(body: body, timestamp: timestamp, secret: webhook.secret))
+        var request = HTTPClientRequest(url: webhook.url.url)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.headers.add(name: "User-Agent", value: "storeledger-webhook")
+        request.headers.add(name: "StoreLedger-Event-Id", value: event.id)
+        request.headers.add(
+            name: "StoreLedger-Signature", value: Self.signature(body: body, timestamp: timestamp, secret: webhook.secret))
+        request.body = .bytes(ByteBuffer(bytes: body))
         do {
-            let status = try await WebhookHTTP.post(
-                host: webhook.url.host, port: webhook.url.port, path: webhook.url.path, headers: headers, body: body,
-                timeoutSeconds: webhook.timeoutSeconds)
+            let response = try await http.execute(
+                request, timeout: .milliseconds(Int64(webhook.timeoutSeconds * 1000)))
+            // Read to its end (and dropped: only the status counts), within the same timeout, so the connection can
+            // carry the next event.
+            for try await _ in response.body {}
+            let status = Int(response.status.code)
             return (200..<300).contains(status) ? nil : "the receiver answered \(status)"
+        } catch let error as HTTPClientError where [.deadlineExceeded, .readTimeout, .connectTimeout].contains(error) {
+            return "no answer within \(webhook.timeoutSeconds) s"
         } catch {
-            return "\(error)"
+            return "\(webhook.url.host):\(webhook.url.port): \(error)"
         }
     }
 
@@ -141,81 +174,4 @@ final class WebhookDelivery: Sendable {
     }
 
     static func now() -> UnixMillis { UnixMillis(Date().timeIntervalSince1970 * 1000) }
-}
-
-// MARK: - One POST over HTTP/1.1
-
-/// A minimal HTTP/1.1 client on SwiftNIO (already in the server): one connection per request, `Connection: close`,
-/// the status of the answer. Enough for one webhook; plain `http://` (put a TLS-terminating proxy in front of an
-/// `https://` receiver).
-enum WebhookHTTP {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-    }
-
-    static func post(
-        host: String, port: Int, path: String, headers: HTTPHeaders, body: [UInt8], timeoutSeconds: Double
-    ) async throws -> Int {
-        let group = MultiThreadedEventLoopGroup.singleton
-        let loop = group.next()
-        let status = loop.makePromise(of: Int.self)
-        let timeout = TimeAmount.milliseconds(Int64(timeoutSeconds * 1000))
-        let bootstrap = ClientBootstrap(group: loop)
-            .connectTimeout(timeout)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    try channel.pipeline.syncOperations.addHandler(StatusHandler(status: status))
-                }
-            }
-        let channel: any Channel
-        do {
-            channel = try await bootstrap.connect(host: host, port: port).get()
-        } catch {
-            status.fail(error)
-            throw Failure(description: "cannot connect to \(host):\(port): \(error)")
-        }
-        let deadline = loop.scheduleTask(in: timeout) {
-            status.fail(Failure(description: "no answer within \(timeoutSeconds) s"))
-        }
-        var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: path)
-        head.headers = headers
-        channel.write(HTTPClientRequestPart.head(head), promise: nil)
-        channel.write(HTTPClientRequestPart.body(.byteBuffer(ByteBuffer(bytes: body))), promise: nil)
-        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
-        defer {
-            deadline.cancel()
-            channel.close(promise: nil)
-        }
-        return try await status.futureResult.get()
-    }
-
-    /// Completes the promise with the answer's status once the answer has ended (or fails it).
-    final class StatusHandler: ChannelInboundHandler, RemovableChannelHandler {
-        typealias InboundIn = HTTPClientResponsePart
-        let status: EventLoopPromise<Int>
-        var code: Int?
-
-        init(status: EventLoopPromise<Int>) { self.status = status }
-
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            switch unwrapInboundIn(data) {
-            case .head(let head): code = Int(head.status.code)
-            case .body: break
-            case .end:
-                if let code { status.succeed(code) }
-                context.close(promise: nil)
-            }
-        }
-
-        func errorCaught(context: ChannelHandlerContext, error: any Error) {
-            status.fail(error)
-            context.close(promise: nil)
-        }
-
-        func channelInactive(context: ChannelHandlerContext) {
-            status.fail(Failure(description: "the receiver closed the connection without an answer"))
-            context.fireChannelInactive()
-        }
-    }
 }

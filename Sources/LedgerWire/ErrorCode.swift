@@ -210,9 +210,9 @@ extension ErrorCode {
     public static let timeout = ErrorCode("timeout")
     /// The server's answer is not HTTP/1.1 as expected.
     public static let `protocol` = ErrorCode("protocol")
-    /// `send` failed.
+    /// Sending the request failed.
     public static let send = ErrorCode("send")
-    /// `recv` failed.
+    /// The connection failed otherwise while the answer was awaited.
     public static let recv = ErrorCode("recv")
     /// A socket could not be made.
     public static let socket = ErrorCode("socket")

@@ -6,8 +6,8 @@ import Darwin
 
 // MARK: - UnixSocket
 
-/// Reaching a Unix socket by its path: the client connects to the server with it, and the server asks it whether
-/// another server already answers on the path it is about to take.
+/// Reaching a Unix socket by its path: the server asks it whether another server already answers on the path it is
+/// about to take, and the client refuses a path longer than a socket address holds before it tries.
 public enum UnixSocket {
     /// The longest path a Unix socket address holds, in bytes (without the terminating NUL).
     public static let maxPathLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1

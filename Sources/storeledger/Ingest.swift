@@ -125,9 +125,9 @@ struct Ingest: AsyncParsableCommand {
         let path = "/v1/events" + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
         var results: [AppendResult] = []
         do {
-            let client = try LedgerClient(socketPath: socket)
+            let client = try AsyncLedgerClient(socketPath: socket)
             for body in bodies {
-                let response = try client.request(
+                let response = try await client.request(
                     method: "POST", path: path, body: body, contentType: "application/x-ndjson")
                 guard response.status == 200 || response.status == 207 else {
                     // The server's own code (storage_full, overloaded, too_large…) says more than the status.

@@ -6,6 +6,7 @@ import LedgerAPI
 import LedgerClient
 import LedgerServer
 import LedgerStore
+import LedgerTestSupport
 import LedgerWire
 import Logging
 import ServiceLifecycle
@@ -262,20 +263,29 @@ struct SocketEndToEndTests {
         }
     }
 
+    /// Requests sent back to back on one connection (HTTP pipelining, which no HTTP client library sends, so the
+    /// bytes are written by hand) are answered in order, each read seeing the write before it.
     @Test func pipelinedRequestsAnswerInOrder() async throws {
         try await withServer { server in
-            let client = try server.client()
-            var requests: [(method: String, path: String, body: [UInt8])] = []
+            var requests = ""
             for i in 0..<20 {
-                requests.append(("POST", "/v1/events", Array(Sample.transaction("80\(i)").utf8)))
-                requests.append(("GET", "/v1/transactions/80\(i)", []))
+                let body = Sample.transaction("80\(i)")
+                requests += "POST /v1/events HTTP/1.1\r\nHost: l\r\nContent-Type: application/json\r\n"
+                requests += "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                requests += "GET /v1/transactions/80\(i) HTTP/1.1\r\nHost: l\r\n\r\n"
             }
-            let responses = try await client.pipeline(requests)
-            #expect(responses.count == 40)
-            for (i, r) in responses.enumerated() {
-                #expect(r.status == 200, "request \(i)")
+            let connection = try RawConnection(server.socketPath)
+            connection.send(requests)
+            let answers = await offThePool { connection.readAnswers(40) }
+            #expect(answers.count == 40)
+            for (i, answer) in answers.enumerated() {
+                #expect(answer.hasPrefix("HTTP/1.1 200 "), "request \(i)")
             }
-            let reads = stride(from: 1, to: 40, by: 2).map { responses[$0].object["transactionId"] as? String }
+            let reads = stride(from: 1, to: answers.count, by: 2).map { answer -> String? in
+                guard let start = answers[answer].range(of: "\r\n\r\n") else { return nil }
+                let object = try? JSONSerialization.jsonObject(with: Data(answers[answer][start.upperBound...].utf8))
+                return (object as? [String: Any])?["transactionId"] as? String
+            }
             #expect(reads == (0..<20).map { "80\($0)" })
         }
     }
@@ -347,16 +357,7 @@ struct SocketEndToEndTests {
         let directory = try TestServer.makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let stale = directory + "/stale.sock"
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-            for (i, b) in stale.utf8.enumerated() { raw[i] = b }
-        }
-        let bound = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        #expect(bound == 0)
+        let fd = try #require(boundUnixSocket(stale))
         close(fd)
         #expect(FileManager.default.fileExists(atPath: stale))
 

@@ -142,7 +142,7 @@ final class Worker: @unchecked Sendable {
         var traffic = Traffic(seed: plan.seed, connection: index, users: plan.users)
         // Read mode asks for the users `Plan.fill` bought subscriptions for.
         let readUsers = plan.mode == .read ? (0..<plan.users).map { "lg\(index)-u\($0)" } : []
-        guard var client = try? LedgerClient(socketPath: plan.socket, timeoutSeconds: 30) else {
+        guard let client = try? LedgerClient(socketPath: plan.socket, timeoutSeconds: 30) else {
             transportErrors["connect", default: 0] += 1
             return
         }
@@ -184,8 +184,9 @@ final class Worker: @unchecked Sendable {
                 }
             } catch {
                 transportErrors[error.code.rawValue, default: 0] += 1
-                guard let fresh = try? LedgerClient(socketPath: plan.socket, timeoutSeconds: 30) else { return }
-                client = fresh
+                // The client opens a new connection for the next request by itself; when nothing accepts on the
+                // socket any more, this connection's work is over.
+                if error.code == .connect { return }
                 continue
             }
             if latencies.count < 5_000_000 { latencies.append(Clock.now() - intended) }

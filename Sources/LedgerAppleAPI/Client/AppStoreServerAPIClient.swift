@@ -1,10 +1,10 @@
 import AsyncHTTPClient
 import Foundation
+import LedgerHTTP
 import LedgerWire
 import Logging
 import NIOCore
 import NIOHTTP1
-import NIOSSL
 
 /// A client of Apple's App Store Server API (https://developer.apple.com/documentation/appstoreserverapi): Get
 /// Transaction History (v2), Get All Subscription Statuses, Get Notification History, Look Up Order ID and Get Refund
@@ -39,32 +39,13 @@ public final class AppStoreServerAPIClient: Sendable {
         guard settings.resolvedBaseURL.lowercased().hasPrefix("https://") else {
             throw CodedError(.invalidConfiguration, "appStoreServerAPI: the base URL must be https://")
         }
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if !settings.trustedCertificates.isEmpty {
-            var certificates: [NIOSSLCertificate] = []
-            for path in settings.trustedCertificates {
-                guard let data = FileManager.default.contents(atPath: path) else {
-                    throw CodedError(.invalidConfiguration, "appStoreServerAPI: cannot read trusted certificate '\(path)'")
-                }
-                let bytes = [UInt8](data)
-                if let pem = try? NIOSSLCertificate.fromPEMBytes(bytes), !pem.isEmpty {
-                    certificates += pem
-                } else if let der = try? NIOSSLCertificate(bytes: bytes, format: .der) {
-                    certificates.append(der)
-                } else {
-                    throw CodedError(
-                        .invalidConfiguration, "appStoreServerAPI: '\(path)' is not a certificate in PEM or DER")
-                }
-            }
-            tls.trustRoots = .certificates(certificates)
-        }
-        let configuration = HTTPClient.Configuration(
-            tlsConfiguration: tls, redirectConfiguration: .disallow,
-            timeout: .init(connect: .seconds(10), read: .milliseconds(Int64(settings.timeoutSeconds * 1000))))
+        let http = try OutboundHTTP.client(
+            trustedCertificates: settings.trustedCertificates, setting: "appStoreServerAPI", connectTimeout: .seconds(10),
+            readTimeout: .milliseconds(Int64(settings.timeoutSeconds * 1000)))
         self.settings = settings
         self.signer = signer
         self.logger = logger
-        self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        self.http = http
     }
 
     /// Closes the connections; call once when done.
