@@ -11,6 +11,7 @@ Only the Python standard library; loopback Unix sockets only; every loop is boun
 
 import argparse
 import json
+import random
 import os
 import shutil
 import signal
@@ -377,6 +378,16 @@ def whole_request_deadline(server):
         status, _, _ = read_answer(s, 10)
         record(f"Content-Length {declared}", status in (400, 413) and time.time() - t0 < 2,
                f"answered {status} after {time.time() - t0:.2f} s")
+    # A chunk of 2^64 bytes or more does not parse: refused at once. One of 2^63 the decoder takes; its bytes never
+    # come, so it is a stalled body, ended by the request deadline.
+    for size, expected, within in [("10000000000000000", 400, 2), ("8000000000000000", 408, 45)]:
+        s = connect(server.socket, 60)
+        s.sendall(("POST /v1/events HTTP/1.1\r\nHost: l\r\nContent-Type: application/json\r\n"
+                   f"Transfer-Encoding: chunked\r\n\r\n{size}\r\n").encode())
+        t0 = time.time()
+        status, _, _ = read_answer(s, 60)
+        record(f"a chunk of 0x{size} bytes", status == expected and time.time() - t0 < within,
+               f"answered {status} after {time.time() - t0:.2f} s")
 
 
 def http10(server):
@@ -403,6 +414,52 @@ def emptied_data_file(server, binary):
     refused = out.returncode == 1 and "corrupted" in out.stderr
     record("an emptied data file", refused, (out.stderr.strip().splitlines() or ["(nothing)"])[-1][:160])
     os.replace(copy, data_file)
+    server.start()
+
+
+def damaged_pages(server, binary, trials):
+    """The data file damaged at random between its meta pages and its end (the server stopped): every command either
+    answers or refuses with `corrupted`, exit 1; none ends by a signal. Then the file is put back."""
+    server.stop()
+    data_file = os.path.join(server.data, "data.mdb")
+    kept = open(data_file, "rb").read()
+    page = 4096
+    rng = random.Random(31)
+    commands = [["stats"], ["customer", "u1"], ["events", "--limit", "50"], ["verify"], ["export"],
+                ["timeline", "o1"], ["replay", "--check"]]
+    runs = refused = signalled = 0
+    worst = ""
+    for trial in range(trials):
+        damaged = bytearray(kept)
+        if trial % 2 == 0:
+            # Every page's kind, in the middle half of the file: inner pages of every tree among them.
+            for n in range(len(damaged) // page // 4, 3 * len(damaged) // page // 4):
+                damaged[n * page + 10:n * page + 12] = bytes([rng.randrange(256), 0])
+        else:
+            for _ in range(64):
+                at = rng.randrange(2 * page, len(damaged))
+                damaged[at] = rng.randrange(256)
+        with open(data_file, "wb") as f:
+            f.write(damaged)
+        for command in commands:
+            out = subprocess.run([binary] + command + ["--data", server.data], capture_output=True, text=True,
+                                 timeout=120)
+            runs += 1
+            if out.returncode < 0:
+                signalled += 1
+                worst = f"{' '.join(command)} ended by signal {-out.returncode}"
+            elif out.returncode != 0:
+                if "corrupted" in out.stderr:
+                    refused += 1
+                elif out.returncode != 1 or "error: " not in out.stderr:
+                    signalled += 1
+                    worst = f"{' '.join(command)} exit {out.returncode}: {out.stderr.strip()[:120]}"
+    with open(data_file, "wb") as f:
+        f.write(kept)
+    FIGURES["crashes"] += signalled
+    record("damaged data files", signalled == 0,
+           f"{trials} files x {len(commands)} commands: {runs} runs, {refused} refused as corrupted, "
+           f"{signalled} crashed {worst}")
     server.start()
 
 
@@ -435,6 +492,7 @@ def main():
         whole_request_deadline(server)
         http10(server)
         emptied_data_file(server, args.binary)
+        damaged_pages(server, args.binary, 4 if quick else 20)
         check_normal(server, "the whole run")
         server.stop()
         verify = subprocess.run([args.binary, "verify", "--data", data], capture_output=True, text=True)
