@@ -8,7 +8,7 @@ public struct DecodedInput: Sendable {
     /// In document order: notification first (if any), then transactions (deduplicated by content), renewal infos,
     /// and binding claims last.
     public var facts: [Fact]
-    /// Shared by every fact; `rawDigest` is SHA-256 of `raw`.
+    /// Shared by every fact; `rawDigest` stays empty until the store keeps `raw` and sets it (SHA-256 of `raw`).
     public var metadata: FactMetadata
     public var type: InputType
     /// The input exactly as received (the whole envelope when there was one).

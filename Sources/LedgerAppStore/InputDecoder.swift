@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import LedgerCore
 
@@ -44,7 +43,8 @@ public final class InputDecoder: Sendable {
     ///     yields one `BindingClaim(cause: .claim)` per distinct OTID in the input.
     ///   - receivedAt: when the input arrived; the envelope's `receivedAt` wins when it has one.
     /// - Returns: the facts (notification first, then transactions, renewal infos, binding claims) and the metadata
-    ///   they share; `metadata.rawDigest` is SHA-256 of `raw`.
+    ///   they share. `metadata.rawDigest` is left empty: the store sets it when it keeps `raw`, so the input is hashed
+    ///   once, by what stores the bytes the digest vouches for.
     /// - Throws: `InputError` for every refusal; the caller keeps `raw` in the rejected log.
     public func decode(
         _ raw: [UInt8], forcedType: InputType? = nil, appUserId: AppUserID? = nil, receivedAt: UnixMillis
@@ -52,7 +52,6 @@ public final class InputDecoder: Sendable {
         guard raw.count <= configuration.maxInputBytes else {
             throw .tooLarge(size: raw.count, limit: configuration.maxInputBytes)
         }
-        let rawDigest = SHA256.hash(data: raw)
         var context = Context(receivedAt: receivedAt, appUserId: appUserId, type: forcedType)
         let document = try parse(raw, context: &context)
         var decoded = try decodeDocument(document, context: context)
@@ -63,8 +62,7 @@ public final class InputDecoder: Sendable {
 
         let metadata = FactMetadata(
             source: decoded.source, signature: decoded.signature, receivedAt: context.receivedAt,
-            observedAt: decoded.observedAt ?? context.receivedAt, rawDigest: Array(rawDigest),
-            appUserId: context.appUserId)
+            observedAt: decoded.observedAt ?? context.receivedAt, appUserId: context.appUserId)
         return DecodedInput(facts: decoded.facts, metadata: metadata, type: decoded.type, raw: raw)
     }
 

@@ -32,7 +32,6 @@ struct ReceiptDecodingTests {
         #expect(input.metadata.signature == .unsigned)
         #expect(input.metadata.observedAt == F.epoch + 5 * F.minute)
         #expect(input.metadata.receivedAt == receivedAt)
-        #expect(input.metadata.rawDigest.count == 32)
         #expect(input.transactions.map(\.transactionId.rawValue) == ["1000000000000001", "1000000000000002", "1000000000000003"])
 
         let t1 = input.transactions[0]
