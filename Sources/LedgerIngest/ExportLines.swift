@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import LedgerAppStore
 import LedgerWire
 
@@ -11,7 +16,7 @@ public enum ExportLines {
     /// A byte search first (no Apple document or envelope holds these member names), so that inputs pay nothing
     /// more; only a candidate is parsed, and it must have an export line's shape.
     public static func recognise(_ bytes: [UInt8]) -> String? {
-        guard Self.markers.contains(where: { contains(bytes, $0) }) else { return nil }
+        guard containsMarker(bytes) else { return nil }
         guard case .object(let object)? = try? JSONValue.parse(bytes, depthLimit: 64) else { return nil }
         if case .int(let seq)? = object["seq"], case .string? = object["chainHash"], case .string? = object["rawDigest"],
             case .object? = object["fact"]
@@ -43,18 +48,20 @@ public enum ExportLines {
 
     private static let markers = [#""chainHash""#, #""record""#, #""rejectedHead""#, #""begin""#].map { Array($0.utf8) }
 
-    private static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
-        guard let first = needle.first, haystack.count >= needle.count else { return false }
-        return haystack.withUnsafeBufferPointer { h in
-            needle.withUnsafeBufferPointer { n in
-                var i = 0
-                let last = h.count - n.count
-                while i <= last {
-                    if h[i] == first, UnsafeBufferPointer(rebasing: h[i..<(i + n.count)]).elementsEqual(n) { return true }
-                    i += 1
+    /// Whether `bytes` holds one of the markers. Every input pays this search, so it is one pass: libc's `memchr`
+    /// to each quote (every marker begins with one), then a comparison of what follows.
+    private static func containsMarker(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { h in
+            guard let base = h.baseAddress else { return false }
+            var at = 0
+            while at < h.count, let found = memchr(base + at, 0x22, h.count - at) {
+                let i = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(found))
+                for marker in markers where i + marker.count <= h.count {
+                    if memcmp(base + i, marker, marker.count) == 0 { return true }
                 }
-                return false
+                at = i + 1
             }
+            return false
         }
     }
 }
