@@ -47,6 +47,8 @@ public enum ExportLines {
     }
 
     private static let markers = [#""chainHash""#, #""record""#, #""rejectedHead""#, #""begin""#].map { Array($0.utf8) }
+    /// The letter after each marker's quote: most quotes are followed by another.
+    private static let firstLetters: Set<UInt8> = Set(markers.map { $0[1] })
 
     /// Whether `bytes` holds one of the markers. Every input pays this search, so it is one pass: libc's `memchr`
     /// to each quote (every marker begins with one), then a comparison of what follows.
@@ -56,8 +58,10 @@ public enum ExportLines {
             var at = 0
             while at < h.count, let found = memchr(base + at, 0x22, h.count - at) {
                 let i = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(found))
-                for marker in markers where i + marker.count <= h.count {
-                    if memcmp(base + i, marker, marker.count) == 0 { return true }
+                if i + 1 < h.count, firstLetters.contains(h[i + 1]) {
+                    for marker in markers where i + marker.count <= h.count {
+                        if memcmp(base + i, marker, marker.count) == 0 { return true }
+                    }
                 }
                 at = i + 1
             }
