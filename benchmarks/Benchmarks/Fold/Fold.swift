@@ -47,7 +47,7 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
-    // The same updates with the lifecycle events they say (a RENEWAL), as the store derives them since issue 14:
+    // The same updates with the lifecycle events they say (a RENEWAL), as the store derives them:
     // the cost of the derivation per appended event is the difference with the rows above, measured in one run.
     for periods in [5, 100] {
         let events = history(otid: 7, periods: periods, events: periods)
@@ -112,9 +112,9 @@ let benchmarks: @Sendable () -> Void = {
     }
 }
 
-/// `update(stored:with:all:)` as the store runs it since issue 14: the same path, handing back the timeline before
+/// `update(stored:with:all:)` as the store runs it: the same path, handing back the timeline before
 /// and after, then the lifecycle events the update said (`Lifecycle.events`), encoded as the store writes them.
-/// Kept here, not in FoldWorkload: `instructions.sh` builds that workload against checkouts older than issue 14.
+/// Kept here, not in FoldWorkload: `instructions.sh` builds that workload against older checkouts too, which lack this path.
 func updateSayingLifecycle(stored: [UInt8], with event: LedgerEvent, all: [LedgerEvent]) -> ([UInt8], [[UInt8]]) {
     if let tail = try! stored.withUnsafeBytes({
         try Timeline.appendingWithTimelines([event], toEncoded: $0, rules: rules)

@@ -10,7 +10,7 @@ import LedgerWire
 /// The checks shared by the decoder targets. An input either is refused with a code (fine) or decodes; what decodes
 /// then goes through everything the ledger does with accepted facts (canonical encoding and back, the fold, the
 /// timeline and customer views at many instants, the stored timeline's encoding and back), because an accepted value
-/// that traps later (issue 18: an `expiresDate` of Int64.min) is worse than one that traps at the door.
+/// that traps later (an `expiresDate` of Int64.min) is worse than one that traps at the door.
 public enum Fuzz {
     /// When every fuzzed input "arrives" (a fixed instant: runs are reproducible).
     public static let receivedAt: UnixMillis = 1_700_000_000_000
