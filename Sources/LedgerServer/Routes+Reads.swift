@@ -246,14 +246,33 @@ extension LedgerRoutes {
     func events(_ request: Request, _ context: LedgerRequestContext) throws -> Response {
         let query = request.uri.queryParameters
         try Self.checkQuery(query.map(\.key), route: "GET /v1/events")
+        return try stream(query, context) { [self] after, limit in
+            let events = try read { try ledger.events(after: after, limit: limit) }
+            var lines = ByteBuffer()
+            for e in events { try Self.writeLine(EventDocument(e), to: &lines) }
+            return StreamPage(lines: lines, count: events.count, next: events.last?.event.seq ?? after)
+        }
+    }
+
+    /// One page of an NDJSON stream: its lines, how many items they hold, and the `after` of the next page.
+    struct StreamPage {
+        var lines: ByteBuffer
+        var count: Int
+        var next: UInt64
+    }
+
+    /// The answer of a stream route (`GET /v1/events`, `GET /v1/lifecycle`) to `query`: one page of at most `limit`
+    /// (default 1000) items after `after`; with `follow=true` pages written as they commit, until `limit` items were
+    /// sent (if given), `timeout` seconds passed (if given), the client goes away, or the server shuts down.
+    func stream(
+        _ query: Parameters, _ context: LedgerRequestContext,
+        page: @escaping @Sendable (_ after: UInt64, _ limit: Int) throws -> StreamPage
+    ) throws -> Response {
         let (after, limit, follow, timeout) = try Self.streamQuery(query)
         let headers: HTTPFields = [.contentType: "application/x-ndjson"]
         guard follow else {
-            let count = min(limit ?? Self.eventPage, Self.maxEventLimit)
-            let events = try read { try ledger.events(after: after, limit: count) }
-            var buffer = ByteBuffer()
-            for e in events { try Self.writeLine(EventDocument(e), to: &buffer) }
-            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: buffer))
+            let first = try page(after, min(limit ?? Self.eventPage, Self.maxEventLimit))
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: first.lines))
         }
 
         guard let current = followers.enter(limit: Self.maxFollowers) else {
@@ -269,14 +288,11 @@ extension LedgerRoutes {
             var cursor = after
             var sent = 0
             streaming: while true {
-                let want = min(Self.eventPage, limit.map { $0 - sent } ?? Self.eventPage)
-                let page = try read { try ledger.events(after: cursor, limit: want) }
-                if let last = page.last {
-                    var buffer = ByteBuffer()
-                    for e in page { try Self.writeLine(EventDocument(e), to: &buffer) }
-                    try await writer.write(buffer)
-                    cursor = last.event.seq
-                    sent += page.count
+                let next = try page(cursor, min(Self.eventPage, limit.map { $0 - sent } ?? Self.eventPage))
+                cursor = next.next
+                if next.count > 0 {
+                    try await writer.write(next.lines)
+                    sent += next.count
                     if let limit, sent >= limit { break streaming }
                     continue
                 }
@@ -317,51 +333,12 @@ extension LedgerRoutes {
     func lifecycle(_ request: Request, _ context: LedgerRequestContext) throws -> Response {
         let query = request.uri.queryParameters
         try Self.checkQuery(query.map(\.key), route: "GET /v1/lifecycle")
-        let (after, limit, follow, timeout) = try Self.streamQuery(query)
-        let headers: HTTPFields = [.contentType: "application/x-ndjson"]
-        guard follow else {
-            let count = min(limit ?? Self.eventPage, Self.maxEventLimit)
-            let page = try read { try ledger.lifecycleEvents(after: after, limit: count) }
-            var buffer = ByteBuffer()
-            for e in page.events { Self.writeLine(e, to: &buffer) }
-            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: buffer))
+        return try stream(query, context) { [self] after, limit in
+            let page = try read { try ledger.lifecycleEvents(after: after, limit: limit) }
+            var lines = ByteBuffer()
+            for e in page.events { Self.writeLine(e, to: &lines) }
+            return StreamPage(lines: lines, count: page.events.count, next: page.next)
         }
-
-        guard let current = followers.enter(limit: Self.maxFollowers) else {
-            return HTTPErrors.response(
-                CodedError(.overloaded, "too many followers (\(Self.maxFollowers))"), retryAfter: 5)
-        }
-        metrics.setFollowers(current)
-        let channel = context.channel
-        let deadline = timeout.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
-        let body = ResponseBody { [self] writer in
-            defer { metrics.setFollowers(followers.leave()) }
-            var cursor = after
-            var sent = 0
-            streaming: while true {
-                let want = min(Self.eventPage, limit.map { $0 - sent } ?? Self.eventPage)
-                let page = try read { try ledger.lifecycleEvents(after: cursor, limit: want) }
-                cursor = page.next
-                if !page.events.isEmpty {
-                    var buffer = ByteBuffer()
-                    for e in page.events { Self.writeLine(e, to: &buffer) }
-                    try await writer.write(buffer)
-                    sent += page.events.count
-                    if let limit, sent >= limit { break streaming }
-                    continue
-                }
-                if commits.isClosed || channel?.isActive == false { break }
-                var wait = Duration.seconds(1)
-                if let deadline {
-                    let left = deadline - ContinuousClock.now
-                    if left <= .zero { break }
-                    wait = min(wait, left)
-                }
-                await commits.wait(after: cursor, timeout: wait)
-            }
-            try await writer.finish(nil)
-        }
-        return Response(status: .ok, headers: headers, body: body)
     }
 
     /// One NDJSON line: the lifecycle event's JSON text and a newline.
