@@ -147,7 +147,7 @@ public struct LedgerConfiguration: Sendable {
         }
         self.init()
         do {
-            appStore = try AppStoreConfiguration(configFile: json, baseDirectory: baseDirectory)
+            appStore = try AppStoreConfiguration(configuration: object, baseDirectory: baseDirectory)
         } catch {
             throw Invalid(message: error.message)
         }

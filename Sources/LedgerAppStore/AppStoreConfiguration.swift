@@ -51,10 +51,16 @@ public struct AppStoreConfiguration: Sendable {
     /// DER files, relative ones resolved against `baseDirectory` — `requireSignatures`, optional `environments`),
     /// ignoring every other key. Throws `invalid_configuration` naming what is wrong.
     public init(configFile json: [UInt8], baseDirectory: String) throws(InputError) {
-        func invalid(_ message: String) -> InputError { InputError(code: .invalidConfiguration, message: message) }
         guard case .object(let object)? = try? JSONValue.parse(json, depthLimit: Self.defaultMaxDepth) else {
-            throw invalid("the configuration file is not a JSON object")
+            throw InputError(code: .invalidConfiguration, message: "the configuration file is not a JSON object")
         }
+        try self.init(configuration: object, baseDirectory: baseDirectory)
+    }
+
+    /// The App Store members of a configuration document already parsed (the whole file's top-level object), so a
+    /// caller that reads the file's other members parses it once.
+    package init(configuration object: [String: JSON], baseDirectory: String) throws(InputError) {
+        func invalid(_ message: String) -> InputError { InputError(code: .invalidConfiguration, message: message) }
         self.init()
         if let v = object["bundleId"], !v.isNull {
             guard case .string(let s) = v else { throw invalid("bundleId must be a string") }
