@@ -73,7 +73,7 @@ public struct IngestPipeline: Sendable {
         if let what = ExportLines.recognise(bytes) {
             let refusal = ExportLines.refusal(what)
             return .rejected(
-                RejectedInput(raw: bytes, code: refusal.code.rawValue, message: refusal.message, receivedAt: receivedAt))
+                RejectedInput(raw: bytes, code: refusal.code, message: refusal.message, receivedAt: receivedAt))
         }
         do {
             let decoded = try decoder.decode(
@@ -81,7 +81,7 @@ public struct IngestPipeline: Sendable {
             return .facts(decoded.facts, metadata: decoded.metadata, raw: decoded.raw)
         } catch {
             return .rejected(
-                RejectedInput(raw: bytes, code: error.code.rawValue, message: error.message, receivedAt: receivedAt))
+                RejectedInput(raw: bytes, code: error.code, message: error.message, receivedAt: receivedAt))
         }
     }
 

@@ -141,7 +141,7 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
                         "the input belongs to partition \(partition) of \(settings.partitioning.count), which this server does not hold"
                     refused.append(
                         (index, .rejected(RejectedInput(
-                            raw: Array(raws[index]), code: ErrorCode.wrongPartition.rawValue, message: message,
+                            raw: Array(raws[index]), code: .wrongPartition, message: message,
                             receivedAt: metadata.receivedAt))))
                 } else {
                     published.append(
@@ -297,7 +297,7 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
                 // Not ours: kept as a refusal so the replicas stay in step and the auditor sees it.
                 inputs.append(
                     .rejected(RejectedInput(
-                        raw: message.payload, code: ErrorCode.invalidBody.rawValue,
+                        raw: message.payload, code: .invalidBody,
                         message: "intake message \(message.streamSequence) is not a ledger input", receivedAt: streamMillis)))
                 counts.append(1)
                 continue

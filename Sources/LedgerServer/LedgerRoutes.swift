@@ -195,7 +195,7 @@ public final class LedgerRoutes: Sendable {
     func recordRefusal(_ error: CodedError, _ request: Request, _ received: ReceivedBody) async {
         let keep = min(configuration.limits.maxBodyBytes, RejectedInput.keptBytesLimit)
         var rejection = RejectedInput(
-            raw: received.bytes.prefix(keep), code: error.code.rawValue, message: error.message,
+            raw: received.bytes.prefix(keep), code: error.code, message: error.message,
             receivedAt: currentMillis())
         rejection.size = max(received.size, rejection.raw.count)
         rejection.request = "\(request.method) \(request.head.path ?? request.uri.description)"
@@ -216,7 +216,7 @@ public final class LedgerRoutes: Sendable {
                 else { return }
             }
             var rejection = RejectedInput(
-                raw: head, code: ErrorCode.badRequest.rawValue, message: message, receivedAt: receivedAt)
+                raw: head, code: .badRequest, message: message, receivedAt: receivedAt)
             let line = head.prefix { $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }.prefix(512)
             rejection.request = String(decoding: line, as: UTF8.self)
             rejection.headerBytes = head.count

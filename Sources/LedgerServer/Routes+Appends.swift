@@ -43,7 +43,7 @@ extension LedgerRoutes {
         let inputs = pieces.map { pipeline.prepare($0, options: options, now: now) }
         // Refused inputs are appended too: their bytes land in `rejected` for the auditor.
         let results = try await append(inputs, raws: pieces, options: options)
-        if results.allSatisfy({ $0.status == .rejected && $0.error?.code == ErrorCode.invalidJSON.rawValue }) {
+        if results.allSatisfy({ $0.status == .rejected && $0.error?.code == .invalidJSON }) {
             throw CodedError(.invalidJSON, results.first?.error?.message ?? "the body is not JSON")
         }
         let someRejected = results.contains { $0.status == .rejected }
@@ -95,7 +95,7 @@ extension LedgerRoutes {
         let status: HTTPResponse.Status
         switch result.status {
         case .appended, .duplicate: status = .ok
-        case .rejected: status = HTTPErrors.status(ofRefusedInput: ErrorCode(result.error?.code ?? ""))
+        case .rejected: status = HTTPErrors.status(ofRefusedInput: result.error?.code ?? ErrorCode(""))
         }
         return JSONBody.response(status: status, result)
     }

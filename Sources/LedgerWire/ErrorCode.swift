@@ -24,6 +24,18 @@ public struct ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConve
     public var description: String { rawValue }
 }
 
+/// A code is its name in JSON too: `"invalid_json"`.
+extension ErrorCode: Codable {
+    public init(from decoder: any Decoder) throws {
+        self.init(try decoder.singleValueContainer().decode(String.self))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}
+
 // MARK: - Input refusals (LedgerAppStore, the ingest path)
 
 extension ErrorCode {

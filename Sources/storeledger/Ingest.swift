@@ -134,7 +134,7 @@ struct Ingest: AsyncParsableCommand {
                     struct ServerError: Decodable { var error: AppendResult.ErrorInfo }
                     if let document = try? JSONDecoder().decode(ServerError.self, from: Data(response.body)) {
                         throw CommandFailure(
-                            code: ErrorCode(document.error.code),
+                            code: document.error.code,
                             message: "server answered \(response.status): \(document.error.message)", json: json)
                     }
                     throw CommandFailure(

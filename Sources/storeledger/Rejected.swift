@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LedgerAPI
 import LedgerStore
+import LedgerWire
 
 /// `storeledger rejected`: the inputs the ledger refused, with their codes and bytes, for the auditor.
 struct Rejected: ParsableCommand {
@@ -38,7 +39,7 @@ struct Rejected: ParsableCommand {
         for r in refused {
             let request = r.request.map { "[\($0.prefix(60))] " } ?? ""
             print(
-                pad("\(r.number)", 8) + pad(formatInstant(r.receivedAt), 22) + pad(r.code, 26) + pad("\(r.size)", 10)
+                pad("\(r.number)", 8) + pad(formatInstant(r.receivedAt), 22) + pad(r.code.rawValue, 26) + pad("\(r.size)", 10)
                     + request + r.message)
             print(String(repeating: " ", count: 8) + BytePreview(r.raw, size: r.size, limit: Self.previewBytes).line)
         }

@@ -4,6 +4,7 @@ import LedgerCore
 import LedgerIngest
 import LedgerStore
 import LedgerTestSupport
+import LedgerWire
 import Logging
 import Testing
 

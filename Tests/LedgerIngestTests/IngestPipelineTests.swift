@@ -4,6 +4,7 @@ import LedgerCore
 import LedgerIngest
 import LedgerStore
 import LedgerTestSupport
+import LedgerWire
 import Logging
 import Testing
 
@@ -50,12 +51,12 @@ import Testing
         for (name, jws, code) in Self.refusals() {
             let results = try await pipeline.ingest(body: Array(jws.utf8), options: .init(), now: 1_700_000_000_000)
             #expect(results.map(\.status) == [.rejected], "\(name)")
-            #expect(results.first?.error?.code == code, "\(name): \(results.first?.error?.message ?? "")")
+            #expect(results.first?.error?.code.rawValue == code, "\(name): \(results.first?.error?.message ?? "")")
             kept += 1
             let rejected = try ledger.rejectedInputs(limit: 100)
             #expect(rejected.count == kept, "\(name) is kept for the auditor")
             #expect(rejected.last?.raw == Array(jws.utf8), "\(name): the exact bytes are kept")
-            #expect(rejected.last?.code == code)
+            #expect(rejected.last?.code.rawValue == code)
         }
         let after = try ledger.statistics()
         #expect(after.lastSeq == before.lastSeq)

@@ -1,9 +1,10 @@
 import Foundation
-import LedgerTestSupport
 import Hummingbird
 import HummingbirdTesting
 import LedgerClient
 import LedgerStore
+import LedgerTestSupport
+import LedgerWire
 import Logging
 import Testing
 

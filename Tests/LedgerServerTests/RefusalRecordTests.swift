@@ -1,8 +1,9 @@
 import Foundation
-import LedgerTestSupport
 import LedgerClient
 import LedgerServer
 import LedgerStore
+import LedgerTestSupport
+import LedgerWire
 import Testing
 
 /// Every request refused as a whole on a write route is kept in `rejected` with its code, its method and target,

@@ -155,7 +155,7 @@ struct AcceptedInputPropertyTests {
                     }
                     outcome.accepted += 1
                 } catch {
-                    batch.append(.rejected(RejectedInput(raw: raw, code: error.code.rawValue, message: error.message, receivedAt: receivedAt)))
+                    batch.append(.rejected(RejectedInput(raw: raw, code: error.code, message: error.message, receivedAt: receivedAt)))
                 }
             }
             _ = try t.ledger.appendAndWait(batch)

@@ -2,6 +2,7 @@ import Foundation
 import LMDB
 import LedgerCore
 import LedgerStore
+import LedgerWire
 import Logging
 import Testing
 

@@ -57,7 +57,7 @@ import Testing
                 let d = try decoder.decode(bytes, appUserId: user.map { AppUserID($0) }, receivedAt: at)
                 inputs.append(.facts(d.facts, metadata: d.metadata, raw: d.raw))
             } catch {
-                inputs.append(.rejected(RejectedInput(raw: bytes, code: error.code.rawValue, message: error.message, receivedAt: at)))
+                inputs.append(.rejected(RejectedInput(raw: bytes, code: error.code, message: error.message, receivedAt: at)))
             }
         }
         let day = F.day

@@ -3,6 +3,7 @@ import LMDB
 import LedgerCodec
 import LedgerCore
 import LedgerStore
+import LedgerWire
 import Logging
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerStore
+import LedgerWire
 
 // MARK: - Events (`storeledger events --json`, `export`, `GET /v1/events`, `GET /v1/transactions/{id}`)
 
@@ -128,7 +129,7 @@ public struct RejectedDocument: Encodable, Sendable {
     public init(_ r: RejectedInput) {
         number = r.number
         receivedAt = r.receivedAt
-        code = r.code
+        code = r.code.rawValue
         message = r.message
         size = r.size
         raw = Data(r.raw).base64EncodedString()

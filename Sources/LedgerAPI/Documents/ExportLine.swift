@@ -96,7 +96,7 @@ public enum ExportLine: Sendable {
 
         /// How the line disagrees with the record it carries (nil when it does not).
         public func disagreement(with input: RejectedInput) -> String? {
-            if code != input.code { return "code '\(code)' is not its record's '\(input.code)'" }
+            if code != input.code.rawValue { return "code '\(code)' is not its record's '\(input.code)'" }
             if receivedAt != input.receivedAt { return "receivedAt \(receivedAt) is not its record's \(input.receivedAt)" }
             if raw != input.raw { return "its raw bytes are not its record's" }
             return nil

@@ -23,7 +23,7 @@ extension AppendResult: JSONDocument {
             if let error {
                 o.key("error")
                 o.object { o in
-                    o.key("code"); o.string(error.code)
+                    o.key("code"); o.string(error.code.rawValue)
                     o.key("message"); o.string(error.message)
                 }
             }

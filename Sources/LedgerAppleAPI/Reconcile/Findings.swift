@@ -200,7 +200,7 @@ struct Findings {
                     if outcome.status == .rejected {
                         unattributed.append(
                             .init(
-                                what: Reconciler.describe(entry.input), code: outcome.error?.code ?? "rejected",
+                                what: Reconciler.describe(entry.input), code: outcome.error?.code.rawValue ?? "rejected",
                                 message: outcome.error?.message ?? ""))
                     }
                     continue
@@ -210,7 +210,7 @@ struct Findings {
                 } else if outcome.status == .rejected {
                     result[i].refused.append(
                         .init(
-                            what: Reconciler.describe(entry.input), code: outcome.error?.code ?? "rejected",
+                            what: Reconciler.describe(entry.input), code: outcome.error?.code.rawValue ?? "rejected",
                             message: outcome.error?.message ?? ""))
                 } else {
                     result[i].appendedEvents += outcome.events.count

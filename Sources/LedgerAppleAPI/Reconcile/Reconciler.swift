@@ -336,7 +336,7 @@ public struct Reconciler: Sendable {
 
     static func refusal(_ input: LedgerInput, what: String) -> SubscriptionCheck.Refused {
         guard case .rejected(let r) = input else { return .init(what: what, code: "no_facts", message: "") }
-        return .init(what: what, code: r.code, message: r.message)
+        return .init(what: what, code: r.code.rawValue, message: r.message)
     }
 
     static func describe(_ input: LedgerInput) -> String {

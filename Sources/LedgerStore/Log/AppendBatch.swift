@@ -1,6 +1,7 @@
 import LMDB
 import LedgerCodec
 import LedgerCore
+import LedgerWire
 
 /// What one write transaction does with a batch of inputs: idempotency, raw bytes, events, log and hash chain,
 /// indexes, then the projections of the subscriptions it touched. Runs on the writer thread only.
@@ -113,23 +114,23 @@ struct AppendBatch {
 
     /// Checks the store's own invariants on facts (the decoders should already have refused these).
     static func problem(in facts: [Fact]) -> AppendResult.ErrorInfo? {
-        if facts.isEmpty { return AppendResult.ErrorInfo(code: "no_facts", message: "the input states no fact") }
+        if facts.isEmpty { return AppendResult.ErrorInfo(code: .noFacts, message: "the input states no fact") }
         for fact in facts {
             let key = fact.eventKey
             if key.isEmpty || key.utf8.contains(0) || key.utf8.count > 400 {
-                return AppendResult.ErrorInfo(code: "invalid_id", message: "event key '\(key)' is empty, too long or holds NUL")
+                return AppendResult.ErrorInfo(code: .invalidID, message: "event key '\(key)' is empty, too long or holds NUL")
             }
             if let otid = fact.originalTransactionId, otid.utf8Count == 0 || otid.utf8Count > 400 {
-                return AppendResult.ErrorInfo(code: "missing_field", message: "originalTransactionId is empty or too long")
+                return AppendResult.ErrorInfo(code: .missingField, message: "originalTransactionId is empty or too long")
             }
             if case .transaction(let t) = fact, t.transactionId.utf8Count == 0 {
-                return AppendResult.ErrorInfo(code: "missing_field", message: "transactionId is empty")
+                return AppendResult.ErrorInfo(code: .missingField, message: "transactionId is empty")
             }
             if case .binding(let b) = fact, b.appUserId.rawValue.isEmpty || b.appUserId.rawValue.utf8.count > 400 {
-                return AppendResult.ErrorInfo(code: "missing_field", message: "appUserId is empty or too long")
+                return AppendResult.ErrorInfo(code: .missingField, message: "appUserId is empty or too long")
             }
             if case .grant(let g) = fact, g.appUserId.rawValue.isEmpty {
-                return AppendResult.ErrorInfo(code: "missing_field", message: "appUserId is empty")
+                return AppendResult.ErrorInfo(code: .missingField, message: "appUserId is empty")
             }
         }
         return nil

@@ -1,4 +1,5 @@
 import LedgerCore
+import LedgerWire
 
 /// What happened to one input (API.md "Result"): the events written for it, or why it was refused. Its status and
 /// seq follow from those.
@@ -24,9 +25,9 @@ public struct AppendResult: Sendable, Hashable, Codable {
 
     /// A refusal's code and message.
     public struct ErrorInfo: Sendable, Hashable, Codable {
-        public var code: String
+        public var code: ErrorCode
         public var message: String
-        public init(code: String, message: String) {
+        public init(code: ErrorCode, message: String) {
             self.code = code
             self.message = message
         }
@@ -51,7 +52,7 @@ public struct AppendResult: Sendable, Hashable, Codable {
     public static let duplicate = AppendResult(events: [])
 
     /// An input refused, with why.
-    public static func rejected(code: String, message: String) -> AppendResult {
+    public static func rejected(code: ErrorCode, message: String) -> AppendResult {
         AppendResult(events: [], error: ErrorInfo(code: code, message: message))
     }
 

@@ -135,7 +135,7 @@ public struct ImportCheck: Sendable {
         } catch {
             throw Self.invalid("the record of refused input \(r.number) does not decode: \(error)")
         }
-        guard !input.code.isEmpty, input.size >= input.raw.count, input.raw.count <= RejectedInput.keptBytesLimit else {
+        guard !input.code.rawValue.isEmpty, input.size >= input.raw.count, input.raw.count <= RejectedInput.keptBytesLimit else {
             throw Self.invalid("the record of refused input \(r.number) is incoherent (no code, or more bytes than its size)")
         }
         refusals.add(r.record)

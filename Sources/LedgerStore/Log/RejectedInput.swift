@@ -1,6 +1,7 @@
 import LMDB
 import LedgerCodec
 import LedgerCore
+import LedgerWire
 
 /// An input refused with a reason, kept for the auditor.
 public struct RejectedInput: Sendable, Hashable {
@@ -8,7 +9,7 @@ public struct RejectedInput: Sendable, Hashable {
     public static let keptBytesLimit = 1 << 20
 
     public var receivedAt: UnixMillis
-    public var code: String
+    public var code: ErrorCode
     public var message: String
     /// The input's bytes (at most `keptBytesLimit`).
     public var raw: [UInt8]
@@ -22,7 +23,7 @@ public struct RejectedInput: Sendable, Hashable {
     /// For such a request: the size of its header fields as received (`name: value` CRLF each), nil otherwise.
     public var headerBytes: Int?
 
-    public init(raw: some Collection<UInt8>, code: String, message: String, receivedAt: UnixMillis) {
+    public init(raw: some Collection<UInt8>, code: ErrorCode, message: String, receivedAt: UnixMillis) {
         self.receivedAt = receivedAt
         self.code = code
         self.message = message
@@ -37,7 +38,7 @@ public struct RejectedInput: Sendable, Hashable {
     public func encoded() -> [UInt8] {
         var w = BinaryWriter(capacity: raw.count + message.utf8.count + 32)
         w.write(1, receivedAt)
-        w.write(2, code)
+        w.write(2, code.rawValue)
         w.write(3, message)
         w.write(4, bytes: raw)
         w.write(5, Int64(size))
@@ -65,7 +66,7 @@ public struct RejectedInput: Sendable, Hashable {
                 try r.readUnknown(tag: tag, wire: wire, into: &ignored)
             }
         }
-        self.init(raw: raw, code: code, message: message, receivedAt: at)
+        self.init(raw: raw, code: ErrorCode(code), message: message, receivedAt: at)
         self.size = Int(size)
         self.number = number
         self.request = request

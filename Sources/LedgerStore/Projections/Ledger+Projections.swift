@@ -218,7 +218,7 @@ extension Ledger {
         guard let result = try appendAndWait([input]).first else {
             throw LedgerError(code: .storageError, message: "the rules change was not appended")
         }
-        if let error = result.error { throw LedgerError(code: ErrorCode(error.code), message: error.message) }
+        if let error = result.error { throw LedgerError(code: error.code, message: error.message) }
         guard let seq = result.seq else { throw LedgerError(code: .storageError, message: "the rules change was not appended") }
         return seq
     }

@@ -2,6 +2,7 @@ import Foundation
 import LMDB
 import LedgerCodec
 import LedgerCore
+import LedgerWire
 
 extension Ledger {
     /// Walks every page of the data file (`checkDataFile`: a damaged one is thrown as `corrupted`), then checks the
@@ -243,7 +244,7 @@ extension Ledger {
                     do { record = try e.value.withUnsafeBytes { try RejectedInput(number: number, decoding: $0) } } catch {
                         return .failure(Fault("rejected record \(number) does not decode: \(error)"))
                     }
-                    guard !record.code.isEmpty else { return .failure(Fault("rejected record \(number) has no code")) }
+                    guard !record.code.rawValue.isEmpty else { return .failure(Fault("rejected record \(number) has no code")) }
                     guard record.size >= record.raw.count, record.raw.count <= RejectedInput.keptBytesLimit else {
                         return .failure(
                             Fault("rejected record \(number) keeps \(record.raw.count) bytes of an input of \(record.size)"))
