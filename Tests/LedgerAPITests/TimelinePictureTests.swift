@@ -200,7 +200,7 @@ import Testing
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        try process.run()
+        try launch(process)
         // Read both pipes while it runs, so a full pipe never blocks it.
         nonisolated(unsafe) var stdout = Data()
         let reader = Thread { stdout = out.fileHandleForReading.readDataToEndOfFile() }

@@ -43,6 +43,17 @@ public struct ProcessOutput: Sendable {
     public var killed: Bool = false
 }
 
+/// Starts `process`. Foundation's `Process.run` is not safe to call from two threads at once on Linux: the suite
+/// crashed inside it (a copy from freed memory) while another thread was in the middle of launching its own, so every
+/// test starts its processes through here, one at a time.
+public func launch(_ process: Process) throws {
+    launching.lock()
+    defer { launching.unlock() }
+    try process.run()
+}
+
+private let launching = NSLock()
+
 /// Runs `executable` with `arguments`, feeding `input` on stdin, and waits for it; with `deadline`, kills it (SIGKILL)
 /// after that many seconds.
 public func runProcess(
@@ -57,7 +68,7 @@ public func runProcess(
     process.standardOutput = out
     process.standardError = err
     process.standardInput = inPipe
-    try process.run()
+    try launch(process)
     // Read both pipes while the child runs, so a large output cannot block it.
     let outData = LockedData(), errData = LockedData()
     let group = DispatchGroup()

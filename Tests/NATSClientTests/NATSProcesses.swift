@@ -91,7 +91,7 @@ final class NATSCluster: @unchecked Sendable {
         let handle = FileHandle(forWritingAtPath: log)
         handle?.seekToEndOfFile()
         process.standardError = handle
-        try process.run()
+        try launch(process)
         nodes[index].process = process
     }
 

@@ -34,7 +34,7 @@ final class ReplicaProcess: @unchecked Sendable {
         handle?.seekToEndOfFile()
         process.standardError = handle
         process.environment = ["STORELEDGER_LOG_LEVEL": "notice"]
-        try process.run()
+        try launch(process)
         self.process = process
     }
 

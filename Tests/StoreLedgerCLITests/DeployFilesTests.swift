@@ -51,7 +51,7 @@ extension LiveProcesses {
             FileManager.default.createFile(atPath: scratch.file("serve.log"), contents: nil)
             process.standardError = FileHandle(forWritingAtPath: scratch.file("serve.log"))
             process.environment = ["STORELEDGER_LOG_LEVEL": "warning"]
-            try process.run()
+            try launch(process)
             defer {
                 if process.isRunning {
                     kill(process.processIdentifier, SIGKILL)

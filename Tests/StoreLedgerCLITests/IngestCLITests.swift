@@ -113,7 +113,7 @@ func statsIfOpen(_ dir: String) throws -> [String: Any]? {
         process.arguments = ["ingest", "--data", ledger, file]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try launch(process)
         // Wait until some chunks are committed, then kill without warning.
         let deadline = Date().addingTimeInterval(60)
         var seen = 0

@@ -76,7 +76,7 @@ final class NginxProcess {
         process.arguments = ["-p", prefix, "-c", configuration, "-e", errorLog]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try launch(process)
     }
 
     /// SIGTERM is nginx's fast shutdown; the workers exit with the master.

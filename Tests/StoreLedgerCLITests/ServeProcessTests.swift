@@ -25,7 +25,7 @@ final class ServerProcess {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         process.environment = ["STORELEDGER_LOG_LEVEL": "warning"].merging(environment) { $1 }
-        try process.run()
+        try launch(process)
     }
 
     /// Waits until `/v1/health` answers (or the process dies).

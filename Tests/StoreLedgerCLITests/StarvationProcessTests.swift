@@ -90,7 +90,7 @@ struct StarvationProcessTests {
             ]
             let out = Pipe()
             attacker.standardOutput = out
-            try attacker.run()
+            try launch(attacker)
             defer {
                 attacker.terminate()
                 attacker.waitUntilExit()

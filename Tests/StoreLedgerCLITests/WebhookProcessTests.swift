@@ -70,7 +70,7 @@ private final class Receiver {
         ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try launch(process)
         let deadline = ContinuousClock.now + .seconds(30)
         while !FileManager.default.fileExists(atPath: portFile), ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
