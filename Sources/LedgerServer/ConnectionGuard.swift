@@ -324,6 +324,10 @@ final class ConnectionTimeouts {
     var servedAny = false
     private var scheduled: Scheduled<Void>?
     private var scheduledFor: NIODeadline?
+    /// `ConnectionBytesHandler`'s context, in front of the HTTP codec: the timer fires there whichever handler armed
+    /// it, because what it writes (a closing answer) is bytes for the socket, which the codec's handlers, taking
+    /// HTTP parts only, would trap on.
+    private var bytesContext: ChannelHandlerContext?
 
     static let keptHeadBytes = 16 << 10
 
@@ -431,11 +435,16 @@ final class ConnectionTimeouts {
         if headStartedAt != nil { headStartedAt = quietSince }
     }
 
+    /// Called by `ConnectionBytesHandler` when it joins the pipeline, with its context (`nil` when it leaves).
+    func attach(_ context: ChannelHandlerContext?) {
+        bytesContext = context
+    }
+
     /// Arms the timer for the current deadline, if it is earlier than the one armed; a later deadline (or none,
     /// while the server answers) is picked up when the armed one fires. So a busy keep-alive connection costs no
     /// timer work per request: one wake-up per timeout period.
-    func rearm(_ context: ChannelHandlerContext) {
-        guard let (deadline, _) = deadline() else { return }
+    func rearm() {
+        guard let context = bytesContext, let (deadline, _) = deadline() else { return }
         if let scheduledFor, scheduledFor <= deadline { return }
         scheduled?.cancel()
         scheduledFor = deadline
@@ -451,7 +460,7 @@ final class ConnectionTimeouts {
         scheduledFor = nil
         guard let (deadline, reason) = deadline() else { return }
         guard NIODeadline.now() >= deadline else {
-            rearm(context)
+            rearm()
             return
         }
         metrics.connectionClosed(reason.metric)
@@ -500,11 +509,12 @@ final class ConnectionBytesHandler: ChannelInboundHandler, RemovableChannelHandl
     init(_ timeouts: ConnectionTimeouts) { self.timeouts = timeouts }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { timeouts.rearm(context) }
+        timeouts.attach(context)
+        if context.channel.isActive { timeouts.rearm() }
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        timeouts.rearm(context)
+        timeouts.rearm()
         context.fireChannelActive()
     }
 
@@ -513,13 +523,16 @@ final class ConnectionBytesHandler: ChannelInboundHandler, RemovableChannelHandl
         context.fireChannelInactive()
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) { timeouts.cancel() }
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timeouts.cancel()
+        timeouts.attach(nil)
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         timeouts.bytesArrived(unwrapInboundIn(data))
         // The decoder runs inside this call and reports heads and ends to `RequestPhaseHandler` before it returns.
         context.fireChannelRead(data)
-        timeouts.rearm(context)
+        timeouts.rearm()
     }
 }
 
@@ -578,7 +591,7 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
             context.write(data, promise: promise)
         case .end:
             timeouts.answerEnded()
-            timeouts.rearm(context)
+            timeouts.rearm()
             if closeAfterAnswer {
                 // The rest of the request (a body over the limit, or one that cannot be framed) is not read.
                 let written = promise ?? context.eventLoop.makePromise()

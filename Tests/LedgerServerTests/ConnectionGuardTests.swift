@@ -123,6 +123,41 @@ struct ConnectionGuardTests {
         }
     }
 
+    /// A head that begins while the answer before it is being written, and never ends, is answered 408 when the
+    /// header timeout passes, on both paths. The timer is armed again as that answer ends (behind the HTTP codec);
+    /// its 408 is bytes, for the socket.
+    @Test func aHeadBegunDuringAnAnswerThatStallsIsAnswered408() async throws {
+        // The idle timeout well past the header timeout, as by default.
+        try await withServer(configuration: #"{"limits":{"headerTimeoutSeconds":1,"idleTimeoutSeconds":10}}"#) {
+            server in
+            for fastReads in [true, false] {
+                server.service.fastReads.isOn = fastReads
+                let connection = try RawConnection(server.socketPath)
+                connection.send("GET /v1/health HTTP/1.1\r\nHost: ledger\r\n\r\n")
+                let first = await offThePool { connection.readAnswer() }
+                #expect(first?.hasPrefix("HTTP/1.1 200 ") == true, "\(first ?? "no answer")")
+                // Past the connection's first header deadline: its timer waits for the idle timeout now.
+                try await Task.sleep(for: .milliseconds(1300))
+                // An answer that takes half a second (a follow stream that times out), and the next head begun
+                // during it.
+                connection.send("GET /v1/events?after=0&follow=true&timeout=0.5 HTTP/1.1\r\nHost: ledger\r\n\r\n")
+                try await Task.sleep(for: .milliseconds(150))
+                connection.send("GET /v1/health HTTP/1.1\r\nX-Slow: a")
+                let start = Date()
+                let (text, closed) = await offThePool { connection.readUntilClosed(seconds: 30) }
+                let elapsed = Date().timeIntervalSince(start)
+                #expect(closed, "fast reads \(fastReads): \(text)")
+                #expect(text.hasPrefix("HTTP/1.1 200 "), "fast reads \(fastReads): \(text)")
+                #expect(text.contains("HTTP/1.1 408 "), "fast reads \(fastReads): \(text)")
+                #expect(text.contains(#""code":"request_timeout""#), "fast reads \(fastReads): \(text)")
+                // A full header timeout from the end of the answer before it.
+                #expect(elapsed >= 1.25 && elapsed < 15, "fast reads \(fastReads): closed after \(elapsed) s")
+            }
+            server.service.fastReads.isOn = true
+            #expect(try await server.client().get("/v1/health").status == 200)
+        }
+    }
+
     /// One peer user holds at most `maxConnectionsPerPeer` connections, whatever room is left in all: the third
     /// connection of this process's uid makes room among its own (read from the kernel, SO_PEERCRED).
     @Test func onePeerUserHoldsAtMostItsShare() async throws {

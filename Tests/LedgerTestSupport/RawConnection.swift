@@ -21,14 +21,44 @@ public final class RawConnection: @unchecked Sendable {
     public func send(_ text: String) -> Bool { send(Array(text.utf8)) }
 
     @discardableResult
-    public func send(_ bytes: [UInt8]) -> Bool {
+    public func send(_ bytes: [UInt8]) -> Bool { Self.send(fd, bytes) }
+
+    /// Waits until `fd` has something to read (bytes, or the peer's close), at most `seconds`; false when the time
+    /// passes first. A signal that interrupts the wait (`EINTR`) does not end it: it goes on for the time left. A
+    /// fuzzer's thread gets one every few seconds (libFuzzer's `-timeout` alarm), and an answer on its way is not
+    /// one that never comes.
+    public static func waitReadable(_ fd: Int32, seconds: Double) -> Bool {
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, seconds) * 1e9)
+        while true {
+            let now = DispatchTime.now().uptimeNanoseconds
+            let left = now < deadline ? Int32(clamping: (deadline - now + 999_999) / 1_000_000) : 0
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&p, 1, left)
+            if ready > 0 { return true }
+            if ready < 0 && errno == EINTR { continue }
+            return false
+        }
+    }
+
+    /// Sends every byte of `bytes` on `fd` (false when the peer is gone).
+    public static func send(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
         var sent = 0
         while sent < bytes.count {
             let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno == EINTR { continue }
             if n <= 0 { return false }
             sent += n
         }
         return true
+    }
+
+    /// Receives what `fd` has into `buffer`: the count, 0 when the peer closed, -1 on an error.
+    public static func receive(_ fd: Int32, into buffer: inout [UInt8]) -> Int {
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0 && errno == EINTR { continue }
+            return n
+        }
     }
 
     /// Reads until the peer closes or `seconds` pass; `closed` says which.
@@ -39,10 +69,8 @@ public final class RawConnection: @unchecked Sendable {
         while true {
             let left = deadline.timeIntervalSinceNow
             if left <= 0 { return (String(decoding: received, as: UTF8.self), false) }
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&p, 1, Int32(left * 1000) + 1)
-            if ready <= 0 { continue }
-            let n = recv(fd, &buffer, buffer.count, 0)
+            if !Self.waitReadable(fd, seconds: left) { continue }
+            let n = Self.receive(fd, into: &buffer)
             if n <= 0 { return (String(decoding: received, as: UTF8.self), true) }
             received += buffer[0..<n]
         }
@@ -62,9 +90,8 @@ public final class RawConnection: @unchecked Sendable {
                     .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
                 if text[end.upperBound...].utf8.count >= length { return text }
             }
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&p, 1, 100) > 0 else { continue }
-            let n = recv(fd, &buffer, buffer.count, 0)
+            guard Self.waitReadable(fd, seconds: 0.1) else { continue }
+            let n = Self.receive(fd, into: &buffer)
             if n <= 0 { return received.isEmpty ? nil : String(decoding: received, as: UTF8.self) }
             received += buffer[0..<n]
         }

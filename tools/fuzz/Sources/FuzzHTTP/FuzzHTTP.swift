@@ -26,6 +26,9 @@ final class Harness: Sendable {
     let api: LedgerRoutes
     let responder: RouterResponder<LedgerRequestContext>
     let logger: Logger
+    /// The channel every request's context names. One for the run: a channel that is never closed keeps its
+    /// pipeline (and the pipeline it), so one per request grows the process with every request.
+    let contextChannel = EmbeddedChannel()
 
     init() {
         var logger = Logger(label: "fuzz.http")
@@ -77,7 +80,7 @@ final class Harness: Sendable {
     func answer(_ request: Request) -> Int {
         let semaphore = DispatchSemaphore(value: 0)
         let status = Box()
-        let context = LedgerRequestContext(source: .init(channel: EmbeddedChannel(), logger: logger))
+        let context = LedgerRequestContext(source: .init(channel: contextChannel, logger: logger))
         Task { [responder] in
             defer { semaphore.signal() }
             let response: Response

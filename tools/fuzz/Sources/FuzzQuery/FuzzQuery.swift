@@ -409,10 +409,11 @@ final class SocketReads: @unchecked Sendable {
     private func probe() -> String {
         guard let fd = try? UnixSocket.connect(path) else { return "cannot connect" }
         defer { close(fd) }
-        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        guard send(fd, Harness.get("/v1/health")), poll(&p, 1, 5_000) > 0 else { return "gets no answer in 5 s" }
+        guard send(fd, Harness.get("/v1/health")), RawConnection.waitReadable(fd, seconds: 5) else {
+            return "gets no answer in 5 s"
+        }
         var chunk = [UInt8](repeating: 0, count: 4096)
-        let n = recv(fd, &chunk, chunk.count, 0)
+        let n = RawConnection.receive(fd, into: &chunk)
         return "gets \(String(decoding: chunk.prefix(max(n, 0)), as: UTF8.self).prefix(40))"
     }
 
@@ -430,15 +431,7 @@ final class SocketReads: @unchecked Sendable {
         if fastReads { fast = -1 } else { routed = -1 }
     }
 
-    private func send(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        var sent = 0
-        while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n <= 0 { return false }
-            sent += n
-        }
-        return true
-    }
+    private func send(_ fd: Int32, _ bytes: [UInt8]) -> Bool { RawConnection.send(fd, bytes) }
 
     /// One answer with a `Content-Length` body, and whether it closes the connection; nil when the connection
     /// closed first.
@@ -469,17 +462,18 @@ final class SocketReads: @unchecked Sendable {
                     return (answer, fields.contains { $0.0 == "connection" && $0.1.lowercased() == "close" })
                 }
             }
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&p, 1, 20_000) > 0 else {
+            // libFuzzer's `-timeout` alarm (a SIGALRM every 16 s with run.sh's `-timeout=30`) interrupts this thread's
+            // waits; the wait goes on through it.
+            guard RawConnection.waitReadable(fd, seconds: 20) else {
                 // On a Unix socket, what the peer has not read yet of what was sent.
                 var unread: Int32 = -1
                 _ = ioctl(fd, UInt(TIOCOUTQ), &unread)
                 // Another request on the same connection: if the missing answer arrives with its own, it was
                 // written and not sent on.
                 var after = "nothing"
-                if send(fd, Harness.get("/v1/health")), poll(&p, 1, 5_000) > 0 {
+                if send(fd, Harness.get("/v1/health")), RawConnection.waitReadable(fd, seconds: 5) {
                     usleep(200_000)
-                    let n = recv(fd, &chunk, chunk.count, 0)
+                    let n = RawConnection.receive(fd, into: &chunk)
                     let text = String(decoding: chunk.prefix(max(n, 0)), as: UTF8.self)
                     after = "\(text.components(separatedBy: "HTTP/1.1 ").count - 1) answers (\(text.prefix(60)))"
                 }
@@ -489,7 +483,7 @@ final class SocketReads: @unchecked Sendable {
                         + "another request on it then brought \(after); \(service.openConnections) connections open; "
                         + "a new connection \(probe()); asked last:\n" + recent.joined(separator: "\n"))
             }
-            let n = recv(fd, &chunk, chunk.count, 0)
+            let n = RawConnection.receive(fd, into: &chunk)
             if n <= 0 { return nil }
             received += chunk[0..<n]
         }
