@@ -194,6 +194,14 @@ private struct PageWalker {
         case duplicates
     }
 
+    /// One tree being walked: what its leaves hold, the node flags they may carry, its depth, and its name.
+    private struct Tree {
+        var kind: Kind
+        var leafNodeFlags: UInt8
+        var depth: Int
+        var what: String
+    }
+
     /// What one tree held, to compare with its record.
     private struct Tally {
         var branchPages: UInt64 = 0
@@ -213,7 +221,8 @@ private struct PageWalker {
             throw damaged("\(what) has a depth of \(record.depth)")
         }
         var tally = Tally()
-        try visit(record.root, level: 1, depth: Int(record.depth), kind, what, &tally)
+        let tree = Tree(kind: kind, leafNodeFlags: Self.leafNodeFlags(kind), depth: Int(record.depth), what: what)
+        try visit(record.root, level: 1, tree, &tally)
         guard tally.branchPages == record.branchPages, tally.leafPages == record.leafPages,
             tally.overflowPages == record.overflowPages, tally.entries == record.entries
         else {
@@ -232,9 +241,8 @@ private struct PageWalker {
         }
     }
 
-    private mutating func visit(
-        _ number: UInt64, level: Int, depth: Int, _ kind: Kind, _ what: String, _ tally: inout Tally
-    ) throws {
+    private mutating func visit(_ number: UInt64, level: Int, _ tree: Tree, _ tally: inout Tally) throws {
+        let (kind, depth, what) = (tree.kind, tree.depth, tree.what)
         let page = try claim(number, what)
         let flags = page.loadUnaligned(fromByteOffset: 10, as: UInt16.self).littleEndian
         let isLeaf = level == depth
@@ -248,10 +256,9 @@ private struct PageWalker {
         if isLeaf {
             tally.leafPages += 1
             leafPages += 1
-            let allowed = Self.leafNodeFlags(kind)
             for index in 0..<count {
                 try leafNode(
-                    page, at: Self.nodeOffset(page, index), allowed, kind, &tally,
+                    page, at: Self.nodeOffset(page, index), tree.leafNodeFlags, kind, &tally,
                     "node \(index) of page \(number) of \(what)")
             }
         } else {
@@ -274,7 +281,7 @@ private struct PageWalker {
                     UInt64(page.loadUnaligned(fromByteOffset: offset, as: UInt16.self).littleEndian)
                     | UInt64(page.loadUnaligned(fromByteOffset: offset + 2, as: UInt16.self).littleEndian) << 16
                     | UInt64(page.loadUnaligned(fromByteOffset: offset + 4, as: UInt16.self).littleEndian) << 32
-                try visit(child, level: level + 1, depth: depth, kind, what, &tally)
+                try visit(child, level: level + 1, tree, &tally)
             }
         }
     }

@@ -47,8 +47,11 @@ public enum ExportLines {
     }
 
     private static let markers = [#""chainHash""#, #""record""#, #""rejectedHead""#, #""begin""#].map { Array($0.utf8) }
-    /// The letter after each marker's quote: most quotes are followed by another.
-    private static let firstLetters: Set<UInt8> = Set(markers.map { $0[1] })
+    /// Whether `byte` follows the quote of some marker (`c`, `r`, `b`): most quotes are followed by another letter.
+    @inline(__always)
+    private static func beginsAMarker(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: "c") || byte == UInt8(ascii: "r") || byte == UInt8(ascii: "b")
+    }
 
     /// Whether `bytes` holds one of the markers. Every input pays this search, so it is one pass: libc's `memchr`
     /// to each quote (every marker begins with one), then a comparison of what follows.
@@ -58,7 +61,7 @@ public enum ExportLines {
             var at = 0
             while at < h.count, let found = memchr(base + at, 0x22, h.count - at) {
                 let i = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(found))
-                if i + 1 < h.count, firstLetters.contains(h[i + 1]) {
+                if i + 1 < h.count, beginsAMarker(h[i + 1]) {
                     for marker in markers where i + marker.count <= h.count {
                         if memcmp(base + i, marker, marker.count) == 0 { return true }
                     }

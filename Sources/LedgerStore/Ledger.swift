@@ -60,6 +60,8 @@ public final class Ledger: Sendable {
     private let dataFileLock: DataFileLock?
     /// The background checkpoints of a journaled ledger.
     private let checkpointer: JournalCheckpointer?
+    /// The last walk of the data file (`checkDataFile`), first the one at open.
+    private let lastWalk: LastWalk
 
     /// Opens (creating if needed) the ledger in `directory`.
     ///
@@ -92,8 +94,9 @@ public final class Ledger: Sendable {
         dataFileLock = lock
         let history = RulesHistory(configured: rules)
         self.history = history
-        let (environment, layout, upgrade) = try Self.open(directory, options)
+        let (environment, layout, upgrade, walked) = try Self.open(directory, options)
         self.environment = environment
+        lastWalk = LastWalk(walked)
         if environment.staleReadersCleared > 0 {
             logger.notice("cleared stale LMDB readers", metadata: ["count": "\(environment.staleReadersCleared)"])
         }
@@ -167,7 +170,9 @@ public final class Ledger: Sendable {
     }
 
     /// The environment, its databases, and whether the schema needs an upgrade; every failure as a `LedgerError`.
-    private static func open(_ directory: String, _ options: Options) throws -> (Environment, StoreLayout, UInt64?) {
+    private static func open(_ directory: String, _ options: Options) throws
+        -> (Environment, StoreLayout, UInt64?, Structure)
+    {
         do {
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), !isDirectory.boolValue {
@@ -189,7 +194,7 @@ public final class Ledger: Sendable {
             let environment = try Environment(path: directory, options: envOptions)
             // LMDB trusts every page it reaches: on a damaged one it may fault, search without end, or (a writer)
             // build a tree that holds the damage. The whole file is walked once, before LMDB reads any of it.
-            _ = try environment.checkStructure()
+            let walked = try environment.checkStructure()
             let layout: StoreLayout
             do {
                 // Read-only, the schema first: a ledger of an older schema may lack databases this build opens
@@ -204,7 +209,7 @@ public final class Ledger: Sendable {
                     message: "\(directory) holds an LMDB environment without the ledger's databases (not a ledger, or its catalog page is damaged)")
             }
             let upgrade = options.readOnly ? nil : try checkSchema(environment, layout.meta, readOnly: false)
-            return (environment, layout, upgrade)
+            return (environment, layout, upgrade, walked)
         } catch let error as LMDBError {
             // LMDB names the directory, not which of its files is of the wrong kind.
             for file in ["data.mdb", "lock.mdb"] {
@@ -302,17 +307,37 @@ public final class Ledger: Sendable {
 
     /// Walks every page of the data file's newest snapshot, as LMDB would reach it, before LMDB reads any of it
     /// (`Environment.checkStructure`). Every open does it; `verify`, `replay --check` and backups again before they
-    /// read the whole file, since a server's ledger stays open for days. Throws `corrupted` naming the first damaged
+    /// read the whole file, since a server's ledger stays open for days, unless nothing was committed since the last
+    /// walk (a command that opens the ledger and verifies it walks once). Throws `corrupted` naming the first damaged
     /// page.
     public func checkDataFile() throws -> DataFileStructure {
         do {
-            let walked = try environment.checkStructure()
+            let walked = try lastWalk.unlessCommitted(since: environment.lastCommittedTransactionID) {
+                try environment.checkStructure()
+            }
             return DataFileStructure(
                 pages: walked.branchPages + walked.leafPages + walked.overflowPages, freePages: walked.freePages,
                 databases: walked.databases)
         } catch {
             throw LedgerError.from(error)
         }
+    }
+}
+
+/// The structure the last walk found, and the commit it walked.
+private final class LastWalk: Sendable {
+    private let lock = NSLock()
+    nonisolated(unsafe) private var structure: Structure
+
+    init(_ structure: Structure) { self.structure = structure }
+
+    /// The last walk's structure when it walked commit `latest`, else `walk()`'s, kept.
+    func unlessCommitted(since latest: Int, _ walk: () throws -> Structure) rethrows -> Structure {
+        lock.lock()
+        defer { lock.unlock() }
+        if structure.transactionID == latest { return structure }
+        structure = try walk()
+        return structure
     }
 }
 

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import LedgerAppStore
 import LedgerCore
@@ -295,9 +294,9 @@ public struct Reconciler: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let raw = (try? encoder.encode(fact)).map { [UInt8]($0) } ?? Array("{}".utf8)
+        // The digest is the store's to set, when it keeps `raw`.
         let metadata = FactMetadata(
-            source: .reconciliation, signature: .unsigned, receivedAt: fact.checkedAt, observedAt: fact.checkedAt,
-            rawDigest: Array(SHA256.hash(data: raw)))
+            source: .reconciliation, signature: .unsigned, receivedAt: fact.checkedAt, observedAt: fact.checkedAt)
         return .facts([.reconciliation(fact)], metadata: metadata, raw: raw)
     }
 
