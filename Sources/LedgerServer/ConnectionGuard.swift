@@ -73,24 +73,24 @@ struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
                 connections.logRefusal(logger, why: why)
                 try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler(why: why), position: .first)
             } else {
-                var handlers: [any ChannelHandler] = [ConnectionBytesHandler(timeouts)]
-                if let fastReads, fastReads.enabled.isOn {
-                    // Behind the byte handler (its timeouts see every byte), in front of the HTTP decoder.
-                    handlers.append(FastReadHandler(routes: fastReads.routes, timeouts: timeouts, enabled: fastReads.enabled))
-                }
-                try channel.pipeline.syncOperations.addHandlers(handlers, position: .first)
+                try channel.pipeline.syncOperations.addHandler(ConnectionBytesHandler(timeouts), position: .first)
             }
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }
         // Hummingbird calls this synchronously on the channel's event loop, where the handler lives.
-        let phases = NIOLoopBound(
-            RequestPhaseHandler(timeouts, onMalformedHead: onMalformedHead),
-            eventLoop: channel.eventLoop
-        )
+        var handlers: [any RemovableChannelHandler] = []
+        if admitted {
+            handlers.append(RequestPhaseHandler(timeouts, onMalformedHead: onMalformedHead))
+            if let fastReads, fastReads.enabled.isOn {
+                // Behind the decoder and the phases: the hot reads meet the same parser, limits and timeouts.
+                handlers.append(FastReadHandler(routes: fastReads.routes, timeouts: timeouts, enabled: fastReads.enabled))
+            }
+        }
+        let additional = NIOLoopBound(handlers, eventLoop: channel.eventLoop)
         let http1 = HTTP1Channel(
             responder: responder,
-            configuration: .init(additionalChannelHandlers: admitted ? [phases.value] : [])
+            configuration: .init(additionalChannelHandlers: additional.value)
         )
         return http1.setup(channel: channel, logger: logger)
     }
@@ -408,23 +408,6 @@ final class ConnectionTimeouts {
         return bytes
     }
 
-    /// The fast read path answered a whole request itself (`FastReadHandler`): the connection is quiet again, as
-    /// after `answerEnded`; `pending` holds what arrived of the next head.
-    func answeredHere(pending: ByteBuffer?) {
-        quietSince = .now()
-        servedAny = true
-        headBuffers.removeAll(keepingCapacity: true)
-        headBuffered = 0
-        if let pending {
-            headStartedAt = quietSince
-            headBuffers.append(pending)
-            headBuffered = pending.readableBytes
-            headBytesKnown = true
-        } else {
-            headStartedAt = nil
-        }
-    }
-
     func answerEnded() {
         unanswered = max(0, unanswered - 1)
         guard unanswered == 0 else { return }
@@ -554,6 +537,7 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// For each request handed on and not yet answered, in order: whether its answer closes the connection (an
     /// HTTP/1.0 request without `Connection: keep-alive`).
     private var closeAfter: [Bool] = []
+    private var date = HTTPDate()
 
     init(_ timeouts: ConnectionTimeouts, onMalformedHead: @escaping @Sendable (any Channel, [UInt8], String) -> Void) {
         self.timeouts = timeouts
@@ -577,6 +561,7 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .head(var head):
             closeAfterAnswer = head.headerFields[.connection]?.lowercased() == "close"
             let final = head.status.kind != .informational
+            if final { head.headerFields[.date] = date.current() }
             if final, !closeAfter.isEmpty, closeAfter.removeFirst(), !closeAfterAnswer {
                 // HTTP/1.0 without keep-alive: one answer, then the connection ends, and the answer says so.
                 head.headerFields[.connection] = "close"
@@ -586,7 +571,7 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 return
             }
             if closeAfterAnswer { timeouts.closing = true }
-            context.write(data, promise: promise)
+            context.write(wrapOutboundOut(.head(head)), promise: promise)
         case .body:
             context.write(data, promise: promise)
         case .end:

@@ -29,10 +29,10 @@ extension LedgerRoutes {
         let pieces: [ArraySlice<UInt8>]
         do {
             let body = try await collectBody(request, into: &received)
-            try checkContentType(request)
+            let isJSON = try checkContentType(request)
             options = try ingestOptions(request, route: "POST /v1/events")
             pieces =
-                try Self.isJSON(request)
+                try isJSON
                 ? IngestPipeline.document(body) : IngestPipeline.batch(body, limit: configuration.limits.maxBatchInputs)
         } catch let error as CodedError {
             await recordRefusal(error, request, received)
