@@ -117,6 +117,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                // The connection's own handlers go in front of Hummingbird's conversion to HTTP types.
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 // The webhook: its receiver reached through LedgerHTTP, its signature (HMAC-SHA256).
                 "LedgerHTTP",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -7,6 +7,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
 
 #if canImport(Glibc)
 import Glibc
@@ -79,20 +80,22 @@ struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             return channel.eventLoop.makeFailedFuture(error)
         }
         // Hummingbird calls this synchronously on the channel's event loop, where the handler lives.
-        var handlers: [any RemovableChannelHandler] = []
-        if admitted {
-            handlers.append(RequestPhaseHandler(timeouts, onMalformedHead: onMalformedHead))
+        let http1 = HTTP1Channel(responder: responder)
+        return http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            guard admitted else { return value }
+            // Between NIO's decoder and Hummingbird's conversion to HTTP types (set up synchronously above): every
+            // request is framed by the one parser; the phases see each one, and the fast read path answers the hot
+            // reads in NIO's own types (the conversion and the router's task are most of a read's cost).
+            var handlers: [any ChannelHandler] = [RequestPhaseHandler(timeouts, onMalformedHead: onMalformedHead)]
             if let fastReads, fastReads.enabled.isOn {
-                // Behind the decoder and the phases: the hot reads meet the same parser, limits and timeouts.
-                handlers.append(FastReadHandler(routes: fastReads.routes, timeouts: timeouts, enabled: fastReads.enabled))
+                handlers.append(
+                    FastReadHandler(routes: fastReads.routes, timeouts: timeouts, enabled: fastReads.enabled))
             }
+            let operations = channel.pipeline.syncOperations
+            let codec = try operations.context(handlerType: HTTP1ToHTTPServerCodec.self).handler
+            try operations.addHandlers(handlers, position: .before(codec))
+            return value
         }
-        let additional = NIOLoopBound(handlers, eventLoop: channel.eventLoop)
-        let http1 = HTTP1Channel(
-            responder: responder,
-            configuration: .init(additionalChannelHandlers: additional.value)
-        )
-        return http1.setup(channel: channel, logger: logger)
     }
 
     func handle(value: Value, logger: Logger) async {
@@ -296,10 +299,6 @@ final class ConnectionTimeouts {
     let registry: ConnectionRegistry?
     /// When the first byte of the request being read arrived: its head and body must arrive by the request timeout.
     var requestStartedAt: NIODeadline?
-    /// The head being read began at the start of a read and its request line says `HTTP/1.0`.
-    private var headIsHTTP10 = false
-    /// The last head decoded was HTTP/1.0 (as far as its bytes are known).
-    private(set) var requestIsHTTP10 = false
     /// When bytes last arrived.
     var lastByte = NIODeadline.now()
     /// When the first byte of a head not yet decoded arrived.
@@ -365,7 +364,6 @@ final class ConnectionTimeouts {
                 headBuffers.removeAll(keepingCapacity: true)
                 headBuffered = 0
                 headBytesKnown = true
-                headIsHTTP10 = Self.requestLineSaysHTTP10(buffer)
             }
             if headBuffered < Self.keptHeadBytes {
                 headBuffers.append(buffer)
@@ -374,17 +372,8 @@ final class ConnectionTimeouts {
         }
     }
 
-    /// True when `buffer` begins with a request line ending in ` HTTP/1.0` (within its first 8 KiB).
-    static func requestLineSaysHTTP10(_ buffer: ByteBuffer) -> Bool {
-        let view = buffer.readableBytesView.prefix(8 << 10)
-        guard let cr = view.firstIndex(of: UInt8(ascii: "\r")), cr - view.startIndex >= 9 else { return false }
-        return view[(cr - 9)..<cr].elementsEqual(" HTTP/1.0".utf8)
-    }
-
     func headDecoded() {
         requestStartedAt = headStartedAt ?? .now()
-        requestIsHTTP10 = headIsHTTP10 && headBytesKnown
-        headIsHTTP10 = false
         registry?.requestBegan(registration)
         headStartedAt = nil
         headBuffers.removeAll(keepingCapacity: true)
@@ -519,12 +508,13 @@ final class ConnectionBytesHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 }
 
-/// After the HTTP decoder: sees requests begin and end, and answers end; answers a head that does not parse.
+/// Right after the HTTP decoder: sees requests begin and end, and answers end; sets every answer's `Date`; closes
+/// after answering an HTTP/1.0 request without `Connection: keep-alive`; answers a head that does not parse.
 final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
 
     private let timeouts: ConnectionTimeouts
     private let onMalformedHead: @Sendable (any Channel, [UInt8], String) -> Void
@@ -548,8 +538,7 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
         switch unwrapInboundIn(data) {
         case .head(let head):
             timeouts.headDecoded()
-            let keepAlive = head.headerFields[.connection].map { $0.lowercased().contains("keep-alive") } ?? false
-            closeAfter.append(timeouts.requestIsHTTP10 && !keepAlive)
+            closeAfter.append(head.version == .http1_0 && !head.isKeepAlive)
         case .body: break
         case .end: timeouts.requestEnded()
         }
@@ -559,12 +548,12 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case .head(var head):
-            closeAfterAnswer = head.headerFields[.connection]?.lowercased() == "close"
-            let final = head.status.kind != .informational
-            if final { head.headerFields[.date] = date.current() }
+            closeAfterAnswer = head.headers[canonicalForm: "connection"].contains { $0.lowercased() == "close" }
+            let final = head.status.code >= 200
+            if final { head.headers.replaceOrAdd(name: "Date", value: date.current()) }
             if final, !closeAfter.isEmpty, closeAfter.removeFirst(), !closeAfterAnswer {
                 // HTTP/1.0 without keep-alive: one answer, then the connection ends, and the answer says so.
-                head.headerFields[.connection] = "close"
+                head.headers.replaceOrAdd(name: "Connection", value: "close")
                 closeAfterAnswer = true
                 timeouts.closing = true
                 context.write(wrapOutboundOut(.head(head)), promise: promise)
@@ -625,20 +614,21 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// Writes an error answer with its document, then closes the connection.
-    private func refuse(_ context: ChannelHandlerContext, _ error: CodedError, status: HTTPResponse.Status) {
+    private func refuse(_ context: ChannelHandlerContext, _ error: CodedError, status: HTTPResponseStatus) {
         timeouts.cancel()
         timeouts.closing = true
         var body = context.channel.allocator.buffer(capacity: 128)
         body.writeBytes(JSONWriter.bytes(of: ErrorDocument(error)))
         body.writeString("\n")
-        let head = HTTPResponse(
+        let head = HTTPResponseHead(
+            version: .http1_1,
             status: status,
-            headerFields: [
-                .contentType: "application/json", .connection: "close", .contentLength: "\(body.readableBytes)",
+            headers: [
+                "Content-Type": "application/json", "Connection": "close", "Content-Length": "\(body.readableBytes)",
             ]
         )
         context.write(wrapOutboundOut(.head(head)), promise: nil)
-        context.write(wrapOutboundOut(.body(body)), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }
