@@ -212,7 +212,6 @@ let package = Package(
         .executableTarget(
             name: "loadgen",
             dependencies: [
-                "LedgerClient",
                 "LedgerWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

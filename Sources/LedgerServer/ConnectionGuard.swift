@@ -86,10 +86,12 @@ struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             // Between NIO's decoder and Hummingbird's conversion to HTTP types (set up synchronously above): every
             // request is framed by the one parser; the phases see each one, and the fast read path answers the hot
             // reads in NIO's own types (the conversion and the router's task are most of a read's cost).
-            var handlers: [any ChannelHandler] = [RequestPhaseHandler(timeouts, onMalformedHead: onMalformedHead)]
+            let phases = RequestPhaseHandler(timeouts, onMalformedHead: onMalformedHead)
+            var handlers: [any ChannelHandler] = [phases]
             if let fastReads, fastReads.enabled.isOn {
                 handlers.append(
-                    FastReadHandler(routes: fastReads.routes, timeouts: timeouts, enabled: fastReads.enabled))
+                    FastReadHandler(
+                        routes: fastReads.routes, timeouts: timeouts, phases: phases, enabled: fastReads.enabled))
             }
             let operations = channel.pipeline.syncOperations
             let codec = try operations.context(handlerType: HTTP1ToHTTPServerCodec.self).handler
@@ -407,6 +409,15 @@ final class ConnectionTimeouts {
         if headStartedAt != nil { headStartedAt = quietSince }
     }
 
+    /// Writes `bytes` for the socket in front of the HTTP codec (a whole answer, `RequestPhaseHandler`'s).
+    func writeBytes(_ bytes: ByteBuffer) {
+        bytesContext?.write(NIOAny(bytes), promise: nil)
+    }
+
+    func flush() {
+        bytesContext?.flush()
+    }
+
     /// Called by `ConnectionBytesHandler` when it joins the pipeline, with its context (`nil` when it leaves).
     func attach(_ context: ChannelHandlerContext?) {
         bytesContext = context
@@ -580,6 +591,19 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 context.write(data, promise: promise)
             }
         }
+    }
+
+    /// Writes the whole answer to the request just decoded, made on the event loop (the fast read path's), as one
+    /// buffer in front of the encoder (which is between answers, as the router owes nothing): its head as the
+    /// encoder writes the router's, `Date` last. The request must be HTTP/1.1 with keep-alive (its answer does not
+    /// close the connection).
+    func writeWholeAnswer(allocator: ByteBufferAllocator, _ write: (_ date: String, _ out: inout ByteBuffer) -> Void) {
+        if !closeAfter.isEmpty { closeAfter.removeFirst() }
+        var out = allocator.buffer(capacity: 0)
+        write(date.current(), &out)
+        timeouts.writeBytes(out)
+        timeouts.answerEnded()
+        timeouts.rearm()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

@@ -32,13 +32,14 @@ public final class FastReadSwitch: Sendable {
 /// Serves the hot reads — `GET /v1/customers/{id}`, `GET /v1/subscriptions/{otid}` (with `at`, `asOf`,
 /// `environment`) and `GET /v1/health` — on the connection's event loop: no conversion to HTTP types, no task, no
 /// router, no middleware. It sits right behind NIO's HTTP decoder and `RequestPhaseHandler`, so every byte meets
-/// one parser, and a hot read is timed, limited, dated and closed (HTTP/1.0) by the same handler as any other
-/// request; its answer goes out through the same encoder.
+/// one parser, and a hot read is timed, limited and dated by the same handler as any other request, which writes
+/// its answer whole, in one buffer (through NIO's encoder, three parts cost a third of a hot read).
 ///
 /// Why it is equivalent:
 /// - The answer is made by the router's own functions (`customerAnswer`, `subscriptionAnswer`, `healthAnswer`,
 ///   `ErrorMiddleware.answer`) and recorded and logged by `RequestMetricsMiddleware.answered`.
-/// - It takes only what it reads unambiguously: `GET` with no body (no `Content-Length`, `Transfer-Encoding`), no
+/// - It takes only what it reads unambiguously: an HTTP/1.1 `GET` with no body (no `Content-Length`,
+///   `Transfer-Encoding`), no
 ///   `Expect` or `Upgrade` field, no `Connection` field but `keep-alive`, and a target of plain characters (no
 ///   percent-encoding) naming one of those routes (`FastRequest`). Anything else goes on to the router, untouched.
 /// - Answers keep their order: a hot read is answered here only while the router owes the connection nothing
@@ -46,10 +47,11 @@ public final class FastReadSwitch: Sendable {
 final class FastReadHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
 
     private let routes: LedgerRoutes
     private let timeouts: ConnectionTimeouts
+    /// The connection's phases, which write the whole answers of this handler.
+    private let phases: RequestPhaseHandler
     private let enabled: FastReadSwitch
     /// A hot read whose head arrived: answered at its end.
     private var held: (request: FastRequest, head: HTTPRequestHead)?
@@ -60,9 +62,10 @@ final class FastReadHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// The request-duration timer of each (route, status) this connection answered: looked up once, not per read.
     private var timers: [Int: CoreMetrics.Timer] = [:]
 
-    init(routes: LedgerRoutes, timeouts: ConnectionTimeouts, enabled: FastReadSwitch) {
+    init(routes: LedgerRoutes, timeouts: ConnectionTimeouts, phases: RequestPhaseHandler, enabled: FastReadSwitch) {
         self.routes = routes
         self.timeouts = timeouts
+        self.phases = phases
         self.enabled = enabled
     }
 
@@ -93,7 +96,7 @@ final class FastReadHandler: ChannelInboundHandler, RemovableChannelHandler {
     func channelReadComplete(context: ChannelHandlerContext) {
         if unflushed {
             unflushed = false
-            context.flush()
+            timeouts.flush()
         }
         guard passedOn else { return }
         passedOn = false
@@ -102,9 +105,9 @@ final class FastReadHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     /// The hot read `head` asks for, when this handler may answer it now.
     private func hotRead(_ head: HTTPRequestHead, _ context: ChannelHandlerContext) -> FastRequest? {
-        guard head.method == .GET, timeouts.unanswered == 1, !timeouts.closing, context.channel.isActive else {
-            return nil
-        }
+        guard head.method == .GET, head.version == .http1_1, timeouts.unanswered == 1, !timeouts.closing,
+            context.channel.isActive
+        else { return nil }
         for (name, value) in head.headers {
             switch name.lowercased() {
             case "content-length", "transfer-encoding", "expect", "upgrade": return nil
@@ -119,32 +122,35 @@ final class FastReadHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Answers `request` as the router would, and records it as the router's metrics middleware does.
     private func answer(_ request: FastRequest, context: ChannelHandlerContext) {
         let start = DispatchTime.now().uptimeNanoseconds
-        let response = answer(request)
-        let code = response.status.code
-        let status = HTTPResponseStatus(statusCode: code, reasonPhrase: response.status.reasonPhrase)
-        var headers = HTTPHeaders()
-        headers.reserveCapacity(response.fields.count + 1)
-        for (field, value) in response.fields { headers.add(name: field.name, value: value) }
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
-        context.write(wrapOutboundOut(.body(.byteBuffer(response.body))), promise: nil)
-        context.write(wrapOutboundOut(.end(nil)), promise: nil)
+        let status: HTTPResponse.Status
+        let allocator = context.channel.allocator
+        do {
+            if let read = try request.clockedRead(routes) {
+                status = .ok
+                phases.writeWholeAnswer(allocator: allocator) { date, out in read.writeAnswer(date: date, to: &out) }
+            } else {
+                status = write(try request.answer(routes), allocator)
+            }
+        } catch {
+            status = write(ErrorMiddleware.answer(error, method: .get, path: request.path, logger: routes.logger), allocator)
+        }
         unflushed = true
         enabled.countAnswer()
-        let key = request.route.rawValue &* 1000 &+ code
-        let timer = timers[key] ?? routes.metrics.requestTimer(method: "GET", route: request.route.path, status: code)
+        let key = request.route.rawValue &* 1000 &+ status.code
+        let timer =
+            timers[key] ?? routes.metrics.requestTimer(method: "GET", route: request.route.path, status: status.code)
         timers[key] = timer
         RequestMetricsMiddleware.answered(
-            method: .get, path: request.path, route: request.route.path, status: response.status,
+            method: .get, path: request.path, route: request.route.path, status: status,
             nanoseconds: DispatchTime.now().uptimeNanoseconds &- start, timer: timer, logger: routes.logger)
     }
 
-    private func answer(_ request: FastRequest) -> BufferedResponse {
-        do {
-            if let read = try request.clockedRead(routes) { return read.buffered }
-            return try request.answer(routes)
-        } catch {
-            return ErrorMiddleware.answer(error, method: .get, path: request.path, logger: routes.logger)
+    private func write(_ response: BufferedResponse, _ allocator: ByteBufferAllocator) -> HTTPResponse.Status {
+        phases.writeWholeAnswer(allocator: allocator) { date, out in
+            response.writeHead(date: date, to: &out)
+            out.writeImmutableBuffer(response.body)
         }
+        return response.status
     }
 }
 

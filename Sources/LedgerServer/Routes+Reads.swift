@@ -59,6 +59,23 @@ extension LedgerRoutes {
             }
             return BufferedResponse(status: .ok, contentType: "application/json", body: buffer)
         }
+
+        /// The whole answer, as `buffered` with its head written by `BufferedResponse.writeHead`, in one pass: the
+        /// body written in place with its clocks (no body buffer, no field list).
+        func writeAnswer(date: String, to out: inout ByteBuffer) {
+            let count = body.count(at: at, asOf: asOf)
+            let length = String(count)
+            let size = 64 + length.utf8.count + date.utf8.count + count
+            out.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { raw in
+                var head = ByteCopier(to: raw.baseAddress!)
+                head.put("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ")
+                head.put(length)
+                head.put("\r\nDate: ")
+                head.put(date)
+                head.put("\r\n\r\n")
+                return head.written + body.write(at: at, asOf: asOf, to: raw.baseAddress! + head.written)
+            }
+        }
     }
 
     /// `GET /v1/subscriptions/{otid}` from the answer cache (nil when there is none).

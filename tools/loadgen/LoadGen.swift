@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import LedgerClient
 import LedgerWire
 
 // MARK: - loadgen
@@ -98,7 +97,7 @@ struct Plan: Sendable {
 
     /// Read mode: every connection's users get their purchase first (batches of 500), so reads find customers.
     func fill() throws {
-        let client = try LedgerClient(socketPath: socket, timeoutSeconds: 60)
+        let client = Connection(socketPath: socket, timeoutSeconds: 60)
         for connection in 0..<connections {
             var traffic = Traffic(seed: seed, connection: connection, users: users)
             let docs = traffic.initialPurchases(users)
@@ -106,10 +105,9 @@ struct Plan: Sendable {
             while start < docs.count {
                 let end = min(start + 500, docs.count)
                 let body = Array(docs[start..<end].joined(separator: "\n").utf8)
-                let r = try client.request(method: "POST", path: "/v1/events", body: body, contentType: "application/x-ndjson")
-                guard r.status == 200 || r.status == 207 else {
-                    throw ValidationError("filling failed: \(r.status) \(r.text)")
-                }
+                let status = try client.request(
+                    method: "POST", path: "/v1/events", body: body, contentType: "application/x-ndjson")
+                guard status == 200 || status == 207 else { throw ValidationError("filling failed: \(status)") }
                 start = end
             }
         }
@@ -118,7 +116,7 @@ struct Plan: Sendable {
 
 // MARK: - Worker
 
-/// One connection on its own thread with one blocking `LedgerClient`.
+/// One connection on its own thread with one blocking `Connection`.
 final class Worker: @unchecked Sendable {
     let plan: Plan
     let index: Int
@@ -142,10 +140,7 @@ final class Worker: @unchecked Sendable {
         var traffic = Traffic(seed: plan.seed, connection: index, users: plan.users)
         // Read mode asks for the users `Plan.fill` bought subscriptions for.
         let readUsers = plan.mode == .read ? (0..<plan.users).map { "lg\(index)-u\($0)" } : []
-        guard let client = try? LedgerClient(socketPath: plan.socket, timeoutSeconds: 30) else {
-            transportErrors["connect", default: 0] += 1
-            return
-        }
+        let client = Connection(socketPath: plan.socket, timeoutSeconds: 30)
         let deadline = start + UInt64(plan.duration * 1e9)
         let quota = plan.requests.map { ($0 + plan.connections - 1 - index) / plan.connections }
         // Open loop: this connection's share of the rate, phase-shifted so connections do not fire together.
@@ -169,17 +164,17 @@ final class Worker: @unchecked Sendable {
             }
             sent += 1
             scheduled += 1
-            let response: LedgerResponse
+            let status: Int
             do {
                 switch plan.mode {
                 case .read:
                     let user = readUsers[Int(UInt64(sent &* 2_654_435_761) % UInt64(max(1, readUsers.count)))]
-                    response = try client.get("/v1/customers/\(user)")
+                    status = try client.request(method: "GET", path: "/v1/customers/\(user)")
                 case .single:
-                    response = try client.request(method: "POST", path: "/v1/events", body: Array(traffic.next().utf8))
+                    status = try client.request(method: "POST", path: "/v1/events", body: Array(traffic.next().utf8))
                 case .batch:
                     let body = (0..<plan.batchSize).map { _ in traffic.next() }.joined(separator: "\n")
-                    response = try client.request(
+                    status = try client.request(
                         method: "POST", path: "/v1/events", body: Array(body.utf8), contentType: "application/x-ndjson")
                 }
             } catch {
@@ -190,8 +185,8 @@ final class Worker: @unchecked Sendable {
                 continue
             }
             if latencies.count < 5_000_000 { latencies.append(Clock.now() - intended) }
-            statuses[response.status, default: 0] += 1
-            if response.status == 200 || response.status == 207 { inputsAccepted += plan.batchSize }
+            statuses[status, default: 0] += 1
+            if status == 200 || status == 207 { inputsAccepted += plan.batchSize }
         }
     }
 }
