@@ -17,7 +17,7 @@ let package = Package(
         .library(name: "LedgerCodec", targets: ["LedgerCodec"]),
         .library(name: "LedgerAppStore", targets: ["LedgerAppStore"]),
         .library(name: "LedgerStore", targets: ["LedgerStore"]),
-        .library(name: "LedgerWire", targets: ["LedgerWire"]),
+        .library(name: "LedgerErrors", targets: ["LedgerErrors"]),
         .library(name: "LedgerAPI", targets: ["LedgerAPI"]),
         .library(name: "LedgerIngest", targets: ["LedgerIngest"]),
         .library(name: "LedgerServer", targets: ["LedgerServer"]),
@@ -59,13 +59,13 @@ let package = Package(
         // MARK: - Domain
         .target(name: "LedgerCore", swiftSettings: swiftSettings),
         // The error codes and the Unix socket: below every layer that refuses, and below the client.
-        .target(name: "LedgerWire", swiftSettings: swiftSettings),
+        .target(name: "LedgerErrors", swiftSettings: swiftSettings),
         .target(name: "LedgerCodec", dependencies: ["LedgerCore"], swiftSettings: swiftSettings),
         .target(
             name: "LedgerAppStore",
             dependencies: [
                 "LedgerCore",
-                "LedgerWire",
+                "LedgerErrors",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -77,7 +77,7 @@ let package = Package(
             dependencies: [
                 "LedgerCore",
                 "LedgerCodec",
-                "LedgerWire",
+                "LedgerErrors",
                 "LMDB",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -88,19 +88,19 @@ let package = Package(
         // MARK: - Serving
         .target(
             name: "LedgerIngest",
-            dependencies: ["LedgerCore", "LedgerWire", "LedgerAppStore", "LedgerStore"],
+            dependencies: ["LedgerCore", "LedgerErrors", "LedgerAppStore", "LedgerStore"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "LedgerAPI",
-            dependencies: ["LedgerCore", "LedgerWire", "LedgerAppStore", "LedgerStore"],
+            dependencies: ["LedgerCore", "LedgerErrors", "LedgerAppStore", "LedgerStore"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "LedgerServer",
             dependencies: [
                 "LedgerCore",
-                "LedgerWire",
+                "LedgerErrors",
                 "LedgerAPI",
                 "LedgerIngest",
                 "LedgerAppStore",
@@ -121,6 +121,8 @@ let package = Package(
                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 // The webhook: its receiver reached through LedgerHTTP, its signature (HMAC-SHA256).
                 "LedgerHTTP",
+                // Before binding, whether another server answers on the socket's path (`UnixSocket`).
+                "LedgerClient",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -131,7 +133,7 @@ let package = Package(
         .target(
             name: "LedgerClient",
             dependencies: [
-                "LedgerWire",
+                "LedgerErrors",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -143,7 +145,7 @@ let package = Package(
         .target(
             name: "LedgerHTTP",
             dependencies: [
-                "LedgerWire",
+                "LedgerErrors",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -164,9 +166,9 @@ let package = Package(
         // The replicated intake: accepted inputs go through a JetStream stream, and every replica appends them in
         // the stream's order (storeledger serve --intake).
         .target(
-            name: "LedgerIntake",
+            name: "LedgerReplication",
             dependencies: [
-                "NATSClient", "LedgerCore", "LedgerWire", "LedgerAppStore", "LedgerStore", "LedgerIngest",
+                "NATSClient", "LedgerCore", "LedgerErrors", "LedgerAppStore", "LedgerStore", "LedgerIngest",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -177,7 +179,7 @@ let package = Package(
             name: "LedgerAppleAPI",
             dependencies: [
                 "LedgerCore",
-                "LedgerWire",
+                "LedgerErrors",
                 "LedgerAppStore",
                 "LedgerStore",
                 "LedgerIngest",
@@ -194,14 +196,14 @@ let package = Package(
             name: "storeledger",
             dependencies: [
                 "LedgerCore",
-                "LedgerWire",
+                "LedgerErrors",
                 "LedgerAppStore",
                 "LedgerStore",
                 "LedgerAPI",
                 "LedgerIngest",
                 "LedgerServer",
                 "LedgerClient",
-                "LedgerIntake",
+                "LedgerReplication",
                 "NATSClient",
                 "LedgerAppleAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -212,7 +214,8 @@ let package = Package(
         .executableTarget(
             name: "loadgen",
             dependencies: [
-                "LedgerWire",
+                "LedgerErrors",
+                "LedgerClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "tools/loadgen",
@@ -226,7 +229,8 @@ let package = Package(
             dependencies: [
                 "LedgerCore",
                 "LedgerCodec",
-                "LedgerWire",
+                "LedgerErrors",
+                "LedgerClient",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -243,26 +247,26 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "LedgerAppStoreTests",
-            dependencies: ["LedgerAppStore", "LedgerCore", "LedgerCodec", "LedgerWire", "LedgerTestSupport"],
+            dependencies: ["LedgerAppStore", "LedgerCore", "LedgerCodec", "LedgerErrors", "LedgerTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LedgerStoreTests",
             dependencies: [
-                "LedgerStore", "LedgerCore", "LedgerCodec", "LedgerAppStore", "LedgerAPI", "LedgerWire",
+                "LedgerStore", "LedgerCore", "LedgerCodec", "LedgerAppStore", "LedgerAPI", "LedgerErrors",
                 "LedgerTestSupport", "LMDB",
             ],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "LedgerWireTests", dependencies: ["LedgerWire"], swiftSettings: swiftSettings),
+        .testTarget(name: "LedgerErrorsTests", dependencies: ["LedgerErrors"], swiftSettings: swiftSettings),
         .testTarget(
             name: "NATSClientTests",
-            dependencies: ["NATSClient", "LedgerTestSupport", "LedgerIntake", "LedgerClient", "LedgerWire", "storeledger"],
+            dependencies: ["NATSClient", "LedgerTestSupport", "LedgerReplication", "LedgerClient", "LedgerErrors", "storeledger"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LedgerAPITests",
-            dependencies: ["LedgerAPI", "LedgerWire", "LedgerCore", "LedgerStore", "LedgerIngest", "LedgerTestSupport",
+            dependencies: ["LedgerAPI", "LedgerErrors", "LedgerCore", "LedgerStore", "LedgerIngest", "LedgerTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Fixtures"],
@@ -270,7 +274,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerIngestTests",
-            dependencies: ["LedgerIngest", "LedgerWire", "LedgerCore", "LedgerAppStore", "LedgerStore", "LedgerTestSupport",
+            dependencies: ["LedgerIngest", "LedgerErrors", "LedgerCore", "LedgerAppStore", "LedgerStore", "LedgerTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -278,7 +282,7 @@ let package = Package(
         .testTarget(
             name: "LedgerServerTests",
             dependencies: [
-                "LedgerServer", "LedgerAPI", "LedgerIngest", "LedgerWire", "LedgerStore", "LedgerCore", "LedgerAppStore",
+                "LedgerServer", "LedgerAPI", "LedgerIngest", "LedgerErrors", "LedgerStore", "LedgerCore", "LedgerAppStore",
                 "LedgerClient", "LedgerTestSupport",
                 // The webhook's HTTPS receiver (WebhookTLSTests) and the signature it checks.
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -298,7 +302,7 @@ let package = Package(
         .testTarget(
             name: "LedgerAppleAPITests",
             dependencies: [
-                "LedgerAppleAPI", "LedgerAPI", "LedgerIngest", "LedgerWire", "LedgerStore", "LedgerCore", "LedgerAppStore",
+                "LedgerAppleAPI", "LedgerAPI", "LedgerIngest", "LedgerErrors", "LedgerStore", "LedgerCore", "LedgerAppStore",
                 "LedgerTestSupport",
                 // Built first: ReconcileCommandTests run the executable.
                 "storeledger",
@@ -314,7 +318,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StoreLedgerCLITests",
-            dependencies: ["LedgerTestSupport", "LedgerClient", "LedgerWire", "storeledger", "LMDB"],
+            dependencies: ["LedgerTestSupport", "LedgerClient", "LedgerErrors", "storeledger", "LMDB"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -1,6 +1,6 @@
 import Foundation
 import LedgerCore
-import LedgerWire
+import LedgerErrors
 
 // MARK: - AppStoreConfiguration
 

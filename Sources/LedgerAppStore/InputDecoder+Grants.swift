@@ -1,6 +1,6 @@
 import Crypto
 import LedgerCore
-import LedgerWire
+import LedgerErrors
 
 // MARK: - InputDecoder+Grants
 

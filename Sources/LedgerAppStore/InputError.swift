@@ -1,4 +1,4 @@
-import LedgerWire
+import LedgerErrors
 
 // MARK: - InputError
 

@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import Foundation
-import LedgerWire
+import LedgerErrors
 import NIOCore
 import NIOHTTP1
 import NIOPosix

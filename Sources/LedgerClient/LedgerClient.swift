@@ -1,5 +1,5 @@
 import Dispatch
-import LedgerWire
+import LedgerErrors
 import Synchronization
 
 /// One HTTP response.

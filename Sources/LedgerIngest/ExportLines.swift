@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 import LedgerAppStore
-import LedgerWire
+import LedgerErrors
 
 /// Tells a line of `storeledger export` from an input. An export line holds an event the ledger already stored (its
 /// fact, its raw input in base64, its place in the chain); appended as an input, parts of it would be refused and

@@ -6,7 +6,7 @@ import Darwin
 import LedgerAppStore
 import LedgerCore
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 
 /// The one path every input takes, from the socket (`POST /v1/events`, `/v1/apple/*`, `/v1/bindings`) or the CLI
 /// (`storeledger ingest`, `demo`): frame, decode and verify (on the caller's thread), then append through the

@@ -1,7 +1,7 @@
 import LedgerCore
 import LedgerStore
 
-/// Where the server's accepted inputs go instead of the ledger's own append: a replicated intake (`LedgerIntake`,
+/// Where the server's accepted inputs go instead of the ledger's own append: a replicated intake (`LedgerReplication`,
 /// `storeledger serve --intake nats://…`) publishes each to a log that every replica appends from in one order, and
 /// answers once the local replica appended it. Without one (the default) the server appends to its ledger directly.
 public protocol Intake: Sendable {

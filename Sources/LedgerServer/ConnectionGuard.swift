@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import LedgerAPI
-import LedgerWire
+import LedgerErrors
 import Logging
 import NIOCore
 import NIOHTTP1

@@ -1,7 +1,7 @@
 import Hummingbird
 import LedgerAPI
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 import NIOCore
 
 // MARK: - Error codes over HTTP

@@ -6,7 +6,7 @@ import LedgerAppStore
 import LedgerCore
 import LedgerIngest
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 import Logging
 import NIOCore
 import NIOHTTP1

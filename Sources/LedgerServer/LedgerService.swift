@@ -9,7 +9,8 @@ import HummingbirdCore
 import LedgerAPI
 import LedgerIngest
 import LedgerStore
-import LedgerWire
+import LedgerClient
+import LedgerErrors
 import Logging
 import NIOCore
 import ServiceLifecycle

@@ -4,7 +4,7 @@ import LedgerAppStore
 import LedgerCore
 import LedgerIngest
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 
 // MARK: - POST /v1/events
 

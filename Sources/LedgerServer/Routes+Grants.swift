@@ -3,7 +3,7 @@ import LedgerAPI
 import LedgerAppStore
 import LedgerCore
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 
 // MARK: - POST and GET /v1/customers/{appUserId}/grants
 

@@ -2,7 +2,7 @@ import Hummingbird
 import LedgerAPI
 import LedgerCore
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 
 // MARK: - GET /v1/revenue, /v1/customers/{appUserId}/revenue
 

@@ -5,7 +5,7 @@ import LedgerAPI
 import LedgerCore
 import LedgerHTTP
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 import Logging
 import NIOCore
 import NIOHTTP1

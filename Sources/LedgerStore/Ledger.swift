@@ -1,7 +1,7 @@
 import Foundation
 import LMDB
 import LedgerCore
-import LedgerWire
+import LedgerErrors
 import Logging
 
 /// A ledger directory: the event log, its indexes and projections in one LMDB environment, and its single writer.

@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 import LMDB
-import LedgerWire
+import LedgerErrors
 
 /// Why the store could not do what was asked. Compared on the code only (`CodedErrorProtocol`).
 public struct LedgerError: CodedErrorProtocol {

@@ -5,7 +5,7 @@ import LedgerAppStore
 import LedgerCore
 import LedgerIngest
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 
 /// `storeledger demo`: ingests a small, realistic story into a ledger and prints what the ledger made of it.
 struct Demo: AsyncParsableCommand {

@@ -1,5 +1,5 @@
 import Foundation
-import LedgerWire
+import LedgerErrors
 
 /// Where `storeledger demo` may write: a missing or empty directory, or one an earlier demo made, which it resets.
 ///

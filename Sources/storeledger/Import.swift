@@ -8,7 +8,7 @@ import Foundation
 import LedgerAPI
 import LedgerCore
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 
 /// `storeledger import FILE`: rebuilds a ledger from `storeledger export` output, into a directory that holds none.
 struct Import: ParsableCommand {

@@ -6,7 +6,7 @@ import LedgerClient
 import LedgerCore
 import LedgerIngest
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 
 /// `storeledger ingest`: appends inputs from files or stdin, directly or through a running server.
 struct Ingest: AsyncParsableCommand {

@@ -5,7 +5,7 @@ import Darwin
 #endif
 import Foundation
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 
 // MARK: - Directories a command writes a ledger into
 

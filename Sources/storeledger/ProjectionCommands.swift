@@ -3,7 +3,7 @@ import Foundation
 import LedgerAPI
 import LedgerCore
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 
 /// `storeledger timeline OTID`.
 struct Timeline: ParsableCommand {

@@ -4,7 +4,7 @@ import LedgerAPI
 import LedgerCore
 import LedgerIngest
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 
 /// `storeledger events`: the raw event history.
 struct Events: ParsableCommand {

@@ -5,7 +5,7 @@ import LedgerAppleAPI
 import LedgerCore
 import LedgerIngest
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 
 /// `storeledger reconcile`: asks Apple's App Store Server API what it holds, appends what the ledger lacked through
 /// the ingest path, records each check, and prints the gap report.

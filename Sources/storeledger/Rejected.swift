@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import LedgerAPI
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 
 /// `storeledger rejected`: the inputs the ledger refused, with their codes and bytes, for the auditor.
 struct Rejected: ParsableCommand {

@@ -4,7 +4,7 @@ import LedgerAPI
 import LedgerCore
 import LedgerIngest
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 
 /// `storeledger rules`: the rules the ledger folds with, versioned in its log.
 struct Rules: ParsableCommand {

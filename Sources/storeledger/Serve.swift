@@ -4,10 +4,10 @@ import LedgerAPI
 import LedgerAppleAPI
 import LedgerCore
 import LedgerIngest
-import LedgerIntake
+import LedgerReplication
 import LedgerServer
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 import Logging
 import NATSClient
 

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import LedgerAPI
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 
 /// `storeledger`: the ledger's one executable (API.md "Executable").
 @main

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import LedgerAPI
 import LedgerCore
-import LedgerWire
+import LedgerErrors
 import LedgerStore
 
 /// `storeledger webhook`: where the outbound webhook stands, its dead letters, and replaying them.

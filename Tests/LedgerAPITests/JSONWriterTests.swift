@@ -2,7 +2,7 @@ import Foundation
 import LedgerAPI
 import LedgerCore
 @testable import LedgerStore
-import LedgerWire
+import LedgerErrors
 import Testing
 
 /// The writer itself: separators, nesting, escapes, sorted keys, and `Codable` values said exactly as Foundation's

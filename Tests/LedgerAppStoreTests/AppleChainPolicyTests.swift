@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import LedgerCore
 import LedgerTestSupport
-import LedgerWire
+import LedgerErrors
 import Testing
 import X509
 

@@ -2,7 +2,7 @@ import LedgerAppStore
 import LedgerCodec
 import LedgerCore
 import LedgerTestSupport
-import LedgerWire
+import LedgerErrors
 import Testing
 
 private typealias F = AppleFixtures

@@ -1,6 +1,6 @@
 import LedgerAppStore
 import LedgerCore
-import LedgerWire
+import LedgerErrors
 import Testing
 
 /// The operator's grant and revoke as inputs (`"type": "grant"`): what each field becomes, the id derived when none

@@ -1,7 +1,7 @@
 import LedgerAppStore
 import LedgerCore
 import LedgerTestSupport
-import LedgerWire
+import LedgerErrors
 import Testing
 
 // MARK: - verifyReceipt responses

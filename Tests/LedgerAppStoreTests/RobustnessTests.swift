@@ -2,7 +2,7 @@ import Foundation
 import LedgerAppStore
 import LedgerCore
 import LedgerTestSupport
-import LedgerWire
+import LedgerErrors
 import Testing
 
 // MARK: - Fuzz-style robustness

@@ -1,7 +1,7 @@
 import Foundation
 import LedgerAppleAPI
 import LedgerTestSupport
-import LedgerWire
+import LedgerErrors
 import Logging
 import Testing
 

@@ -5,7 +5,7 @@ import LedgerCore
 import LedgerIngest
 import LedgerStore
 import LedgerTestSupport
-import LedgerWire
+import LedgerErrors
 import Logging
 import Testing
 

@@ -4,7 +4,7 @@ import LedgerCore
 import LedgerIngest
 import LedgerStore
 import LedgerTestSupport
-import LedgerWire
+import LedgerErrors
 import Logging
 import Testing
 

@@ -1,5 +1,5 @@
 import LedgerIngest
-import LedgerWire
+import LedgerErrors
 import Testing
 
 /// How a body is cut into inputs: NDJSON lines, pretty-printed documents, documents back to back, JWS text lines.

@@ -1,5 +1,5 @@
 import Hummingbird
-import LedgerWire
+import LedgerErrors
 import NIOCore
 import Testing
 

@@ -3,7 +3,7 @@ import Glibc
 #endif
 import Foundation
 import LedgerClient
-import LedgerWire
+import LedgerErrors
 import Testing
 
 // MARK: - Sockets that misbehave

@@ -4,7 +4,7 @@ import HummingbirdTesting
 import LedgerClient
 import LedgerStore
 import LedgerTestSupport
-import LedgerWire
+import LedgerErrors
 import Logging
 import Testing
 

@@ -3,7 +3,7 @@ import LedgerClient
 import LedgerServer
 import LedgerStore
 import LedgerTestSupport
-import LedgerWire
+import LedgerErrors
 import Testing
 
 /// Every request refused as a whole on a write route is kept in `rejected` with its code, its method and target,

@@ -2,7 +2,7 @@ import Foundation
 import LedgerTestSupport
 import LedgerClient
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 import Testing
 
 @testable import LedgerServer

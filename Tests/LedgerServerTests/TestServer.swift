@@ -4,7 +4,7 @@ import LedgerClient
 import LedgerServer
 import LedgerStore
 import LedgerTestSupport
-import LedgerWire
+import LedgerErrors
 import Logging
 import ServiceLifecycle
 import Testing

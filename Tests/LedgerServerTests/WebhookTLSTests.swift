@@ -6,7 +6,7 @@ import LedgerCore
 import LedgerServer
 import LedgerStore
 import LedgerTestSupport
-import LedgerWire
+import LedgerErrors
 import Logging
 import NIOCore
 import NIOHTTP1

@@ -3,7 +3,7 @@ import LedgerAppStore
 import LedgerCore
 import LedgerStore
 import LedgerTestSupport
-import LedgerWire
+import LedgerErrors
 import Testing
 
 // MARK: - Nothing accepted takes the ledger down

@@ -2,7 +2,7 @@ import Foundation
 import LMDB
 import LedgerCore
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 import Logging
 import Testing
 

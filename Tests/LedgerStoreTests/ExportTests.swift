@@ -5,7 +5,7 @@ import LedgerAppStore
 import LedgerCore
 import LedgerStore
 import LedgerTestSupport
-import LedgerWire
+import LedgerErrors
 import Logging
 import Testing
 

@@ -1,7 +1,7 @@
 import Foundation
 @testable import LMDB
 import LedgerCore
-import LedgerWire
+import LedgerErrors
 @testable import LedgerStore
 import Logging
 import Testing

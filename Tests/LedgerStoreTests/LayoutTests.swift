@@ -2,7 +2,7 @@ import Foundation
 @testable import LMDB
 import LedgerCore
 @testable import LedgerStore
-import LedgerWire
+import LedgerErrors
 import Testing
 
 /// The value layouts of `Layout/`, each written and read back, and the append result's derived fields.

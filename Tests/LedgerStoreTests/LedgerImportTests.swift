@@ -1,7 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 import Testing
 
 /// An export written back by `LedgerImport` is the same ledger: seqs, bytes, raw inputs, chain, indexes and

@@ -2,7 +2,7 @@ import Foundation
 import LMDB
 import LedgerCore
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 import Testing
 
 /// The bytes a ledger writes are its format on disk: a ledger written by an earlier build must open, verify and

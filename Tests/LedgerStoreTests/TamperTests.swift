@@ -3,7 +3,7 @@ import LMDB
 import LedgerCodec
 import LedgerCore
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 import Logging
 import Testing
 

@@ -4,7 +4,7 @@ import LedgerCodec
 import LedgerCore
 @testable import LedgerStore
 import Logging
-import LedgerWire
+import LedgerErrors
 import Testing
 
 /// `verify` names the first fault of a ledger altered behind its back, whatever it is (an event, a link, an index

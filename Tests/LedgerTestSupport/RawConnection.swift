@@ -1,5 +1,6 @@
 import Foundation
-import LedgerWire
+import LedgerClient
+import LedgerErrors
 
 #if canImport(Glibc)
 import Glibc

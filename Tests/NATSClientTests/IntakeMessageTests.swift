@@ -1,7 +1,7 @@
 import LedgerAppStore
 import LedgerCore
 import LedgerIngest
-import LedgerIntake
+import LedgerReplication
 import Testing
 
 @Suite("The intake's messages and partitions")

@@ -4,7 +4,7 @@ import Glibc
 import Foundation
 import LedgerClient
 import LedgerTestSupport
-import LedgerWire
+import LedgerErrors
 import NATSClient
 import Testing
 

@@ -5,7 +5,7 @@ import Foundation
 import LMDB
 import LedgerClient
 import LedgerTestSupport
-import LedgerWire
+import LedgerErrors
 import Testing
 
 // MARK: - A varied ledger, made by the real binary

@@ -39,7 +39,8 @@ let package = Package(
             dependencies: [
                 .product(name: "LedgerCore", package: root),
                 .product(name: "LedgerCodec", package: root),
-                .product(name: "LedgerWire", package: root),
+                .product(name: "LedgerErrors", package: root),
+                .product(name: "LedgerClient", package: root),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -55,7 +56,7 @@ let package = Package(
                 .product(name: "LedgerCore", package: root),
                 .product(name: "LedgerCodec", package: root),
                 .product(name: "LedgerAppStore", package: root),
-                .product(name: "LedgerWire", package: root),
+                .product(name: "LedgerErrors", package: root),
             ],
             swiftSettings: swiftSettings
         ),
@@ -87,7 +88,8 @@ let package = Package(
                 .product(name: "LedgerAPI", package: root),
                 .product(name: "LedgerStore", package: root),
                 .product(name: "LedgerCore", package: root),
-                .product(name: "LedgerWire", package: root),
+                .product(name: "LedgerErrors", package: root),
+                .product(name: "LedgerClient", package: root),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -106,7 +108,7 @@ let package = Package(
                 .product(name: "LedgerAPI", package: root),
                 .product(name: "LedgerAppStore", package: root),
                 .product(name: "LedgerCore", package: root),
-                .product(name: "LedgerWire", package: root),
+                .product(name: "LedgerErrors", package: root),
                 .product(name: "Logging", package: "swift-log"),
             ]),
     ]

@@ -3,7 +3,8 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import LedgerWire
+import LedgerClient
+import LedgerErrors
 
 /// One keep-alive HTTP/1.1 connection to the ledger's socket with blocking calls, as lean as the peers' own load
 /// tools (pgbench, redis-benchmark): a request is one `write`, an answer is read into one reused buffer. The load

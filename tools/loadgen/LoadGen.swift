@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import LedgerWire
+import LedgerErrors
 
 // MARK: - loadgen
 

@@ -1,7 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 
 // MARK: - Events (`storeledger events --json`, `export`, `GET /v1/events`, `GET /v1/transactions/{id}`)
 

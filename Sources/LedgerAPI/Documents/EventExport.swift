@@ -5,7 +5,7 @@ import Darwin
 #endif
 import LedgerCore
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 
 // MARK: - `storeledger export`
 

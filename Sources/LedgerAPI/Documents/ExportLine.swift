@@ -1,7 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 
 // MARK: - The lines `export --complete` writes around the events (docs/backup.md)
 

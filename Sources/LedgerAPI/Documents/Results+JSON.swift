@@ -1,6 +1,6 @@
 import LedgerCore
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 
 // MARK: - Result (API.md "Result": one per input)
 

@@ -4,7 +4,7 @@ import Glibc
 #endif
 import Foundation
 import LedgerCore
-import LedgerWire
+import LedgerErrors
 import SwiftASN1
 import Synchronization
 import X509

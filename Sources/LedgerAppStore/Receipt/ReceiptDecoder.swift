@@ -1,5 +1,5 @@
 import LedgerCore
-import LedgerWire
+import LedgerErrors
 
 // MARK: - ReceiptDecoder
 

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import LedgerWire
+import LedgerErrors
 
 /// The bearer token of every App Store Server API request: a JWT signed ES256 with the operator's in-app purchase
 /// key (Apple's "Generating JSON Web Tokens for API requests"). Header `alg` ES256, `kid` the key id, `typ` JWT;

@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import LedgerHTTP
-import LedgerWire
+import LedgerErrors
 import Logging
 import NIOCore
 import NIOHTTP1

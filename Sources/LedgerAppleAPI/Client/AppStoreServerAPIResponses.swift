@@ -1,5 +1,5 @@
 import LedgerAppStore
-import LedgerWire
+import LedgerErrors
 
 // MARK: - Apple's error codes
 

@@ -1,7 +1,7 @@
 import Foundation
 import LedgerAppStore
 import LedgerCore
-import LedgerWire
+import LedgerErrors
 
 /// The `appStoreServerAPI` section of the configuration file: how to reach Apple's App Store Server API.
 ///

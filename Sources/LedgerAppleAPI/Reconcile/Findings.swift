@@ -2,7 +2,7 @@ import LedgerAppStore
 import LedgerCore
 import LedgerIngest
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 
 /// Apple's items of one customer's answer (or of a `missed` pass), sorted by the subscription they belong to, and
 /// the inputs to append for what the ledger lacked.

@@ -3,7 +3,7 @@ import LedgerAppStore
 import LedgerCore
 import LedgerIngest
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 
 /// Asks Apple what it holds and gives the ledger what it lacked (`storeledger reconcile`, and the periodic job of
 /// `serve`), in one of two modes.

@@ -1,5 +1,5 @@
 import LedgerCore
-import LedgerWire
+import LedgerErrors
 
 /// The gap report of one run of `storeledger reconcile`: per subscription, what Apple holds that the ledger lacked
 /// (by id), and the notifications Apple says it never delivered; for a pass over the whole app's notification

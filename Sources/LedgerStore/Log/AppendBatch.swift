@@ -1,7 +1,7 @@
 import LMDB
 import LedgerCodec
 import LedgerCore
-import LedgerWire
+import LedgerErrors
 
 /// What one write transaction does with a batch of inputs: idempotency, raw bytes, events, log and hash chain,
 /// indexes, then the projections of the subscriptions it touched. Runs on the writer thread only.

@@ -1,5 +1,5 @@
 import LedgerCore
-import LedgerWire
+import LedgerErrors
 
 /// What happened to one input (API.md "Result"): the events written for it, or why it was refused. Its status and
 /// seq follow from those.

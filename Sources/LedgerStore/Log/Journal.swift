@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
-import LedgerWire
+import LedgerErrors
 
 /// The write-ahead journal of a ledger opened by `serve`: `DIR/journal/`, segment files of group-commit records
 /// written one after the other, one `fdatasync` per group. A group is acknowledged once its record is on disk; LMDB

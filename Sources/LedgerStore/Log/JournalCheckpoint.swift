@@ -6,7 +6,7 @@ import Darwin
 import Crypto
 import Foundation
 import LMDB
-import LedgerWire
+import LedgerErrors
 
 /// `DIR/journal/checkpoint`: the last LMDB snapshot known to be on disk, and where the journal goes on from it.
 ///

@@ -1,7 +1,7 @@
 import LMDB
 import LedgerCodec
 import LedgerCore
-import LedgerWire
+import LedgerErrors
 
 // MARK: - What an export holds, as the store reads it back
 

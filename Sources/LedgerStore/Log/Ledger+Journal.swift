@@ -6,7 +6,7 @@ import Darwin
 import Foundation
 import LMDB
 import LedgerCodec
-import LedgerWire
+import LedgerErrors
 import Logging
 
 /// An open `data.mdb` holding a `flock`: exclusive for a journaled writer (`serve`), shared for other writers, so

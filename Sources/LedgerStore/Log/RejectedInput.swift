@@ -1,7 +1,7 @@
 import LMDB
 import LedgerCodec
 import LedgerCore
-import LedgerWire
+import LedgerErrors
 
 /// An input refused with a reason, kept for the auditor.
 public struct RejectedInput: Sendable, Hashable {

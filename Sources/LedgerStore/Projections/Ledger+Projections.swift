@@ -1,7 +1,7 @@
 import LMDB
 import LedgerCodec
 import LedgerCore
-import LedgerWire
+import LedgerErrors
 
 // MARK: - Queries on the projections (two clocks: `at` = valid time, `asOf` = knowledge, a log seq)
 

@@ -3,7 +3,7 @@ import Foundation
 import LMDB
 import LedgerCodec
 import LedgerCore
-import LedgerWire
+import LedgerErrors
 
 // MARK: - Replay: every projection rebuilt from the events alone
 

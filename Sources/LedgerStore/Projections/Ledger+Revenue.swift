@@ -1,6 +1,6 @@
 import LMDB
 import LedgerCore
-import LedgerWire
+import LedgerErrors
 
 // MARK: - Revenue over an interval, as known at a log position
 

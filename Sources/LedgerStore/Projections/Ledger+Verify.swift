@@ -2,7 +2,7 @@ import Foundation
 import LMDB
 import LedgerCodec
 import LedgerCore
-import LedgerWire
+import LedgerErrors
 
 extension Ledger {
     /// Walks every page of the data file (`checkDataFile`: a damaged one is thrown as `corrupted`), then checks the

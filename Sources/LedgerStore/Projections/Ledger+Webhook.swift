@@ -1,7 +1,7 @@
 import LMDB
 import LedgerCodec
 import LedgerCore
-import LedgerWire
+import LedgerErrors
 
 // MARK: - Outbound webhook: where delivery stands, and the dead letters
 

@@ -8,7 +8,7 @@ import LedgerAppStore
 import LedgerCore
 import LedgerIngest
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 import Logging
 import TestFixtures
 

@@ -10,7 +10,8 @@ import LedgerAPI
 import LedgerCore
 import LedgerServer
 import LedgerStore
-import LedgerWire
+import LedgerClient
+import LedgerErrors
 import Logging
 import NIOCore
 import NIOEmbedded

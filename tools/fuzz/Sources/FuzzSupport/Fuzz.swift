@@ -3,7 +3,7 @@ import Foundation
 import LedgerAppStore
 import LedgerCodec
 import LedgerCore
-import LedgerWire
+import LedgerErrors
 
 // MARK: - What every decoder target does with an input
 

@@ -2,7 +2,7 @@ import Foundation
 import LedgerCore
 import LedgerIngest
 import LedgerStore
-import LedgerWire
+import LedgerErrors
 import Logging
 import NATSClient
 

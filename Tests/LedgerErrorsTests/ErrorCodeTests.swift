@@ -1,4 +1,4 @@
-import LedgerWire
+import LedgerErrors
 import Testing
 
 @Suite struct ErrorCodeTests {
@@ -17,13 +17,5 @@ import Testing
         #expect(CodedError(.timeout, "a") == CodedError(.timeout, "b"))
         #expect(CodedError(.timeout, "a") != CodedError(.closed, "a"))
         #expect("\(CodedError(.connect, "/tmp/x.sock: No such file or directory"))" == "connect: /tmp/x.sock: No such file or directory")
-    }
-
-    @Test func connectingNamesWhatFailed() {
-        #expect(throws: CodedError(.connect, "")) { try UnixSocket.connect("/nonexistent-directory/ledger.sock") }
-        #expect(!UnixSocket.isLive("/nonexistent-directory/ledger.sock"))
-        let long = "/" + String(repeating: "x", count: UnixSocket.maxPathLength)
-        #expect(throws: CodedError(.pathTooLong, "")) { try UnixSocket.connect(long) }
-        #expect(UnixSocket.maxPathLength == 107)
     }
 }
