@@ -45,8 +45,8 @@ struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     /// Who may write (`socket.writers`): peers that may not hold no place kept for writers.
     let writers: LedgerConfiguration.Writers
     let metrics: ServerMetrics
-    /// The routes the fast read path answers from, and whether it is on (read once per connection).
-    let fastReads: (routes: LedgerRoutes, enabled: FastReadSwitch)?
+    /// The routes the fast path answers from, and whether it is on (read once per connection).
+    let fastPath: (routes: LedgerRoutes, enabled: FastPathSwitch)?
     let onMalformedHead: @Sendable (_ channel: any Channel, _ head: [UInt8], _ message: String) -> Void
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
@@ -84,14 +84,15 @@ struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
         return http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
             guard admitted else { return value }
             // Between NIO's decoder and Hummingbird's conversion to HTTP types (set up synchronously above): every
-            // request is framed by the one parser; the phases see each one, and the fast read path answers the hot
+            // request is framed by the one parser; the phases see each one, and the fast path answers the hot
             // reads in NIO's own types (the conversion and the router's task are most of a read's cost).
             let phases = RequestPhaseHandler(timeouts, onMalformedHead: onMalformedHead)
             var handlers: [any ChannelHandler] = [phases]
-            if let fastReads, fastReads.enabled.isOn {
+            if let fastPath, fastPath.enabled.isOn {
                 handlers.append(
-                    FastReadHandler(
-                        routes: fastReads.routes, timeouts: timeouts, phases: phases, enabled: fastReads.enabled))
+                    FastPathHandler(
+                        routes: fastPath.routes, timeouts: timeouts, phases: phases, enabled: fastPath.enabled,
+                        mayWrite: mayWrite))
             }
             let operations = channel.pipeline.syncOperations
             let codec = try operations.context(handlerType: HTTP1ToHTTPServerCodec.self).handler
@@ -539,6 +540,8 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// HTTP/1.0 request without `Connection: keep-alive`).
     private var closeAfter: [Bool] = []
     private var date = HTTPDate()
+    /// This handler's context, for a refusal that waited for a whole answer (`writeWholeAnswer`).
+    private var context: ChannelHandlerContext?
 
     init(_ timeouts: ConnectionTimeouts, onMalformedHead: @escaping @Sendable (any Channel, [UInt8], String) -> Void) {
         self.timeouts = timeouts
@@ -593,7 +596,7 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// Writes the whole answer to the request just decoded, made on the event loop (the fast read path's), as one
+    /// Writes the whole answer to the request just decoded, made on the event loop (the fast path's), as one
     /// buffer in front of the encoder (which is between answers, as the router owes nothing): its head as the
     /// encoder writes the router's, `Date` last. The request must be HTTP/1.1 with keep-alive (its answer does not
     /// close the connection).
@@ -604,7 +607,16 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
         timeouts.writeBytes(out)
         timeouts.answerEnded()
         timeouts.rearm()
+        if let message = pendingRefusal, timeouts.unanswered == 0, let context {
+            // The last answer owed before the head that did not parse: now its refusal.
+            pendingRefusal = nil
+            refuseHead(context, message)
+        }
     }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if refusedHead, error is HTTPParserError || error is ByteToMessageDecoderError {

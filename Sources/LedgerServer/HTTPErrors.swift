@@ -72,7 +72,7 @@ enum HTTPErrors {
         buffered(error, status: status, retryAfter: retryAfter, closesConnection: closesConnection).response
     }
 
-    /// `response(…)` before it becomes a Hummingbird `Response`: what the fast read path writes itself.
+    /// `response(…)` before it becomes a Hummingbird `Response`: what the fast path writes itself.
     static func buffered(
         _ error: CodedError, status: HTTPResponse.Status? = nil, retryAfter: Int?? = nil, closesConnection: Bool? = nil
     ) -> BufferedResponse {
@@ -115,7 +115,7 @@ enum JSONBody {
         buffered(status: status, document).response
     }
 
-    /// `response(status:_:)` before it becomes a Hummingbird `Response` (the fast read path writes it itself).
+    /// `response(status:_:)` before it becomes a Hummingbird `Response` (the fast path writes it itself).
     static func buffered(status: HTTPResponse.Status = .ok, _ document: some JSONDocument) -> BufferedResponse {
         var json = JSONWriter()
         document.write(to: &json)
@@ -143,7 +143,7 @@ enum JSONBody {
 }
 
 /// A whole answer with its body in one buffer: a Hummingbird `Response` for the router, or written whole by
-/// `RequestPhaseHandler` for the fast read path (`FastReadHandler`). Its fields are the `Response`'s, in the same order: `Content-Type`, then
+/// `RequestPhaseHandler` for the fast path (`FastPathHandler`). Its fields are the `Response`'s, in the same order: `Content-Type`, then
 /// `Content-Length` (which `Response` would append itself), then whatever the caller sets (`Retry-After`,
 /// `Connection`); the server adds `Date` last. Kept as plain names and values (an `HTTPFields` made and walked
 /// per answer cost the fast path a twelfth of a read); `response` makes the `HTTPFields`.

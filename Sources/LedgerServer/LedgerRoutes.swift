@@ -261,12 +261,23 @@ public final class LedgerRoutes: Sendable {
     }
 
     func append(_ inputs: [LedgerInput]) async throws -> [AppendResult] {
+        let outcome: Result<[AppendResult], LedgerError>
         do {
-            let results = try await ledger.append(inputs)
+            outcome = .success(try await ledger.append(inputs))
+        } catch let error as LedgerError {
+            outcome = .failure(error)
+        }
+        return try appended(outcome)
+    }
+
+    /// The results of an append, counted; or its failure logged (a full queue and a closing ledger are
+    /// back-pressure, not faults) and thrown as the refusal it answers with.
+    func appended(_ outcome: Result<[AppendResult], LedgerError>) throws(CodedError) -> [AppendResult] {
+        switch outcome {
+        case .success(let results):
             metrics.record(results)
             return results
-        } catch let error as LedgerError {
-            // A full queue and a closing ledger are back-pressure, not faults.
+        case .failure(let error):
             if error.code != .overloaded && error.code != .shuttingDown {
                 logger.error("append failed", metadata: ["code": "\(error.code)", "message": "\(error.message)"])
             }

@@ -29,8 +29,8 @@ public final class LedgerService: Service, Sendable {
     public let socketPath: String
     let logger: Logger
     private let bound = BoundSocket()
-    /// Whether new connections answer the hot reads on their event loop (`FastReadHandler`); on by default.
-    public let fastReads = FastReadSwitch()
+    /// Whether new connections answer the hot reads and plain appends on their event loop (`FastPathHandler`); on by default.
+    public let fastPath = FastPathSwitch()
     private let connections = ConnectionRegistry()
 
     /// - Parameters:
@@ -66,7 +66,7 @@ public final class LedgerService: Service, Sendable {
         let limits = ConnectionLimits(api.configuration.limits)
         let connections = self.connections
         let api = self.api
-        let fastReads = self.fastReads
+        let fastPath = self.fastPath
         // The outbound webhook runs beside the server; made before the server binds, so a trusted certificate it
         // cannot read stops the start. Nothing after it throws before the `do` below, which closes its client.
         let delivery = try api.configuration.webhook.map { webhook throws(CodedError) in
@@ -78,7 +78,7 @@ public final class LedgerService: Service, Sendable {
                 GuardedHTTP1Channel(
                     responder: responder, limits: limits, connections: connections,
                     writers: api.configuration.writers, metrics: api.metrics,
-                    fastReads: (api, fastReads),
+                    fastPath: (api, fastPath),
                     onMalformedHead: { channel, head, message in
                         api.recordMalformedHead(channel, head: head, message: message)
                     })

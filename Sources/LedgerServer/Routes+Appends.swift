@@ -11,9 +11,10 @@ import LedgerErrors
 extension LedgerRoutes {
     /// 207: some inputs of the batch were rejected (HTTPTypes has no name for it).
     static let multiStatus = HTTPResponse.Status(code: 207, reasonPhrase: "Multi-Status")
+    static let eventsRoute = "/v1/events"
 
     func addAppendRoutes(to router: Router<LedgerRequestContext>) {
-        router.post("/v1/events") { request, context in
+        router.post(RouterPath(stringLiteral: Self.eventsRoute)) { request, context in
             try await self.appendEvents(request, context)
         }
     }
@@ -43,11 +44,17 @@ extension LedgerRoutes {
         let inputs = pieces.map { pipeline.prepare($0, options: options, now: now) }
         // Refused inputs are appended too: their bytes land in `rejected` for the auditor.
         let results = try await append(inputs, raws: pieces, options: options)
+        return try Self.eventsAnswer(results).response
+    }
+
+    /// The answer to `POST /v1/events` once its inputs are appended: 200 when every input was appended or a
+    /// duplicate, 207 when some were rejected, 400 `invalid_json` (thrown) when none of the body is JSON.
+    static func eventsAnswer(_ results: [AppendResult]) throws(CodedError) -> BufferedResponse {
         if results.allSatisfy({ $0.status == .rejected && $0.error?.code == .invalidJSON }) {
             throw CodedError(.invalidJSON, results.first?.error?.message ?? "the body is not JSON")
         }
         let someRejected = results.contains { $0.status == .rejected }
-        return JSONBody.response(status: someRejected ? Self.multiStatus : .ok, ResultsDocument(results: results))
+        return JSONBody.buffered(status: someRejected ? multiStatus : .ok, ResultsDocument(results: results))
     }
 }
 

@@ -21,7 +21,7 @@ extension LedgerRoutes {
         /// - Parameters:
         ///   - route: the route read (`GET /v1/customers/{appUserId}`), whose parameters these are.
         ///   - names: every query parameter's name, in the order given; one the route does not read is refused.
-        ///   - query: a query parameter's value by name (the router's `uri.queryParameters`, or the fast read path's
+        ///   - query: a query parameter's value by name (the router's `uri.queryParameters`, or the fast path's
         ///     own parse of a query it takes).
         init(route: String, names: some Sequence<Substring>, query: (String) -> Substring?) throws {
             try LedgerRoutes.checkQuery(names, route: route)
@@ -43,7 +43,7 @@ extension LedgerRoutes {
         }
     }
 
-    // The hot reads, shared by the router and the fast read path (`FastReadHandler`), so both answer alike.
+    // The hot reads, shared by the router and the fast path (`FastPathHandler`), so both answer alike.
 
     /// A hot read's 200 answer: its body with the clocks to write into it.
     struct ClockedRead {
@@ -189,7 +189,7 @@ extension LedgerRoutes {
         }
     }
 
-    /// The routes the fast read path also serves, as the router names them (the `route` label of the request
+    /// The routes the fast path also serves, as the router names them (the `route` label of the request
     /// metrics).
     static let subscriptionRoute = "/v1/subscriptions/{otid}"
     static let customerRoute = "/v1/customers/{appUserId}"

@@ -269,6 +269,15 @@ public final class Ledger: Sendable {
         }
     }
 
+    /// `append` with a completion handler, for an event loop that must not wait: `completion` runs on the writer's
+    /// thread once the inputs are durable, or with the `LedgerError` that kept the whole batch from being written.
+    public func append(
+        _ inputs: [LedgerInput], completion: @escaping @Sendable (Result<[AppendResult], LedgerError>) -> Void
+    ) {
+        guard let writer else { return completion(.failure(.readOnly)) }
+        writer.submit(inputs, completion: completion)
+    }
+
     /// Blocking form of `append`, for command-line tools and threads outside Swift concurrency.
     public func appendAndWait(_ inputs: [LedgerInput]) throws -> [AppendResult] {
         guard let writer else { throw LedgerError.readOnly }

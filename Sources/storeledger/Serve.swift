@@ -28,9 +28,9 @@ struct Serve: AsyncParsableCommand {
     var socket: String?
 
     @Flag(
-        name: .long,
-        help: "Answer every request through the general router, the hot reads too (to compare with the fast read path).")
-    var noFastReads = false
+        name: [.customLong("no-fast-path"), .customLong("no-fast-reads")],
+        help: "Answer every request through the general router, the hot reads and plain appends too (to compare with the fast path).")
+    var noFastPath = false
 
     @Flag(
         name: .long,
@@ -112,7 +112,7 @@ struct Serve: AsyncParsableCommand {
         let service = LedgerService(
             ledger: store, configuration: configuration, socketPath: path, logger: logger, keepAnswers: !noAnswerCache,
             intake: replicated)
-        service.fastReads.isOn = !noFastReads
+        service.fastPath.isOn = !noFastPath
         // The periodic reconciliation appends to the ledger directly; with a replicated intake that would write past
         // the stream (and differ between replicas), so it is not started then (docs/scaling.md).
         let reconciliation = replicated == nil ? try startReconciliation(configuration, store, logger) : nil

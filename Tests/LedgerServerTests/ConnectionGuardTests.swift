@@ -131,7 +131,7 @@ struct ConnectionGuardTests {
         try await withServer(configuration: #"{"limits":{"headerTimeoutSeconds":1,"idleTimeoutSeconds":10}}"#) {
             server in
             for fastReads in [true, false] {
-                server.service.fastReads.isOn = fastReads
+                server.service.fastPath.isOn = fastReads
                 let connection = try RawConnection(server.socketPath)
                 connection.send("GET /v1/health HTTP/1.1\r\nHost: ledger\r\n\r\n")
                 let first = await offThePool { connection.readAnswer() }
@@ -153,7 +153,7 @@ struct ConnectionGuardTests {
                 // A full header timeout from the end of the answer before it.
                 #expect(elapsed >= 1.25 && elapsed < 15, "fast reads \(fastReads): closed after \(elapsed) s")
             }
-            server.service.fastReads.isOn = true
+            server.service.fastPath.isOn = true
             #expect(try await server.client().get("/v1/health").status == 200)
         }
     }

@@ -407,7 +407,7 @@ struct PipelinedMalformedHeadTests {
     func theGarbageIsAnsweredWithItsErrorDocumentAfterTheAnswersOwed(_ before: String) async throws {
         try await withServer { server in
             for fast in [true, false] {
-                server.service.fastReads.isOn = fast
+                server.service.fastPath.isOn = fast
                 let connection = try RawConnection(server.socketPath)
                 connection.send(before + Self.garbage)
                 let (text, closed) = await offThePool { connection.readUntilClosed(seconds: 90) }

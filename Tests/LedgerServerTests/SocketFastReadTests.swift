@@ -98,16 +98,16 @@ struct FastReadTests {
     @Test func everyHotRouteAnswersByteForByteAsTheRouter() async throws {
         try await withServer { server in
             try await Self.fill(server)
-            let before = server.service.fastReads.answered  // the test server's start-up probe is a health read
+            let before = server.service.fastPath.answered  // the test server's start-up probe is a health read
             let fast = try RawConnection(server.socketPath)
             var fastAnswers: [String] = []
             for target in Self.targets {
                 fast.send(Self.get(target))
                 fastAnswers.append(await offThePool { fast.readAnswers(1).first ?? "no answer" })
             }
-            #expect(server.service.fastReads.answered - before == Self.targets.count)
+            #expect(server.service.fastPath.answered - before == Self.targets.count)
 
-            server.service.fastReads.isOn = false
+            server.service.fastPath.isOn = false
             let general = try RawConnection(server.socketPath)  // a new connection: the switch is read per connection
             for (target, fastAnswer) in zip(Self.targets, fastAnswers) {
                 general.send(Self.get(target))
@@ -115,20 +115,20 @@ struct FastReadTests {
                 #expect(withoutDate(fastAnswer) == withoutDate(answer), "\(target)")
                 #expect(answer.contains("\r\nDate: ") && fastAnswer.contains("\r\nDate: "))
             }
-            #expect(server.service.fastReads.answered - before == Self.targets.count, "the router answered the second round")
+            #expect(server.service.fastPath.answered - before == Self.targets.count, "the router answered the second round")
 
             // Said with the fields clients add, `Connection: keep-alive` among them: the same answers.
             let busy = "GET /v1/customers/u1?at=\(Self.at) HTTP/1.1\r\nHost: ledger\r\nUser-Agent: test/1.0\r\n"
                 + "Accept: */*\r\nConnection: Keep-Alive\r\nX-Empty:\r\nX-Tab:\tvalue \r\n\r\n"
             general.send(busy)
             let viaRouter = await offThePool { general.readAnswers(1).first ?? "no answer" }
-            server.service.fastReads.isOn = true
+            server.service.fastPath.isOn = true
             let again = try RawConnection(server.socketPath)
             again.send(busy)
             let viaFastPath = await offThePool { again.readAnswers(1).first ?? "no answer" }
             #expect(withoutDate(viaFastPath) == withoutDate(viaRouter))
             #expect(withoutDate(viaFastPath) == withoutDate(fastAnswers[0]))
-            #expect(server.service.fastReads.answered - before == Self.targets.count + 1)
+            #expect(server.service.fastPath.answered - before == Self.targets.count + 1)
             // Refusals are among them: a parameter the route does not read is refused (before a bad value), not
             // ignored.
             #expect(fastAnswers.contains { $0.hasPrefix("HTTP/1.1 404 Not Found\r\n") })
@@ -156,16 +156,16 @@ struct FastReadTests {
             func blank(_ s: String) -> String {
                 withoutDate(s).replacingOccurrences(of: #""at":[0-9]+"#, with: #""at":0"#, options: .regularExpression)
             }
-            let before = server.service.fastReads.answered
+            let before = server.service.fastPath.answered
             let fast = try RawConnection(server.socketPath)
             fast.send(Self.get("/v1/customers/u1") + Self.get("/v1/subscriptions/1001"))
             let fastAnswers = await offThePool { fast.readAnswers(2) }
-            server.service.fastReads.isOn = false
+            server.service.fastPath.isOn = false
             let general = try RawConnection(server.socketPath)
             general.send(Self.get("/v1/customers/u1") + Self.get("/v1/subscriptions/1001"))
             let answers = await offThePool { general.readAnswers(2) }
             #expect(fastAnswers.map(blank) == answers.map(blank))
-            #expect(server.service.fastReads.answered - before == 2)
+            #expect(server.service.fastPath.answered - before == 2)
         }
     }
 
@@ -183,19 +183,19 @@ struct FastReadTests {
                 "GET /v2/whatever HTTP/1.1\r\nHost: ledger\r\n\r\n",
                 "GET /v1/health?verbose=1 HTTP/1.1\r\nHost: ledger\r\n\r\n",
             ]
-            let before = server.service.fastReads.answered
+            let before = server.service.fastPath.answered
             let connection = try RawConnection(server.socketPath)
             for request in declined {
                 connection.send(request)
                 let answer = await offThePool { connection.readAnswers(1).first ?? "no answer" }
                 #expect(answer.hasPrefix("HTTP/1.1 "), "\(request)")
             }
-            #expect(server.service.fastReads.answered == before)
+            #expect(server.service.fastPath.answered == before)
             // The same connection still takes a hot read afterwards.
             connection.send(Self.get("/v1/health"))
             let health = await offThePool { connection.readAnswers(1).first ?? "" }
             #expect(health.hasPrefix("HTTP/1.1 200 OK\r\n"))
-            #expect(server.service.fastReads.answered == before + 1)
+            #expect(server.service.fastPath.answered == before + 1)
         }
     }
 
@@ -223,10 +223,10 @@ struct FastReadTests {
             #expect(answers[4].contains(#""originalTransactionId":"5001""#))
             #expect(answers[5].contains(#""lastSeq":"#) && !answers[5].contains(#""lastSeq":0"#))
             // Once the connection is quiet again, hot reads are the fast path's.
-            let before = server.service.fastReads.answered
+            let before = server.service.fastPath.answered
             connection.send(Self.get("/v1/health"))
             #expect(await offThePool { connection.readAnswers(1) }.first?.hasPrefix("HTTP/1.1 200 OK\r\n") == true)
-            #expect(server.service.fastReads.answered == before + 1)
+            #expect(server.service.fastPath.answered == before + 1)
         }
     }
 
@@ -274,7 +274,7 @@ struct FastReadTests {
             let cut = ["GET /v1/health HTTP/1.1\r\nHo", "POST /v1/ev", "GET /v1/cust"]
             var records: [[String]] = []
             for on in [true, false] {
-                server.service.fastReads.isOn = on
+                server.service.fastPath.isOn = on
                 let before = try server.ledger.rejectedInputs(limit: 10_000).count
                 for text in cut {
                     // The client goes: the connection closes when it is released.
@@ -304,12 +304,12 @@ struct FastReadTests {
     @Test func metricsCountTheHotReads() async throws {
         try await withServer { server in
             try await Self.fill(server)
-            let before = server.service.fastReads.answered
+            let before = server.service.fastPath.answered
             let connection = try RawConnection(server.socketPath)
             connection.send(Self.get("/v1/customers/u1?at=\(Self.at)") + Self.get("/v1/subscriptions/nope"))
             _ = await offThePool { connection.readAnswers(2) }
-            #expect(server.service.fastReads.answered - before == 2)
-            server.service.fastReads.isOn = false
+            #expect(server.service.fastPath.answered - before == 2)
+            server.service.fastPath.isOn = false
             let general = try RawConnection(server.socketPath)
             general.send(Self.get("/v1/customers/u1?at=\(Self.at)") + Self.get("/metrics"))
             let metrics = await offThePool { general.readAnswers(2) }.last ?? ""

@@ -69,6 +69,8 @@ let package = Package(
         fuzzTarget(
             "FuzzHTTP",
             uses: [
+                "TestFixtures",
+                .product(name: "LedgerClient", package: root),
                 .product(name: "LedgerServer", package: root),
                 .product(name: "LedgerAPI", package: root),
                 .product(name: "LedgerStore", package: root),

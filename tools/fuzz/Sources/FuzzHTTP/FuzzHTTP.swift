@@ -1,10 +1,15 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Dispatch
 import Foundation
 import FuzzSupport
 import Hummingbird
 import LedgerAPI
+import LedgerClient
 import LedgerServer
 import LedgerStore
+import TestFixtures
 import Logging
 import NIOCore
 import NIOEmbedded
@@ -20,8 +25,10 @@ import NIOHTTPTypesHTTP1
 /// body is written out in full. A trap anywhere is a finding, and so is a 500: every refusal the API knows has a
 /// 4xx or 503 code.
 ///
-/// Left out: `follow=true` (a stream that ends only when the server stops) and the socket itself (peer credentials,
-/// keep-alive timers), which need a live connection.
+/// The same bytes also go, unchanged, to a `LedgerService` over a Unix socket (`SocketLeg`): the server's own
+/// connection handlers, NIO's decoder, the fast read path and the router, as a client reaches them.
+///
+/// Left out: `follow=true` (a stream that ends only when the server stops).
 final class Harness: Sendable {
     let api: LedgerRoutes
     let responder: RouterResponder<LedgerRequestContext>
@@ -110,15 +117,69 @@ struct Discarding: ResponseBodyWriter {
     consuming func finish(_ trailingHeaders: HTTPFields?) async throws {}
 }
 
+// MARK: - The same bytes through the server
+
+/// A `LedgerService` on a Unix socket over the harness's ledger, with short timeouts. Each input's bytes are
+/// written to a new connection, which then closes its sending side: the server must answer what it decoded (each
+/// answer `HTTP/1.1`, none a 5xx but 501 and 503) and close the connection within 10 s, and a new connection must
+/// then get `GET /v1/health` answered 200 (the server still serves).
+final class SocketLeg: @unchecked Sendable {
+    let service: LedgerService
+    let path: String
+
+    init(ledger: Ledger, logger: Logger) {
+        path = NSTemporaryDirectory() + "storeledger-fuzz-http-\(getpid()).sock"
+        unlink(path)
+        var configuration = LedgerConfiguration()
+        configuration.limits.headerTimeoutSeconds = 2
+        configuration.limits.requestTimeoutSeconds = 3
+        configuration.limits.idleTimeoutSeconds = 2
+        service = LedgerService(ledger: ledger, configuration: configuration, socketPath: path, logger: logger)
+        let service = self.service
+        Task {
+            do {
+                try await service.run()
+            } catch {
+                fatalError("the server stopped: \(error)")
+            }
+        }
+        for _ in 0..<600 where !service.isListening { usleep(50_000) }
+        finding(service.isListening, "the server does not listen on \(path)")
+    }
+
+    func send(_ bytes: [UInt8]) {
+        guard let connection = try? RawConnection(path) else { fatalError("cannot connect to \(path)") }
+        _ = connection.send(bytes)
+        shutdown(connection.fd, Int32(SHUT_WR))
+        let (text, closed) = connection.readUntilClosed(seconds: 10)
+        finding(closed, "the server kept a half-closed connection open 10 s; it answered: \(text.prefix(300))")
+        finding(text.isEmpty || text.hasPrefix("HTTP/1.1 "), "an answer that is not HTTP/1.1: \(text.prefix(300))")
+        for answer in text.components(separatedBy: "HTTP/1.1 ").dropFirst() {
+            // Bodies are JSON or an SVG picture: neither holds an `HTTP/1.1 ` followed by a status and its reason.
+            guard let status = Int(answer.prefix(3)), answer.dropFirst(3).hasPrefix(" ") else { continue }
+            finding(status < 500 || status == 501 || status == 503, "\(status) from the server: \(answer.prefix(300))")
+        }
+        guard let probe = try? RawConnection(path) else { fatalError("the server stopped accepting on \(path)") }
+        _ = probe.send("GET /v1/health HTTP/1.1\r\nHost: fuzz\r\n\r\n")
+        let health = probe.readAnswer(seconds: 5) ?? "no answer in 5 s"
+        finding(health.hasPrefix("HTTP/1.1 200 "), "GET /v1/health after the input: \(health.prefix(300))")
+    }
+}
+
 let harness = Harness()
+let socketLeg = SocketLeg(ledger: harness.api.ledger, logger: harness.logger)
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    for request in harness.requests(in: Array(UnsafeBufferPointer(start: data, count: size))).prefix(8) {
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    let requests = harness.requests(in: bytes)
+    for request in requests.prefix(8) {
         if request.uri.queryParameters["follow"] != nil { continue }
         let status = harness.answer(request)
         precondition(status != 500, "500 for \(request.method) \(request.uri)")
     }
+    // Through the server when no request asks for a stream that would not end.
+    if !requests.contains(where: { $0.uri.queryParameters["follow"] != nil }) { socketLeg.send(bytes) }
     return 0
 }
 

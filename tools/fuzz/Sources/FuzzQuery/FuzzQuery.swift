@@ -379,11 +379,11 @@ final class SocketReads: @unchecked Sendable {
         finding(service.isListening, "the server does not listen on \(path)")
         connect(fastReads: true)
         connect(fastReads: false)
-        let before = service.fastReads.answered
+        let before = service.fastPath.answered
         _ = ask("/v1/health", fastReads: true)
-        finding(service.fastReads.answered == before + 1, "the fast read path did not answer")
+        finding(service.fastPath.answered == before + 1, "the fast read path did not answer")
         _ = ask("/v1/health", fastReads: false)
-        finding(service.fastReads.answered == before + 1, "the fast read path answered with it off")
+        finding(service.fastPath.answered == before + 1, "the fast read path answered with it off")
     }
 
     /// The last targets asked, oldest first, with the connection each went to.
@@ -419,8 +419,8 @@ final class SocketReads: @unchecked Sendable {
     }
 
     private func connect(fastReads: Bool) {
-        service.fastReads.isOn = fastReads
-        defer { service.fastReads.isOn = true }
+        service.fastPath.isOn = fastReads
+        defer { service.fastPath.isOn = true }
         guard let fd = try? UnixSocket.connect(path) else { fatalError("cannot connect to \(path)") }
         // The switch is read when the server sets the connection up, which it has once it answered.
         finding(send(fd, Harness.get("/v1/health")) && receive(fd) != nil, "no answer on a new connection")

@@ -1,0 +1,508 @@
+import CoreMetrics
+import Foundation
+import Hummingbird
+import LedgerAPI
+import LedgerIngest
+import LedgerStore
+import Logging
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+// MARK: - The fast path
+
+/// Whether new connections get the fast path (`FastPathHandler`). On by default; `storeledger serve --no-fast-path`
+/// and the tests that compare both paths turn it off. Read once per connection.
+public final class FastPathSwitch: Sendable {
+    private let on: Atomic<Bool>
+    private let reads = Atomic<Int>(0)
+    private let writes = Atomic<Int>(0)
+
+    public init(_ on: Bool = true) { self.on = Atomic(on) }
+
+    public var isOn: Bool {
+        get { on.load(ordering: .relaxed) }
+        set { on.store(newValue, ordering: .relaxed) }
+    }
+
+    /// Reads the fast path answered so far (the request metrics count them with the router's).
+    public var answered: Int { reads.load(ordering: .relaxed) }
+
+    /// `POST /v1/events` requests the fast path answered so far.
+    public var appended: Int { writes.load(ordering: .relaxed) }
+
+    func countRead() { reads.wrappingAdd(1, ordering: .relaxed) }
+    func countWrite() { writes.wrappingAdd(1, ordering: .relaxed) }
+}
+
+/// Serves the hot reads — `GET /v1/customers/{id}`, `GET /v1/subscriptions/{otid}` (with `at`, `asOf`,
+/// `environment`) and `GET /v1/health` — and plain appends — `POST /v1/events` with a body — on the connection's
+/// event loop: no conversion to HTTP types, no task, no router, no middleware. It sits right behind NIO's HTTP
+/// decoder and `RequestPhaseHandler`, so every byte meets one parser, and each request is timed, limited and dated
+/// by the same handler as any other; that handler writes these answers whole, in one buffer (through NIO's encoder,
+/// three parts cost a third of a hot read).
+///
+/// Why it is equivalent:
+/// - The answer is made by the router's own functions (`customerAnswer`, `subscriptionAnswer`, `healthAnswer`,
+///   the ingest pipeline, `LedgerRoutes.appended` and `eventsAnswer`, `ErrorMiddleware.answer`) and recorded and
+///   logged by `RequestMetricsMiddleware.answered`.
+/// - It takes only what it reads unambiguously, HTTP/1.1 and keep-alive (no `Connection` field but `keep-alive`), no
+///   `Expect`, `Upgrade` or `Transfer-Encoding` field:
+///   - a `GET` with no body (no `Content-Length`) whose target, of plain characters (no percent-encoding), names
+///     one of the hot routes (`FastRequest`);
+///   - a `POST /v1/events` with no query, a `Content-Length` body within `maxBodyBytes`, an accepted media type, on
+///     a server without a replicated intake, from a peer that may write. A body refused as a whole (not JSON, a
+///     batch over the limit) goes to the router after all, which answers and keeps the refusal as for any request.
+///   Anything else goes on to the router, untouched.
+/// - Answers keep their order: a request is taken only while the router owes the connection nothing
+///   (`ConnectionTimeouts.unanswered` counts this request alone). While an append waits for the writer, what
+///   arrives after it waits here, and reading stops, until its answer is written.
+final class FastPathHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// A request taken, between its head and its end.
+    private enum Held {
+        case read(FastRequest, head: HTTPRequestHead)
+        case append(head: HTTPRequestHead, body: ByteBuffer, isJSON: Bool)
+    }
+
+    private let routes: LedgerRoutes
+    private let timeouts: ConnectionTimeouts
+    /// The connection's phases, which write the whole answers of this handler.
+    private let phases: RequestPhaseHandler
+    private let enabled: FastPathSwitch
+    /// The peer may write to the ledger (`socket.writers`: every peer when writers are not restricted).
+    private let mayWrite: Bool
+    private var held: Held?
+    /// An append waits for the writer: requests that arrive wait in `waiting`, reads of the socket in `readWanted`.
+    private var appending = false
+    private var waiting = CircularBuffer<HTTPServerRequestPart>()
+    private var readWanted = false
+    /// Graceful shutdown asked for while an append waited: passed on once its answer is written.
+    private var quiesceWanted = false
+    /// Answers were written since the last flush.
+    private var unflushed = false
+    /// Requests went on to the router since the last `channelReadComplete` passed on.
+    private var passedOn = false
+    /// The request-duration timer of each (route, status) this connection answered: looked up once, not per read.
+    private var timers: [Int: CoreMetrics.Timer] = [:]
+
+    init(
+        routes: LedgerRoutes, timeouts: ConnectionTimeouts, phases: RequestPhaseHandler, enabled: FastPathSwitch,
+        mayWrite: Bool
+    ) {
+        self.routes = routes
+        self.timeouts = timeouts
+        self.phases = phases
+        self.enabled = enabled
+        self.mayWrite = mayWrite
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let part = unwrapInboundIn(data)
+        if appending || !waiting.isEmpty {
+            waiting.append(part)
+            return
+        }
+        take(part, context: context)
+    }
+
+    private func take(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
+        switch part {
+        case .head(let head):
+            if let request = hotRead(head, context) {
+                held = .read(request, head: head)
+                return
+            }
+            if let (length, isJSON) = plainAppend(head, context) {
+                held = .append(head: head, body: context.channel.allocator.buffer(capacity: length), isJSON: isJSON)
+                return
+            }
+        case .body(var bytes):
+            switch held {
+            case .append(let head, var body, let isJSON):
+                held = nil
+                body.writeBuffer(&bytes)
+                held = .append(head: head, body: body, isJSON: isJSON)
+                return
+            case .read(_, let head):
+                // A held read has no body (it declared none, and the decoder frames by the declaration): should one
+                // come all the same, the router gets the request whole.
+                held = nil
+                passOn(.head(head), context)
+            case nil:
+                break
+            }
+        case .end:
+            switch held.take() {
+            case .read(let request, _):
+                answer(request, context: context)
+                return
+            case .append(let head, let body, let isJSON):
+                append(head: head, body: body, isJSON: isJSON, context: context)
+                return
+            case nil:
+                break
+            }
+        }
+        passOn(part, context)
+    }
+
+    private func passOn(_ part: HTTPServerRequestPart, _ context: ChannelHandlerContext) {
+        passedOn = true
+        context.fireChannelRead(wrapInboundOut(part))
+    }
+
+    /// Passed on only when the handlers behind got something to read since the last one: for them (the conversion
+    /// to HTTP types, Hummingbird's async channel, which delivers what it buffered) a read cycle in which this
+    /// handler answered everything itself did not happen. Walking them cost a fifth of a hot read.
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if unflushed {
+            unflushed = false
+            timeouts.flush()
+        }
+        guard passedOn else { return }
+        passedOn = false
+        context.fireChannelReadComplete()
+    }
+
+    /// No read of the socket while an append waits (what arrives waits here, unbounded otherwise).
+    func read(context: ChannelHandlerContext) {
+        if appending {
+            readWanted = true
+        } else {
+            context.read()
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if appending, event is ChannelShouldQuiesceEvent {
+            quiesceWanted = true
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    // MARK: Reads
+
+    /// The hot read `head` asks for, when this handler may answer it now.
+    private func hotRead(_ head: HTTPRequestHead, _ context: ChannelHandlerContext) -> FastRequest? {
+        guard head.method == .GET, mayTake(head, context) else { return nil }
+        for (name, _) in head.headers where name.lowercased() == "content-length" { return nil }
+        var uri = head.uri
+        return uri.withUTF8 { FastRequest(UnsafeRawBufferPointer($0)[...]) }
+    }
+
+    /// Whether this handler may take `head` now: HTTP/1.1 and keep-alive, no `Expect`, `Upgrade` or
+    /// `Transfer-Encoding`, and the router owes the connection nothing.
+    private func mayTake(_ head: HTTPRequestHead, _ context: ChannelHandlerContext) -> Bool {
+        guard head.version == .http1_1, timeouts.unanswered == 1, !timeouts.closing, context.channel.isActive else {
+            return false
+        }
+        for (name, value) in head.headers {
+            switch name.lowercased() {
+            case "transfer-encoding", "expect", "upgrade": return false
+            case "connection" where LedgerRoutes.trimmedLowercased(value.utf8[...]) != "keep-alive": return false
+            default: continue
+            }
+        }
+        return true
+    }
+
+    /// Answers `request` as the router would, and records it as the router's metrics middleware does.
+    private func answer(_ request: FastRequest, context: ChannelHandlerContext) {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let status: HTTPResponse.Status
+        let allocator = context.channel.allocator
+        do {
+            if let read = try request.clockedRead(routes) {
+                status = .ok
+                phases.writeWholeAnswer(allocator: allocator) { date, out in read.writeAnswer(date: date, to: &out) }
+            } else {
+                status = write(try request.answer(routes), allocator)
+            }
+        } catch {
+            status = write(ErrorMiddleware.answer(error, method: .get, path: request.path, logger: routes.logger), allocator)
+        }
+        unflushed = true
+        enabled.countRead()
+        record(.get, path: request.path, route: request.route.path, key: request.route.rawValue, status, since: start)
+    }
+
+    // MARK: Appends
+
+    /// The body's length and whether it is JSON, when `head` is a plain append this handler may take now.
+    private func plainAppend(_ head: HTTPRequestHead, _ context: ChannelHandlerContext) -> (Int, Bool)? {
+        guard head.method == .POST, head.uri == LedgerRoutes.eventsRoute, routes.intake == nil, mayWrite,
+            mayTake(head, context)
+        else { return nil }
+        var length: Int?
+        var isJSON = true
+        for (name, value) in head.headers {
+            switch name.lowercased() {
+            case "content-length":
+                guard length == nil, let n = Int(value), n > 0, n <= routes.configuration.limits.maxBodyBytes else {
+                    return nil
+                }
+                length = n
+            case "content-type":
+                let type = LedgerRoutes.mediaType(value)
+                guard LedgerRoutes.acceptedMediaTypes.contains(type) else { return nil }
+                isJSON = type == "application/json"
+            default: continue
+            }
+        }
+        return length.map { ($0, isJSON) }
+    }
+
+    /// Frames and decodes the body here, then waits for the writer without holding the event loop; a body refused
+    /// as a whole goes to the router (which answers and keeps the refusal).
+    private func append(head: HTTPRequestHead, body: ByteBuffer, isJSON: Bool, context: ChannelHandlerContext) {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let bytes = Array(body.readableBytesView)
+        let pieces: [ArraySlice<UInt8>]
+        do {
+            pieces =
+                try isJSON
+                ? IngestPipeline.document(bytes)
+                : IngestPipeline.batch(bytes, limit: routes.configuration.limits.maxBatchInputs)
+        } catch {
+            passOn(.head(head), context)
+            passOn(.body(body), context)
+            passOn(.end(nil), context)
+            return
+        }
+        let options = IngestPipeline.Options()
+        let now = currentMillis()
+        let inputs = pieces.map { routes.pipeline.prepare($0, options: options, now: now) }
+        appending = true
+        let eventLoop = context.eventLoop
+        let bound = NIOLoopBound((self, context), eventLoop: eventLoop)
+        routes.ledger.append(inputs) { outcome in
+            eventLoop.execute {
+                let (handler, context) = bound.value
+                handler.appended(outcome, since: start, context: context)
+            }
+        }
+    }
+
+    /// The append's answer, then what waited behind it.
+    private func appended(
+        _ outcome: Result<[AppendResult], LedgerError>, since start: UInt64, context: ChannelHandlerContext
+    ) {
+        appending = false
+        let response: BufferedResponse
+        do {
+            response = try LedgerRoutes.eventsAnswer(try routes.appended(outcome))
+        } catch {
+            response = ErrorMiddleware.answer(error, method: .post, path: LedgerRoutes.eventsRoute, logger: routes.logger)
+        }
+        enabled.countWrite()
+        let status = write(response, context.channel.allocator)
+        timeouts.flush()
+        record(.post, path: LedgerRoutes.eventsRoute, route: LedgerRoutes.eventsRoute, key: 99, status, since: start)
+        while !appending, let part = waiting.popFirst() { take(part, context: context) }
+        if unflushed && !appending {
+            unflushed = false
+            timeouts.flush()
+        }
+        if passedOn {
+            passedOn = false
+            context.fireChannelReadComplete()
+        }
+        guard !appending else { return }
+        if readWanted {
+            readWanted = false
+            context.read()
+        }
+        if quiesceWanted {
+            quiesceWanted = false
+            context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        }
+    }
+
+    // MARK: Answers
+
+    private func write(_ response: BufferedResponse, _ allocator: ByteBufferAllocator) -> HTTPResponse.Status {
+        phases.writeWholeAnswer(allocator: allocator) { date, out in
+            response.writeHead(date: date, to: &out)
+            out.writeImmutableBuffer(response.body)
+        }
+        return response.status
+    }
+
+    /// Records an answer as `RequestMetricsMiddleware` does (`key` tells the route apart in the timers kept).
+    private func record(
+        _ method: HTTPRequest.Method, path: String, route: String, key: Int, _ status: HTTPResponse.Status,
+        since start: UInt64
+    ) {
+        let timerKey = key &* 1000 &+ status.code
+        let timer =
+            timers[timerKey]
+            ?? routes.metrics.requestTimer(method: method.rawValue, route: route, status: status.code)
+        timers[timerKey] = timer
+        RequestMetricsMiddleware.answered(
+            method: method, path: path, route: route, status: status,
+            nanoseconds: DispatchTime.now().uptimeNanoseconds &- start, timer: timer, logger: routes.logger)
+    }
+}
+
+// MARK: - The hot reads
+
+/// A hot read the fast path takes: its route, its id, and its query.
+struct FastRequest {
+    enum Route: Int {
+        case customer, subscription, health
+
+        /// The route as the router names it (the `route` label of the request metrics).
+        var path: String {
+            switch self {
+            case .customer: LedgerRoutes.customerRoute
+            case .subscription: LedgerRoutes.subscriptionRoute
+            case .health: LedgerRoutes.healthRoute
+            }
+        }
+    }
+
+    var route: Route
+    /// The customer's or subscription's id (empty for health).
+    var id: String
+    /// `(name, value)` of each query parameter, at most one of each name.
+    var query: [(name: Substring, value: Substring)] = []
+    /// The target's path, for the log.
+    var path: String {
+        switch route {
+        case .customer: "/v1/customers/" + id
+        case .subscription: "/v1/subscriptions/" + id
+        case .health: "/v1/health"
+        }
+    }
+
+    /// Nil unless `target` is one of the hot routes written plainly: `/v1/health`, or `/v1/customers/ID` or
+    /// `/v1/subscriptions/ID` with an optional query of `name=value` pairs, where every character of the id, names
+    /// and values is a letter, a digit or one of `-._~:` (`@` too in an id), no name repeats, and the id does not
+    /// start with a dot. So no percent-decoding, no empty segment, nothing the router might read another way.
+    init?(_ target: Slice<UnsafeRawBufferPointer>) {
+        let target = UnsafeRawBufferPointer(rebasing: target)
+        if target.elementsEqual(Self.health) {
+            route = .health
+            id = ""
+            return
+        }
+        let idStart: Int
+        if target.starts(with: Self.customers) {
+            route = .customer
+            idStart = Self.customers.count
+        } else if target.starts(with: Self.subscriptions) {
+            route = .subscription
+            idStart = Self.subscriptions.count
+        } else {
+            return nil
+        }
+        var idEnd = idStart
+        while idEnd < target.count, target[idEnd] != UInt8(ascii: "?") {
+            guard Self.isPlain(target[idEnd]) || target[idEnd] == UInt8(ascii: "@") else { return nil }
+            idEnd += 1
+        }
+        guard idEnd > idStart, target[idStart] != UInt8(ascii: ".") else { return nil }
+        id = String(decoding: target[idStart..<idEnd], as: UTF8.self)
+        guard idEnd < target.count else { return }
+        // A query (rare on the hot path): checked and split as text.
+        let queryText = String(decoding: target[(idEnd + 1)...], as: UTF8.self)
+        guard !queryText.isEmpty else { return nil }
+        for pair in queryText.split(separator: "&", omittingEmptySubsequences: false) {
+            guard let equals = pair.firstIndex(of: "=") else { return nil }
+            let name = pair[..<equals]
+            let value = pair[pair.index(after: equals)...]
+            guard !name.isEmpty, name.utf8.allSatisfy(Self.isPlain), value.utf8.allSatisfy(Self.isPlain),
+                !query.contains(where: { $0.name == name })
+            else { return nil }
+            query.append((name, value))
+        }
+    }
+
+    private static let health = Array(LedgerRoutes.healthRoute.utf8)
+    private static let customers = Array("/v1/customers/".utf8)
+    private static let subscriptions = Array("/v1/subscriptions/".utf8)
+
+    /// Letters, digits and `-._~:`.
+    static func isPlain(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+            UInt8(ascii: "~"), UInt8(ascii: ":"):
+            true
+        default: false
+        }
+    }
+
+    /// A kept answer's clocks, when the route keeps answers (its refusals thrown as the route throws them).
+    func clockedRead(_ routes: LedgerRoutes) throws -> LedgerRoutes.ClockedRead? {
+        switch route {
+        case .health: nil
+        case .customer: try routes.customerRead(user: id, clocks())
+        case .subscription: try routes.subscriptionRead(otid: id, clocks())
+        }
+    }
+
+    /// The router's answer to this request (its refusals thrown as the route throws them).
+    func answer(_ routes: LedgerRoutes) throws -> BufferedResponse {
+        switch route {
+        case .health:
+            return try routes.healthAnswer()
+        case .customer:
+            return try routes.customerAnswer(user: id, clocks())
+        case .subscription:
+            return try routes.subscriptionAnswer(otid: id, clocks())
+        }
+    }
+
+    private func clocks() throws -> LedgerRoutes.ReadClocks {
+        try LedgerRoutes.ReadClocks(route: "GET " + route.path, names: query.lazy.map(\.name)) { name in
+            query.first { $0.name == name }?.value
+        }
+    }
+}
+
+// MARK: - Date
+
+/// The `Date` field's value (RFC 9110 IMF-fixdate), made once a second. `RequestPhaseHandler` sets it on every
+/// answer, the router's and the fast read path's alike.
+struct HTTPDate {
+    private var second: Int64 = -1
+    private var text = ""
+
+    /// The value for now.
+    mutating func current() -> String {
+        let now = Int64(Date().timeIntervalSince1970.rounded(.down))
+        if now != second {
+            second = now
+            text = Self.format(now)
+        }
+        return text
+    }
+
+    /// `seconds` since 1970 (not before) in UTC, by the civil calendar (days to year, month, day as in Howard
+    /// Hinnant's `civil_from_days`), without the C library's `tm`.
+    static func format(_ seconds: Int64) -> String {
+        let days = seconds / 86_400
+        let time = seconds % 86_400
+        let era = (days + 719_468) / 146_097
+        let dayOfEra = days + 719_468 - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153  // March = 0
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let weekday = (days + 4) % 7  // 1970-01-01 was a Thursday
+        func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        let dayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        return "\(dayNames[Int(weekday)]), \(two(day)) \(monthNames[Int(month - 1)]) \(year) "
+            + "\(two(time / 3600)):\(two(time / 60 % 60)):\(two(time % 60)) GMT"
+    }
+}
