@@ -128,9 +128,3 @@ public struct IngestPipeline: Sendable {
     }
 }
 
-/// The current time in milliseconds since epoch: when an input without a stated `receivedAt` arrived.
-public func currentMillis() -> UnixMillis {
-    var ts = timespec()
-    clock_gettime(CLOCK_REALTIME, &ts)
-    return UnixMillis(ts.tv_sec) * 1000 + UnixMillis(ts.tv_nsec) / 1_000_000
-}

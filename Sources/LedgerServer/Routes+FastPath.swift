@@ -477,7 +477,7 @@ struct HTTPDate {
 
     /// The value for now.
     mutating func current() -> String {
-        let now = Int64(Date().timeIntervalSince1970.rounded(.down))
+        let now = Int64(currentMillis() / 1000)
         if now != second {
             second = now
             text = Self.format(now)

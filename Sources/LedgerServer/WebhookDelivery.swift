@@ -105,7 +105,7 @@ final class WebhookDelivery: Sendable {
             logger.warning(
                 "webhook: \(event.id) not delivered (attempt \(attempt) of \(webhook.maxAttempts)): \(failure)")
             if attempt == webhook.maxAttempts {
-                try ledger.webhookGaveUp(position, attempts: attempt, reason: failure, at: Self.now())
+                try ledger.webhookGaveUp(position, attempts: attempt, reason: failure, at: currentMillis())
                 return true
             }
             do {
@@ -125,7 +125,7 @@ final class WebhookDelivery: Sendable {
             let failure = await attemptDelivery(letter.event)
             if Task.isCancelled { return }
             if let failure {
-                try ledger.deadLetterFailed(letter, reason: failure, at: Self.now())
+                try ledger.deadLetterFailed(letter, reason: failure, at: currentMillis())
             } else {
                 try ledger.deadLetterDelivered(letter.position)
                 logger.notice("webhook: dead letter \(letter.event.id) delivered on replay")
@@ -136,7 +136,7 @@ final class WebhookDelivery: Sendable {
     /// POSTs the event; nil when the receiver answered 2xx, else why not.
     func attemptDelivery(_ event: LifecycleEvent) async -> String? {
         let body = JSONWriter.bytes(of: event)
-        let timestamp = String(Self.now() / 1000)
+        let timestamp = String(currentMillis() / 1000)
         var request = HTTPClientRequest(url: webhook.url.url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
@@ -172,6 +172,4 @@ final class WebhookDelivery: Sendable {
             return String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 15)]], as: UTF8.self)
         }.joined()
     }
-
-    static func now() -> UnixMillis { UnixMillis(Date().timeIntervalSince1970 * 1000) }
 }

@@ -130,7 +130,7 @@ public final class Ledger: Sendable {
             // Rules in the log since schema 6: a ledger whose rules came from a configuration file records them as
             // its initial rules, so that every reader folds it with them, with or without that file.
             if found < 6, rules != FoldRules(), try !rulesChanges().contains(where: { $0.change.initial }) {
-                let initial = RulesChange(rules: rules, appliedAt: Self.now(), initial: true)
+                let initial = RulesChange(rules: rules, appliedAt: currentMillis(), initial: true)
                 _ = try appendRules(initial)
                 logger.notice("recorded the configuration's rules as the ledger's initial rules")
             }
@@ -149,9 +149,6 @@ public final class Ledger: Sendable {
     }
 
     deinit { close() }
-
-    /// The wall clock, in the log's unit: when an upgrade records the initial rules.
-    private static func now() -> UnixMillis { UnixMillis((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 
     /// Creates the ledger's directory; a path of another kind is `invalid_path`.
     private static func makeDirectory(_ directory: String) throws {

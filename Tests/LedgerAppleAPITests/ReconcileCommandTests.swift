@@ -2,6 +2,7 @@ import Foundation
 import LedgerAppleAPI
 import LedgerCore
 import LedgerIngest
+import LedgerStore
 import LedgerTestSupport
 import Testing
 

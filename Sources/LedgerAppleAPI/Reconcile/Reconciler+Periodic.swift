@@ -1,5 +1,6 @@
 import LedgerCore
 import LedgerIngest
+import LedgerStore
 import Logging
 
 extension Reconciler {

@@ -109,7 +109,7 @@ extension Ledger {
                         + "(storeledger restore BACKUP --data NEW), or start a new, empty ledger here with --init"))
         }
         if FileManager.default.fileExists(atPath: journal) {
-            let aside = journal + ".before-init-\(Int(Date().timeIntervalSince1970))"
+            let aside = journal + ".before-init-\(currentMillis() / 1000)"
             guard rename(journal, aside) == 0 else { throw LMDBError(code: errno, operation: "rename(\(journal))") }
             logger.notice("--init: the earlier journal was moved aside", metadata: ["to": "\(aside)"])
         }
