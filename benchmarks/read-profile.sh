@@ -2,7 +2,7 @@
 # Instructions the server spends per entitlement read, counted by valgrind (callgrind), so that the figure does not
 # move with the machine's load as times do. See benchmarks/README.md, "Over the socket".
 #
-#   benchmarks/read-profile.sh [--reads N] [--keep DIR] [--bin DIR] [-- serve flags…]     e.g. -- --no-fast-reads
+#   benchmarks/read-profile.sh [--reads N] [--keep DIR] [--bin DIR] [-- serve flags…]     e.g. -- --no-fast-path
 #
 # Starts the release `storeledger serve` (.build/release, or --bin DIR) under callgrind with instrumentation off,
 # fills 1000 users with loadgen, warms up by reading each user once on one keep-alive connection (so that, with the

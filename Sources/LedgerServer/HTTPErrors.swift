@@ -213,7 +213,7 @@ struct BufferedResponse {
         var size = 9 + code.utf8.count + 1 + reason.utf8.count + 2 + 6 + date.utf8.count + 4
         for (field, value) in fields { size += field.name.utf8.count + 2 + value.utf8.count + 2 }
         out.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { raw in
-            var head = ByteCopier(to: raw.baseAddress!)
+            var head = ByteCopier(to: UnsafeMutableRawBufferPointer(rebasing: raw[..<size]))
             head.put("HTTP/1.1 ")
             head.put(code)
             head.put(" ")
@@ -235,24 +235,31 @@ struct BufferedResponse {
 }
 
 /// Copies bytes one after the other into memory with room for them (a struct, so no captured variable is boxed and
-/// checked on every access).
+/// checked on every access). Every copy checks the room left: a size computed short traps rather than writing
+/// past the buffer.
 struct ByteCopier {
     let start: UnsafeMutableRawPointer
+    let capacity: Int
     var written = 0
 
-    init(to start: UnsafeMutableRawPointer) { self.start = start }
+    init(to buffer: UnsafeMutableRawBufferPointer) {
+        start = buffer.baseAddress!
+        capacity = buffer.count
+    }
 
     mutating func put(_ text: StaticString) {
-        (start + written).copyMemory(from: text.utf8Start, byteCount: text.utf8CodeUnitCount)
-        written += text.utf8CodeUnitCount
+        put(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     mutating func put(_ text: String) {
         var text = text
-        text.withUTF8 { bytes in
-            guard let from = bytes.baseAddress else { return }
-            (start + written).copyMemory(from: from, byteCount: bytes.count)
-            written += bytes.count
-        }
+        text.withUTF8 { put(UnsafeRawBufferPointer($0)) }
+    }
+
+    mutating func put(_ bytes: UnsafeRawBufferPointer) {
+        guard let from = bytes.baseAddress, !bytes.isEmpty else { return }
+        precondition(written + bytes.count <= capacity, "a head larger than the room computed for it")
+        (start + written).copyMemory(from: from, byteCount: bytes.count)
+        written += bytes.count
     }
 }

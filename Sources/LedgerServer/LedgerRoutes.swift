@@ -399,7 +399,7 @@ struct ErrorMiddleware: RouterMiddleware {
         }
     }
 
-    /// The error document for `error` (the fast read path refuses through this too).
+    /// The error document for `error` (the fast path refuses through this too).
     static func answer(_ error: any Error, method: HTTPRequest.Method, path: @autoclosure () -> String, logger: Logger)
         -> BufferedResponse
     {
@@ -466,7 +466,7 @@ struct RequestMetricsMiddleware: RouterMiddleware {
             timer: metrics.requestTimer(method: method.rawValue, route: route, status: status.code), logger: logger)
     }
 
-    /// Records one answered request into `timer` (its series: the fast read path keeps them) and logs it.
+    /// Records one answered request into `timer` (its series: the fast path keeps them) and logs it.
     static func answered(
         method: HTTPRequest.Method, path: @autoclosure () -> String, route: String, status: HTTPResponse.Status,
         nanoseconds elapsed: UInt64, timer: CoreMetrics.Timer, logger: Logger

@@ -470,7 +470,7 @@ struct FastRequest {
 // MARK: - Date
 
 /// The `Date` field's value (RFC 9110 IMF-fixdate), made once a second. `RequestPhaseHandler` sets it on every
-/// answer, the router's and the fast read path's alike.
+/// answer, the router's and the fast path's alike.
 struct HTTPDate {
     private var second: Int64 = -1
     private var text = ""

@@ -65,17 +65,21 @@ extension LedgerRoutes {
         func writeAnswer(date: String, to out: inout ByteBuffer) {
             let count = body.count(at: at, asOf: asOf)
             let length = String(count)
-            let size = 64 + length.utf8.count + date.utf8.count + count
+            let size = Self.okHead.utf8CodeUnitCount + length.utf8.count + 8 + date.utf8.count + 4 + count
             out.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { raw in
-                var head = ByteCopier(to: raw.baseAddress!)
-                head.put("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ")
+                var head = ByteCopier(to: UnsafeMutableRawBufferPointer(rebasing: raw[..<size]))
+                head.put(Self.okHead)
                 head.put(length)
                 head.put("\r\nDate: ")
                 head.put(date)
                 head.put("\r\n\r\n")
+                precondition(head.written + count == size, "an answer of another size than the room computed for it")
                 return head.written + body.write(at: at, asOf: asOf, to: raw.baseAddress! + head.written)
             }
         }
+
+        /// What `BufferedResponse.writeHead` writes for `buffered`'s head up to its `Content-Length` value.
+        static let okHead: StaticString = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
     }
 
     /// `GET /v1/subscriptions/{otid}` from the answer cache (nil when there is none).

@@ -26,7 +26,7 @@ import NIOHTTPTypesHTTP1
 /// 4xx or 503 code.
 ///
 /// The same bytes also go, unchanged, to a `LedgerService` over a Unix socket (`SocketLeg`): the server's own
-/// connection handlers, NIO's decoder, the fast read path and the router, as a client reaches them.
+/// connection handlers, NIO's decoder, the fast path and the router, as a client reaches them.
 ///
 /// Left out: `follow=true` (a stream that ends only when the server stops).
 final class Harness: Sendable {

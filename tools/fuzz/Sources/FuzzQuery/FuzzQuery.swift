@@ -30,7 +30,7 @@ import TestFixtures
 /// Each request goes through NIO's HTTP/1.1 decoder (as FuzzHTTP does) and is answered twice in process: by a router
 /// that keeps answers (`AnswerCache`) and by one that makes every answer anew. Hot reads (`/v1/customers/{id}`,
 /// `/v1/subscriptions/{otid}`, `/v1/health`) are also asked over a Unix socket of a `LedgerService` on the same
-/// ledger, on two connections: one with the fast read path (`FastReadHandler`, internal to LedgerServer, so reached
+/// ledger, on two connections: one with the fast path (`FastPathHandler`, internal to LedgerServer, so reached
 /// only through a real connection) and one without. Findings:
 /// - a 5xx, or a status that is neither 200 nor 4xx;
 /// - a 4xx whose body is not the error document `{"error":{"code","message"}}` with a code a read may refuse with;
@@ -269,13 +269,13 @@ extension Harness {
         let routed = socket.ask(target, fastReads: false)
         finding(
             fast.status == kept.status && routed.status == kept.status,
-            "GET \(target): \(fast.status) on the fast read path, \(routed.status) through the router on the socket, "
+            "GET \(target): \(fast.status) on the fast path, \(routed.status) through the router on the socket, "
                 + "\(kept.status) in process")
         Self.check(fast, query.route, target)
         if clockFree {
             finding(
                 Self.same(fast.body, routed.body, query.route),
-                "GET \(target): the fast read path answers otherwise than the router:\n"
+                "GET \(target): the fast path answers otherwise than the router:\n"
                     + "\(String(decoding: fast.body, as: UTF8.self))\n\(String(decoding: routed.body, as: UTF8.self))")
         }
     }
@@ -381,15 +381,15 @@ final class SocketReads: @unchecked Sendable {
         connect(fastReads: false)
         let before = service.fastPath.answered
         _ = ask("/v1/health", fastReads: true)
-        finding(service.fastPath.answered == before + 1, "the fast read path did not answer")
+        finding(service.fastPath.answered == before + 1, "the fast path did not answer")
         _ = ask("/v1/health", fastReads: false)
-        finding(service.fastPath.answered == before + 1, "the fast read path answered with it off")
+        finding(service.fastPath.answered == before + 1, "the fast path answered with it off")
     }
 
     /// The last targets asked, oldest first, with the connection each went to.
     private var recent: [String] = []
 
-    /// The answer to `GET target` on the connection with (or without) the fast read path.
+    /// The answer to `GET target` on the connection with (or without) the fast path.
     func ask(_ target: String, fastReads: Bool) -> Answer {
         recent = recent.suffix(11) + ["\(fastReads ? "fast" : "routed") GET \(target)"]
         for attempt in 0..<2 {
@@ -479,7 +479,7 @@ final class SocketReads: @unchecked Sendable {
                     after = "\(text.components(separatedBy: "HTTP/1.1 ").count - 1) answers (\(text.prefix(60)))"
                 }
                 fatalError(
-                    "no answer within 20 s on the connection \(fd == fast ? "with" : "without") the fast read path; "
+                    "no answer within 20 s on the connection \(fd == fast ? "with" : "without") the fast path; "
                         + "received \(received.count) bytes; the server left \(unread) bytes of the request unread; "
                         + "another request on it then brought \(after); \(service.openConnections) connections open; "
                         + "a new connection \(probe()); asked last:\n" + recent.joined(separator: "\n"))

@@ -13,7 +13,7 @@ public struct ReadRoute: Sendable {
     /// The query parameters it reads.
     public var parameters: [String]
     public var body: Body
-    /// Whether the fast read path (`FastReadHandler`) may answer it.
+    /// Whether the fast path (`FastPathHandler`) may answer it.
     public var fastRead = false
 
     /// Its path template's placeholders, in order, by the kind of id each takes.
@@ -164,7 +164,7 @@ public enum ReadRoutes {
 
 /// How a byte string is written into the request target.
 public enum TargetEncoding: UInt8, Sendable {
-    /// Letters, digits and `-._~:` as they are (what the fast read path takes), the rest `%XX`.
+    /// Letters, digits and `-._~:` as they are (what the fast path takes), the rest `%XX`.
     case plain
     /// RFC 3986's unreserved characters as they are, the rest `%XX`.
     case unreserved
