@@ -90,9 +90,7 @@ struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             var handlers: [any ChannelHandler] = [phases]
             if let fastPath, fastPath.enabled.isOn {
                 handlers.append(
-                    FastPathHandler(
-                        routes: fastPath.routes, timeouts: timeouts, phases: phases, enabled: fastPath.enabled,
-                        mayWrite: mayWrite))
+                    FastPathHandler(routes: fastPath.routes, phases: phases, enabled: fastPath.enabled, mayWrite: mayWrite))
             }
             let operations = channel.pipeline.syncOperations
             let codec = try operations.context(handlerType: HTTP1ToHTTPServerCodec.self).handler
@@ -106,25 +104,21 @@ struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     }
 }
 
-/// The connection limits of `LedgerConfiguration.Limits`, as the channel uses them.
+/// The connection limits of `LedgerConfiguration.Limits`, as the channel uses them: the timeouts as NIO's time
+/// amounts, and at most half the connections kept for writers.
 struct ConnectionLimits: Sendable {
-    var headerTimeout: TimeAmount
-    var idleTimeout: TimeAmount
-    var requestTimeout: TimeAmount
-    var maxConnections: Int
-    var maxConnectionsPerPeer: Int
-    var reservedForWriters: Int
-    var maxBodyBytes: Int
+    let configured: LedgerConfiguration.Limits
 
-    init(_ limits: LedgerConfiguration.Limits) {
-        headerTimeout = .nanoseconds(Int64(limits.headerTimeoutSeconds * 1e9))
-        idleTimeout = .nanoseconds(Int64(limits.idleTimeoutSeconds * 1e9))
-        requestTimeout = .nanoseconds(Int64(limits.requestTimeoutSeconds * 1e9))
-        maxConnections = limits.maxConnections
-        maxConnectionsPerPeer = limits.maxConnectionsPerPeer
-        reservedForWriters = min(limits.reservedForWriters, limits.maxConnections / 2)
-        maxBodyBytes = limits.maxBodyBytes
-    }
+    init(_ limits: LedgerConfiguration.Limits) { configured = limits }
+
+    var headerTimeout: TimeAmount { Self.amount(configured.headerTimeoutSeconds) }
+    var idleTimeout: TimeAmount { Self.amount(configured.idleTimeoutSeconds) }
+    var requestTimeout: TimeAmount { Self.amount(configured.requestTimeoutSeconds) }
+    var maxConnections: Int { configured.maxConnections }
+    var maxConnectionsPerPeer: Int { configured.maxConnectionsPerPeer }
+    var reservedForWriters: Int { min(configured.reservedForWriters, configured.maxConnections / 2) }
+
+    private static func amount(_ seconds: Double) -> TimeAmount { .nanoseconds(Int64(seconds * 1e9)) }
 }
 
 /// The open connections of one server, by peer user, and which of them wait with no request in progress.
@@ -528,7 +522,7 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
-    private let timeouts: ConnectionTimeouts
+    let timeouts: ConnectionTimeouts
     private let onMalformedHead: @Sendable (any Channel, [UInt8], String) -> Void
     /// The answer being written said `Connection: close`.
     private var closeAfterAnswer = false

@@ -70,9 +70,9 @@ final class FastPathHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private let routes: LedgerRoutes
-    private let timeouts: ConnectionTimeouts
     /// The connection's phases, which write the whole answers of this handler.
     private let phases: RequestPhaseHandler
+    private var timeouts: ConnectionTimeouts { phases.timeouts }
     private let enabled: FastPathSwitch
     /// The peer may write to the ledger (`socket.writers`: every peer when writers are not restricted).
     private let mayWrite: Bool
@@ -90,15 +90,8 @@ final class FastPathHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// The request-duration timer of each (route, status) this connection answered: looked up once, not per read.
     private var timers: [Int: CoreMetrics.Timer] = [:]
 
-    init(
-        routes: LedgerRoutes, timeouts: ConnectionTimeouts, phases: RequestPhaseHandler, enabled: FastPathSwitch,
-        mayWrite: Bool
-    ) {
-        self.routes = routes
-        self.timeouts = timeouts
-        self.phases = phases
-        self.enabled = enabled
-        self.mayWrite = mayWrite
+    init(routes: LedgerRoutes, phases: RequestPhaseHandler, enabled: FastPathSwitch, mayWrite: Bool) {
+        (self.routes, self.phases, self.enabled, self.mayWrite) = (routes, phases, enabled, mayWrite)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

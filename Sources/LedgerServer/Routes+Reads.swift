@@ -265,9 +265,7 @@ extension LedgerRoutes {
     /// are written as they commit until `limit` events were sent (if given), `timeout` seconds passed (if given), the
     /// client goes away, or the server shuts down.
     func events(_ request: Request, _ context: LedgerRequestContext) throws -> Response {
-        let query = request.uri.queryParameters
-        try Self.checkQuery(query.map(\.key), route: "GET /v1/events")
-        return try stream(query, context) { [self] after, limit in
+        try stream(request, context, route: "GET /v1/events") { [self] after, limit in
             let events = try read { try ledger.events(after: after, limit: limit) }
             var lines = ByteBuffer()
             for e in events { try Self.writeLine(EventDocument(e), to: &lines) }
@@ -282,13 +280,16 @@ extension LedgerRoutes {
         var next: UInt64
     }
 
-    /// The answer of a stream route (`GET /v1/events`, `GET /v1/lifecycle`) to `query`: one page of at most `limit`
-    /// (default 1000) items after `after`; with `follow=true` pages written as they commit, until `limit` items were
-    /// sent (if given), `timeout` seconds passed (if given), the client goes away, or the server shuts down.
+    /// The answer of a stream route (`GET /v1/events`, `GET /v1/lifecycle`, named by `route`) to `request`'s query:
+    /// one page of at most `limit` (default 1000) items after `after`; with `follow=true` pages written as they
+    /// commit, until `limit` items were sent (if given), `timeout` seconds passed (if given), the client goes away,
+    /// or the server shuts down.
     func stream(
-        _ query: Parameters, _ context: LedgerRequestContext,
+        _ request: Request, _ context: LedgerRequestContext, route: String,
         page: @escaping @Sendable (_ after: UInt64, _ limit: Int) throws -> StreamPage
     ) throws -> Response {
+        let query = request.uri.queryParameters
+        try Self.checkQuery(query.map(\.key), route: route)
         let (after, limit, follow, timeout) = try Self.streamQuery(query)
         let headers: HTTPFields = [.contentType: "application/x-ndjson"]
         guard follow else {
@@ -352,9 +353,7 @@ extension LedgerRoutes {
     /// resumes with `after` = the `seq` of the last line it handled (events of that seq may come again: ids make
     /// them idempotent).
     func lifecycle(_ request: Request, _ context: LedgerRequestContext) throws -> Response {
-        let query = request.uri.queryParameters
-        try Self.checkQuery(query.map(\.key), route: "GET /v1/lifecycle")
-        return try stream(query, context) { [self] after, limit in
+        try stream(request, context, route: "GET /v1/lifecycle") { [self] after, limit in
             let page = try read { try ledger.lifecycleEvents(after: after, limit: limit) }
             var lines = ByteBuffer()
             for e in page.events { Self.writeLine(e, to: &lines) }
