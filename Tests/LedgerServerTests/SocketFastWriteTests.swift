@@ -1,4 +1,5 @@
 import Foundation
+import LedgerClient
 import LedgerCore
 import LedgerErrors
 import LedgerStore
@@ -93,6 +94,20 @@ struct FastWriteTests {
             #expect(answers[4].contains(#""transactionId":"8002""#), "the renewal is in the timeline: \(answers[4])")
             // The second append came behind a read the router was answering: the router's too (answers keep order).
             #expect(server.service.fastPath.appended == 1)
+        }
+    }
+
+    /// The ledger's own client (AsyncHTTPClient) sends plain appends: they take the fast path.
+    @Test func theLedgersClientsAppendsTakeTheFastPath() async throws {
+        try await withServer { server in
+            let before = server.service.fastPath.appended
+            let client = try server.client()
+            #expect(try await client.post("/v1/events", Sample.transaction("9101", user: "c1")).status == 200)
+            let batch = [Sample.transaction("9102", user: "c2"), Sample.transaction("9103", user: "c3")]
+            #expect(
+                try await client.post("/v1/events", batch.joined(separator: "\n"), contentType: "application/x-ndjson")
+                    .status == 200)
+            #expect(server.service.fastPath.appended == before + 2)
         }
     }
 
