@@ -56,12 +56,10 @@ public final class FastPathSwitch: Sendable {
 ///   Anything else goes on to the router, untouched.
 /// - Answers keep their order: a request is taken only while the router owes the connection nothing
 ///   (`ConnectionTimeouts.unanswered` counts this request alone). While an append waits for the writer, what
-///   arrives after it waits here, and reading stops, until its answer is written.
-final class FastPathHandler: ChannelDuplexHandler, RemovableChannelHandler {
+///   arrives after it waits here, and the socket is not read (`autoRead` off), until its answer is written.
+final class FastPathHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
-    typealias OutboundIn = HTTPServerResponsePart
-    typealias OutboundOut = HTTPServerResponsePart
 
     /// A request taken, between its head and its end.
     private enum Held {
@@ -77,10 +75,12 @@ final class FastPathHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// The peer may write to the ledger (`socket.writers`: every peer when writers are not restricted).
     private let mayWrite: Bool
     private var held: Held?
-    /// An append waits for the writer: requests that arrive wait in `waiting`, reads of the socket in `readWanted`.
-    private var appending = false
+    /// An append waits for the writer: requests that arrive wait in `waiting`, and the socket is not read.
+    private var appending = false {
+        didSet { if appending != oldValue { try? context?.channel.syncOptions?.setOption(.autoRead, value: !appending) } }
+    }
     private var waiting = CircularBuffer<HTTPServerRequestPart>()
-    private var readWanted = false
+    private var context: ChannelHandlerContext?
     /// Graceful shutdown asked for while an append waited: passed on once its answer is written.
     private var quiesceWanted = false
     /// Answers were written since the last flush.
@@ -162,14 +162,9 @@ final class FastPathHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelReadComplete()
     }
 
-    /// No read of the socket while an append waits (what arrives waits here, unbounded otherwise).
-    func read(context: ChannelHandlerContext) {
-        if appending {
-            readWanted = true
-        } else {
-            context.read()
-        }
-    }
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if appending, event is ChannelShouldQuiesceEvent {
@@ -183,8 +178,9 @@ final class FastPathHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// The hot read `head` asks for, when this handler may answer it now.
     private func hotRead(_ head: HTTPRequestHead, _ context: ChannelHandlerContext) -> FastRequest? {
-        guard head.method == .GET, mayTake(head, context) else { return nil }
-        for (name, _) in head.headers where name.lowercased() == "content-length" { return nil }
+        guard head.method == .GET, mayTake(head, context), !head.headers.contains(name: "content-length") else {
+            return nil
+        }
         var uri = head.uri
         return uri.withUTF8 { FastRequest(UnsafeRawBufferPointer($0)[...]) }
     }
@@ -195,14 +191,10 @@ final class FastPathHandler: ChannelDuplexHandler, RemovableChannelHandler {
         guard head.version == .http1_1, timeouts.unanswered == 1, !timeouts.closing, context.channel.isActive else {
             return false
         }
-        for (name, value) in head.headers {
-            switch name.lowercased() {
-            case "transfer-encoding", "expect", "upgrade": return false
-            case "connection" where LedgerRoutes.trimmedLowercased(value.utf8[...]) != "keep-alive": return false
-            default: continue
-            }
-        }
-        return true
+        let headers = head.headers
+        return !headers.contains(name: "transfer-encoding") && !headers.contains(name: "expect")
+            && !headers.contains(name: "upgrade")
+            && headers[canonicalForm: "connection"].allSatisfy { $0.lowercased() == "keep-alive" }
     }
 
     /// Answers `request` as the router would, and records it as the router's metrics middleware does.
@@ -293,6 +285,7 @@ final class FastPathHandler: ChannelDuplexHandler, RemovableChannelHandler {
         } catch {
             response = ErrorMiddleware.answer(error, method: .post, path: LedgerRoutes.eventsRoute, logger: routes.logger)
         }
+        guard self.context != nil else { return }  // the connection went while the append waited
         enabled.countWrite()
         let status = write(response, context.channel.allocator)
         timeouts.flush()
@@ -306,12 +299,7 @@ final class FastPathHandler: ChannelDuplexHandler, RemovableChannelHandler {
             passedOn = false
             context.fireChannelReadComplete()
         }
-        guard !appending else { return }
-        if readWanted {
-            readWanted = false
-            context.read()
-        }
-        if quiesceWanted {
+        if quiesceWanted && !appending {
             quiesceWanted = false
             context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
         }
