@@ -1,0 +1,240 @@
+// MARK: - Subscription metrics over buckets of valid time
+
+/// Why a subscription stopped being live (`Metrics`): the expiry's reason as Apple states it (an EXPIRED
+/// notification's subtype, else the renewal info's `expirationIntent`), or a refund or revoke.
+public enum ChurnReason: String, Hashable, Sendable, CaseIterable {
+    /// The customer turned auto-renew off (`VOLUNTARY`).
+    case voluntary
+    /// Billing retry ended without a payment (`BILLING_RETRY`).
+    case billing
+    /// The customer did not consent to a price increase (`PRICE_INCREASE`).
+    case priceIncrease = "price_increase"
+    /// The period that was live was refunded or revoked.
+    case refunded
+    /// Any other reason Apple states (`PRODUCT_NOT_FOR_SALE`, `OTHER`), or none.
+    case other
+
+    init(status: StatusAt) {
+        if status.status == .revoked {
+            self = .refunded
+            return
+        }
+        switch status.expirationReason {
+        case "VOLUNTARY": self = .voluntary
+        case "BILLING_RETRY": self = .billing
+        case "PRICE_INCREASE": self = .priceIncrease
+        default: self = .other
+        }
+    }
+}
+
+/// The figures of one bucket `[start, end)` of valid time. The counts of subscriptions (`active` …
+/// `inBillingRetry`) and `mrr` are a snapshot at the bucket's last instant (`end - 1`); the movements are the
+/// changes whose instant lies in the bucket.
+public struct MetricBucket: Hashable, Sendable {
+    public var start: UnixMillis
+    public var end: UnixMillis
+
+    /// Auto-renewable subscriptions live at the snapshot: active, in their grace period or in billing retry.
+    public var live = 0
+    /// Of those, active (a period covers the instant, unrevoked).
+    public var active = 0
+    /// Of the active, in a free trial (`offer.isTrial`), and on another introductory or promotional offer.
+    public var trials = 0
+    public var offers = 0
+    public var inGracePeriod = 0
+    public var inBillingRetry = 0
+
+    /// Subscriptions whose first period began in the bucket.
+    public var new = 0
+    /// Periods after a subscription's first that began in the bucket while it was live (renewals, and the new
+    /// product's period of an upgrade, downgrade or crossgrade).
+    public var renewals = 0
+    /// Subscriptions that became live again in the bucket after they had churned.
+    public var reactivations = 0
+    /// Subscriptions that stopped being live in the bucket, by reason.
+    public var churned: [ChurnReason: Int] = [:]
+    /// Free trials that ended in the bucket, and of those, the ones a paid period followed (within 60 days: a
+    /// billing retry that recovers converts too).
+    public var trialsEnded = 0
+    public var trialsConverted = 0
+    /// Monthly recurring revenue at the snapshot: each active or grace-period subscription's period price
+    /// normalised to a month (`price × 30.436875 days ÷ the period's length`), per currency, in milliunits. A
+    /// period shared through Family Sharing brings nothing; a period without a stated price is counted in
+    /// `unpriced`, never guessed.
+    public var mrr: [String: Int64] = [:]
+    public var unpriced = 0
+    /// Refunds dated in the bucket, and what they gave back per currency (milliunits), as `Revenue` counts them;
+    /// reversals of refunds, and what they restored.
+    public var refunds = 0
+    public var refunded: [String: Int64] = [:]
+    public var reversals = 0
+
+    public init(start: UnixMillis, end: UnixMillis) {
+        self.start = start
+        self.end = end
+    }
+
+    /// All subscriptions churned in the bucket.
+    public var churnedTotal: Int { churned.values.reduce(0, +) }
+
+    /// `mrr` in the operator's currency: the sum of the currencies `rates` converts, and how many it does not.
+    public func mrr(in rates: ExchangeRates) -> (amount: Int64, unconverted: Int) {
+        var total: Int64 = 0
+        var unconverted = 0
+        for (currency, amount) in mrr {
+            if let c = rates.convert(amount, from: currency) { total = total.saturatingAdd(c) } else { unconverted += 1 }
+        }
+        return (total, unconverted)
+    }
+}
+
+public enum Metrics {
+    /// The average month, in milliseconds (365.2425 days ÷ 12), the unit MRR normalises to.
+    public static let month: UnixMillis = 2_629_746_000
+
+    /// How long after a free trial's end a paid period still counts as its conversion.
+    public static let conversionWindow: UnixMillis = 60 * 86_400_000
+
+    /// The figures of `timelines` (of `environment`, of `product` when given) for each bucket between consecutive
+    /// `boundaries` (ascending). Every figure is folded here from the timelines as given: the caller decides the log
+    /// position they are known at.
+    /// - Complexity: O(Σ over subscriptions of (instants where its state can change × its periods and changes) +
+    ///   buckets · log buckets).
+    public static func series(
+        timelines: [Timeline], environment: AppStoreEnvironment, boundaries: [UnixMillis], product: String? = nil
+    ) -> [MetricBucket] {
+        guard boundaries.count >= 2 else { return [] }
+        var buckets = zip(boundaries, boundaries.dropFirst()).map { MetricBucket(start: $0, end: $1) }
+        /// The bucket holding `instant`, if any.
+        func bucket(_ instant: UnixMillis) -> Int? {
+            guard instant >= boundaries[0], instant < boundaries[boundaries.count - 1] else { return nil }
+            var low = 0
+            var high = buckets.count - 1
+            while low < high {
+                let mid = (low + high + 1) / 2
+                if boundaries[mid] <= instant { low = mid } else { high = mid - 1 }
+            }
+            return low
+        }
+        func matches(_ p: Period?) -> Bool { product.map { p?.productId == $0 } ?? true }
+
+        for t in timelines where t.environment == environment && t.productType == .autoRenewable {
+            // Snapshots.
+            for i in buckets.indices {
+                let instant = buckets[i].end - 1
+                let s = t.status(at: instant)
+                guard matches(s.period) else { continue }
+                switch s.status {
+                case .active:
+                    buckets[i].live += 1
+                    buckets[i].active += 1
+                    if let offer = s.period?.offer {
+                        if offer.isTrial { buckets[i].trials += 1 } else { buckets[i].offers += 1 }
+                    }
+                case .inGracePeriod:
+                    buckets[i].live += 1
+                    buckets[i].inGracePeriod += 1
+                case .inBillingRetry:
+                    buckets[i].live += 1
+                    buckets[i].inBillingRetry += 1
+                case .expired, .revoked:
+                    continue
+                }
+                if s.status != .inBillingRetry, let p = s.period {
+                    if let (currency, amount) = monthly(p) {
+                        buckets[i].mrr[currency, default: 0] = buckets[i].mrr[currency, default: 0].saturatingAdd(amount)
+                    } else if p.terms?.ownershipType != "FAMILY_SHARED" {
+                        buckets[i].unpriced += 1
+                    }
+                }
+            }
+
+            // Movements: where the subscription starts and stops being live.
+            let instants = changeInstants(t)
+            let states = instants.map { t.status(at: $0) }
+            // A billing retry or grace period Apple states after the period's end begins at that end (the fold's
+            // `retryBegan`): a renewal that fails leaves no gap between live states.
+            let live = states.map(\.isLive)
+            var everLive = false
+            for k in instants.indices where live[k] != (k > 0 && live[k - 1]) {
+                if live[k] {
+                    if everLive, matches(states[k].period), let b = bucket(instants[k]) { buckets[b].reactivations += 1 }
+                    everLive = true
+                } else if matches(states[k - 1].period), let b = bucket(instants[k]) {
+                    // Apple states why a moment after the expiry (an EXPIRED notification): the first reason
+                    // stated before the subscription is live again.
+                    let lapse = states[k..<(live[k...].firstIndex(of: true) ?? live.count)]
+                    let reason = lapse.lazy.map(ChurnReason.init(status:)).first { $0 != .other } ?? .other
+                    buckets[b].churned[reason, default: 0] += 1
+                }
+            }
+
+            let periods = t.periods.sorted { $0.start < $1.start }
+            for (index, p) in periods.enumerated() where matches(p) {
+                if let b = bucket(p.start) {
+                    if index == 0 {
+                        buckets[b].new += 1
+                    } else if t.status(at: p.start.saturatingSubtract(1)).isLive {
+                        buckets[b].renewals += 1
+                    }
+                }
+                if p.offer?.isTrial == true, let end = p.end, let b = bucket(end) {
+                    buckets[b].trialsEnded += 1
+                    let converted = periods[(index + 1)...].contains {
+                        $0.offer?.isTrial != true && $0.start < end.saturatingAdd(conversionWindow)
+                            && $0.openRevocation == nil
+                    }
+                    if converted { buckets[b].trialsConverted += 1 }
+                }
+                for e in Revenue.entries(of: p, in: t, buyer: nil) ?? [] where e.kind != .purchase {
+                    guard let b = bucket(e.at) else { continue }
+                    if e.kind == .refund {
+                        buckets[b].refunds += 1
+                        buckets[b].refunded[e.currency, default: 0] =
+                            buckets[b].refunded[e.currency, default: 0].saturatingAdd(-e.amount)
+                    } else {
+                        buckets[b].reversals += 1
+                        buckets[b].refunded[e.currency, default: 0] =
+                            buckets[b].refunded[e.currency, default: 0].saturatingSubtract(e.amount)
+                    }
+                }
+            }
+        }
+        return buckets
+    }
+
+    /// `p`'s price per average month in its currency; nil when Apple stated no price (or the period has no end), or
+    /// when it was shared through Family Sharing.
+    static func monthly(_ p: Period) -> (currency: String, amount: Int64)? {
+        guard p.terms?.ownershipType != "FAMILY_SHARED", let price = p.terms?.price, let currency = p.terms?.currency,
+            let end = p.end, end > p.start
+        else { return nil }
+        let amount = (Int128(price) * Int128(month) + Int128(end - p.start) / 2) / Int128(end - p.start)
+        return (currency, Int64(clamping: amount))
+    }
+
+    /// The instants at which `t`'s state can change, ascending: every period's start and end, every revocation and
+    /// its reversal, every stated change and the end of a grace period it states.
+    static func changeInstants(_ t: Timeline) -> [UnixMillis] {
+        var instants: [UnixMillis] = []
+        for p in t.periods {
+            instants.append(p.start)
+            if let end = p.end { instants.append(end) }
+            for r in p.revocations {
+                instants.append(r.date)
+                if let reversed = r.reversedAt { instants.append(reversed) }
+            }
+        }
+        for c in t.statedChanges {
+            instants.append(c.at)
+            if let until = c.until { instants.append(until) }
+        }
+        return Array(Set(instants)).sorted()
+    }
+}
+
+extension StatusAt {
+    /// Active, in the grace period or in billing retry: a subscription a business still counts.
+    public var isLive: Bool { status == .active || status == .inGracePeriod || status == .inBillingRetry }
+}
