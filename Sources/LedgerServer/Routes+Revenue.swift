@@ -1,14 +1,16 @@
+import Foundation
 import Hummingbird
 import LedgerAPI
 import LedgerCore
 import LedgerStore
 import LedgerErrors
 
-// MARK: - GET /v1/revenue, /v1/customers/{appUserId}/revenue
+// MARK: - GET /v1/revenue, /v1/customers/{appUserId}/revenue, /v1/metrics/{name}
 
 extension LedgerRoutes {
     static let revenueRoute = "/v1/revenue"
     static let customerRevenueRoute = "/v1/customers/{appUserId}/revenue"
+    static let metricsRoute = "/v1/metrics/{name}"
 
     /// The query of a revenue read: the interval `[from, to)` (ms or ISO-8601; either end open when absent), the
     /// product, the log position `asOf` and the environment.
@@ -19,7 +21,8 @@ extension LedgerRoutes {
         var asOf: UInt64?
         var environment = AppStoreEnvironment.production
 
-        init(_ request: Request, route: String) throws {
+        /// `product` names the product parameter (the metrics route's is `productId`).
+        init(_ request: Request, route: String, product productName: String = "product") throws {
             let query = request.uri.queryParameters
             try LedgerRoutes.checkQuery(query.map(\.key), route: route)
             for (name, target) in [("from", \RevenueQuery.from), ("to", \RevenueQuery.to)] {
@@ -29,8 +32,8 @@ extension LedgerRoutes {
             if let from, let to, to < from {
                 throw CodedError(.invalidQuery, "the interval [from, to) must not end before it starts")
             }
-            if let text = query["product"] {
-                guard !text.isEmpty else { throw CodedError(.invalidQuery, "product must not be empty") }
+            if let text = query[Substring(productName)] {
+                guard !text.isEmpty else { throw CodedError(.invalidQuery, "\(productName) must not be empty") }
                 product = String(text)
             }
             asOf = try query["asOf"].map { try LedgerRoutes.seqQuery("asOf", $0) }
@@ -54,7 +57,52 @@ extension LedgerRoutes {
             RevenueDocument(summary, rates: configuration.revenueRates, withEntries: user != nil))
     }
 
+    /// `GET /v1/metrics/{name}`: the metric by `interval` (day, week, month; default day) over `[from, to)` in
+    /// `timeZone` (default UTC), of `productId` when given, as known at `asOf`; JSON, or CSV with `format=csv`.
+    func metricsAnswer(name: String, _ request: Request) throws -> BufferedResponse {
+        let q = try RevenueQuery(request, route: "GET " + Self.metricsRoute, product: "productId")
+        guard let metric = MetricName(rawValue: name) else {
+            throw CodedError(
+                .notFound, "no metric '\(name)': one of \(MetricName.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        let query = request.uri.queryParameters
+        guard let from = q.from, let to = q.to else {
+            throw CodedError(.invalidQuery, "from and to are required: the buckets cover [from, to)")
+        }
+        let interval = try query["interval"].map {
+            guard let i = MetricInterval(rawValue: String($0)) else {
+                throw CodedError(.invalidQuery, "interval must be day, week or month")
+            }
+            return i
+        } ?? .day
+        let zoneName = query["timeZone"].map(String.init) ?? "UTC"
+        guard let zone = TimeZone(identifier: zoneName) else {
+            throw CodedError(.invalidQuery, "timeZone '\(zoneName)' is not a time zone (an IANA name: Europe/Paris)")
+        }
+        let csv: Bool
+        switch query["format"] {
+        case nil, "json": csv = false
+        case "csv": csv = true
+        default: throw CodedError(.invalidQuery, "format must be json or csv")
+        }
+        guard let boundaries = MetricBuckets.boundaries(from: from, to: to, interval: interval, timeZone: zone) else {
+            throw CodedError(
+                .invalidQuery, "to must be after from, with at most \(MetricBuckets.maxBuckets) buckets between them")
+        }
+        let (buckets, asOf) = try read {
+            try ledger.metrics(environment: q.environment, boundaries: boundaries, product: q.product, asOf: q.asOf)
+        }
+        let table = MetricTable(
+            metric, buckets: buckets, environment: q.environment, interval: interval, timeZone: zoneName,
+            productId: q.product, asOf: asOf, rates: configuration.revenueRates)
+        guard csv else { return JSONBody.buffered(table) }
+        return BufferedResponse(status: .ok, contentType: "text/csv; charset=utf-8", body: ByteBuffer(string: table.csv))
+    }
+
     func addRevenueRoutes(to router: Router<LedgerRequestContext>) {
+        router.get(RouterPath(stringLiteral: Self.metricsRoute)) { request, context in
+            try self.metricsAnswer(name: try context.parameters.require("name"), request).response
+        }
         router.get(RouterPath(stringLiteral: Self.revenueRoute)) { request, _ in
             try self.revenueAnswer(user: nil, RevenueQuery(request, route: "GET " + Self.revenueRoute)).response
         }

@@ -6,7 +6,7 @@ public struct ReadRoute: Sendable {
     public enum Body: Sendable { case json, ndjson, svg, html, text }
 
     /// What a path segment names; the ids of each kind come from the ledger the target populated.
-    public enum ID: Sendable, CaseIterable { case subscription, user, entitlement, transaction }
+    public enum ID: Sendable, CaseIterable { case subscription, user, entitlement, transaction, metric }
 
     /// The route as `LedgerRoutes.queryParameters` names it (`GET /v1/customers/{appUserId}`).
     public var name: String
@@ -25,6 +25,7 @@ public struct ReadRoute: Sendable {
             case "otid": out.append(.subscription)
             case "appUserId": out.append(.user)
             case "entitlement": out.append(.entitlement)
+            case "name": out.append(.metric)
             default: out.append(.transaction)
             }
             rest = rest[rest.index(after: close)...]
@@ -58,6 +59,9 @@ public enum ReadRoutes {
         ReadRoute(name: "GET /v1/customers/{appUserId}/entitlements/{entitlement}/why", parameters: clocks, body: .json),
         ReadRoute(name: "GET /v1/revenue", parameters: revenue, body: .json),
         ReadRoute(name: "GET /v1/customers/{appUserId}/revenue", parameters: revenue, body: .json),
+        ReadRoute(
+            name: "GET /v1/metrics/{name}",
+            parameters: ["from", "to", "interval", "timeZone", "productId", "asOf", "environment", "format"], body: .json),
         ReadRoute(name: "GET /v1/customers/{appUserId}/grants", parameters: clocks, body: .json),
         ReadRoute(name: "GET /v1/subscriptions/{otid}/timeline.svg", parameters: clocks, body: .svg),
         ReadRoute(name: "GET /v1/subscriptions/{otid}/timeline.html", parameters: clocks, body: .html),
