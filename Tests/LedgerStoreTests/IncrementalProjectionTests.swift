@@ -145,6 +145,83 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
         }
     }
 
+    /// The subscription metrics (`Ledger.metrics`, folded from the stored timelines the write path keeps up to
+    /// date) after any delivery order, batching and redelivery: equal to in-order delivery's, and to the same ledger's
+    /// after a replay rewrote every projection from the log; and as known at a past seq, equal to what a ledger that
+    /// stopped there answers now.
+    @Test func metricsAfterAnyArrivalOrderEqualTheFiguresFoldedFromScratch() throws {
+        let months = (0...14).map { Self.start + Int64($0) * 30 * Self.day }
+        for seed in UInt64(1)...25 {
+            let facts = Self.history(seed: seed)
+            var rng = SplitMix64(seed: seed ^ 0xD1A1)
+            let ordered = try TemporaryLedger()
+            _ = try ordered.ledger.appendAndWait(Self.inputs(facts))
+
+            var delivered = facts
+            for _ in 0..<rng.below(8) { delivered.append(facts[rng.below(facts.count)]) }
+            delivered.shuffle(using: &rng)
+            let shuffled = try TemporaryLedger()
+            let prefix = try TemporaryLedger()
+            var offset = 0
+            var prefixSeq: UInt64?
+            while offset < delivered.count {
+                let n = 1 + rng.below(6)
+                let part = Array(delivered[offset..<min(offset + n, delivered.count)])
+                _ = try shuffled.ledger.appendAndWait(Self.inputs(part))
+                if offset < delivered.count / 2 {
+                    _ = try prefix.ledger.appendAndWait(Self.inputs(part))
+                    prefixSeq = try prefix.ledger.lastSeq()
+                }
+                offset += n
+            }
+            for environment in [AppStoreEnvironment.production, .sandbox] {
+                let now = try shuffled.ledger.metrics(environment: environment, boundaries: months).buckets
+                #expect(
+                    now == (try ordered.ledger.metrics(environment: environment, boundaries: months).buckets),
+                    "seed \(seed): \(environment) metrics depend on the arrival order")
+                if let prefixSeq {
+                    #expect(
+                        (try shuffled.ledger.metrics(environment: environment, boundaries: months, asOf: prefixSeq).buckets)
+                            == (try prefix.ledger.metrics(environment: environment, boundaries: months).buckets),
+                        "seed \(seed): \(environment) metrics as known at seq \(prefixSeq)")
+                }
+                _ = try shuffled.ledger.replay(check: false)
+                #expect(
+                    now == (try shuffled.ledger.metrics(environment: environment, boundaries: months).buckets),
+                    "seed \(seed): \(environment) metrics differ from those of projections rewritten from the log")
+            }
+            #expect(
+                try shuffled.ledger.metrics(boundaries: months).buckets.contains { $0.live > 0 },
+                "seed \(seed): the story has live subscriptions")
+        }
+    }
+
+    /// A Sandbox subscription whose claim names no environment, read as of a past seq: the timeline folded then is
+    /// the Sandbox one (the events alone, a claim among them, once made it a Production timeline).
+    @Test func aSandboxTimelineReadAsOfAPastSeqStaysInTheSandbox() throws {
+        let t = try TemporaryLedger()
+        let otid: OriginalTransactionID = "777"
+        let claim = BindingClaim(
+            appUserId: "u", originalTransactionId: otid, claimedAt: Self.start, everyEnvironment: true)
+        var purchase = TransactionFact(
+            transactionId: "777", originalTransactionId: otid, productId: "monthly", purchaseDate: Self.start,
+            environment: .sandbox)
+        purchase.expiresDate = Self.start + 30 * Self.day
+        purchase.type = .autoRenewable
+        var renewal = purchase
+        renewal.transactionId = "778"
+        renewal.purchaseDate = purchase.expiresDate!
+        renewal.expiresDate = Self.start + 60 * Self.day
+        _ = try t.ledger.appendAndWait(Self.inputs([.binding(claim), .transaction(purchase), .transaction(renewal)]))
+        let at = Self.start + Self.day
+        let then = try #require(try t.ledger.timeline(otid, environment: .sandbox, at: at, asOf: 2))
+        let now = try #require(try t.ledger.timeline(otid, environment: .sandbox, at: at))
+        #expect(then.environment == "Sandbox" && now.environment == "Sandbox")
+        #expect(then.status == "active" && then.periods.count == 1 && now.periods.count == 2)
+        let month = [Self.start, Self.start + 30 * Self.day]
+        #expect(try t.ledger.metrics(environment: .sandbox, boundaries: month, asOf: 2).buckets.map(\.active) == [1])
+    }
+
     @Test func asOfFoldsOnlyWhatWasKnownThen() throws {
         let t = try TemporaryLedger()
         let otid: OriginalTransactionID = "555"

@@ -245,6 +245,11 @@ extension Ledger {
         }
         let events = try SubscriptionScan.events(layout, env, otid, upTo: asOf, metadata: .forFold, txn)
         guard !events.isEmpty else { return nil }
-        return (Timeline.fold(events, rules: try history.rules(asOf: asOf!, layout, txn), ties: .canonical), asOf!)
+        // Folded as (env, otid): a claim that names no environment is indexed under each subscription it applies
+        // to, so the events alone do not say which environment's timeline this is.
+        let rules = try history.rules(asOf: asOf!, layout, txn)
+        return (
+            Timeline.fold(events, originalTransactionId: otid, environment: env, rules: rules, ties: .canonical), asOf!
+        )
     }
 }
