@@ -11,6 +11,7 @@ extension LedgerRoutes {
     static let revenueRoute = "/v1/revenue"
     static let customerRevenueRoute = "/v1/customers/{appUserId}/revenue"
     static let metricsRoute = "/v1/metrics/{name}"
+    static let utc = TimeZone(secondsFromGMT: 0)!
 
     /// The query of a revenue read: the interval `[from, to)` (ms or ISO-8601; either end open when absent), the
     /// product, the log position `asOf` and the environment.
@@ -76,7 +77,7 @@ extension LedgerRoutes {
             return i
         } ?? .day
         let zoneName = query["timeZone"].map(String.init) ?? "UTC"
-        guard let zone = TimeZone(identifier: zoneName) else {
+        guard let zone = zoneName == "UTC" ? Self.utc : TimeZone(identifier: zoneName) else {
             throw CodedError(.invalidQuery, "timeZone '\(zoneName)' is not a time zone (an IANA name: Europe/Paris)")
         }
         let csv: Bool

@@ -153,6 +153,50 @@ import Testing
         #expect(b[0].unpriced == 1, "the family-shared period brings nothing and is not unpriced")
     }
 
+    /// The snapshots, spread over buckets as differences, against each bucket's state asked directly, by day over
+    /// half a year of every story above.
+    @Test func snapshotsEqualTheStateAtEachBucketsLastInstant() {
+        var stories = [
+            Self.subscriber("20", from: 1, renewals: 2).0, Self.subscriber("21", from: 2, renewals: 0).0,
+            Self.subscriber("22", from: 1, renewals: 1) { $0.inAppOwnershipType = "FAMILY_SHARED" }.0,
+        ]
+        var (refunded, facts) = Self.subscriber("23", from: 1, renewals: 3, currency: "EUR")
+        refunded.refund(facts[1], at: Scenario.utc(2024, 2, 20))
+        stories.append(refunded)
+        var retry = Scenario(otid: "24", rules: Self.rules)
+        retry.purchase("24-0", product: Self.monthly, at: Scenario.utc(2024, 1, 10), expires: Scenario.utc(2024, 2, 10)) {
+            $0.offerType = 1
+            $0.offerDiscountType = "FREE_TRIAL"
+        }
+        retry.notification("DID_FAIL_TO_RENEW", subtype: "GRACE_PERIOD", signed: Scenario.utc(2024, 2, 10, 1))
+        retry.renewalInfo(signed: Scenario.utc(2024, 2, 10, 2), product: Self.monthly) {
+            $0.isInBillingRetryPeriod = true
+            $0.gracePeriodExpiresDate = Scenario.utc(2024, 2, 16)
+        }
+        stories.append(retry)
+        let days = (0...182).map { Scenario.utc(2024, 1, 1) + Int64($0) * Self.day }
+        let timelines = stories.map { $0.timeline() }
+        let buckets = Metrics.series(timelines: timelines, environment: .production, boundaries: days)
+        for b in buckets {
+            let states = timelines.map { $0.status(at: b.end - 1) }
+            let active = states.filter { $0.status == .active }
+            #expect(b.live == states.filter(\.isLive).count, "\(b.start)")
+            #expect(b.active == active.count, "\(b.start)")
+            #expect(b.trials == active.filter { $0.period?.offer?.isTrial == true }.count, "\(b.start)")
+            #expect(b.inGracePeriod == states.filter { $0.status == .inGracePeriod }.count, "\(b.start)")
+            #expect(b.inBillingRetry == states.filter { $0.status == .inBillingRetry }.count, "\(b.start)")
+            var mrr: [String: Int64] = [:]
+            for s in states where s.status == .active || s.status == .inGracePeriod {
+                guard let p = s.period, p.terms?.ownershipType != "FAMILY_SHARED", let price = p.terms?.price,
+                    let currency = p.terms?.currency, let end = p.end
+                else { continue }
+                mrr[currency, default: 0] += (price * Metrics.month + (end - p.start) / 2) / (end - p.start)
+            }
+            #expect(b.mrr == mrr, "\(b.start)")
+        }
+        #expect(buckets.contains { $0.inGracePeriod == 1 } && buckets.contains { $0.live == 0 })
+    }
+
     @Test func theProductFilterCountsThatProductsPeriodsOnly() {
         let (m, _) = Self.subscriber("12", from: 1, renewals: 1)
         let (y, _) = Self.subscriber("13", from: 2, renewals: 0, product: Self.yearly)

@@ -8,7 +8,11 @@ import Testing
 struct MetricsCLITests {
     static let product = "com.example.premium.monthly"
 
-    static func ms(_ iso: String) -> Int64 { Int64(ISO8601DateFormatter().date(from: iso)!.timeIntervalSince1970 * 1000) }
+    /// `2024-01-10T00:00:00Z` in ms (midnight UTC only), without the date formatter.
+    static func ms(_ iso: String) -> Int64 {
+        let parts = iso.prefix(10).split(separator: "-").map { Int64($0)! }
+        return Scenario.utc(parts[0], parts[1], parts[2])
+    }
 
     static func transaction(
         _ id: String, start: String, end: String, revoked: String? = nil, received: String? = nil

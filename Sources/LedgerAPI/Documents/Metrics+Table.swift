@@ -20,6 +20,9 @@ public enum MetricBuckets {
         -> [UnixMillis]?
     {
         guard to > from else { return nil }
+        if timeZone.secondsFromGMT() == 0 && (timeZone.identifier == "UTC" || timeZone.identifier == "GMT") {
+            return utcBoundaries(from: from, to: to, interval: interval)
+        }
         var calendar = Calendar(identifier: .iso8601)
         calendar.timeZone = timeZone
         let unit: Calendar.Component =
@@ -41,6 +44,66 @@ public enum MetricBuckets {
             date = next
         }
     }
+}
+
+extension MetricBuckets {
+    static let day: UnixMillis = 86_400_000
+
+    /// `boundaries` in UTC by the civil calendar alone (UTC has no daylight saving): the common case, without the
+    /// calendar library.
+    static func utcBoundaries(from: UnixMillis, to: UnixMillis, interval: MetricInterval) -> [UnixMillis]? {
+        let firstDay = floorDiv(from, day)
+        var (year, month) = civil(fromDays: firstDay)
+        var date: Int64 =
+            switch interval {
+            case .day: firstDay
+            case .week: firstDay - (firstDay + 3).mod(7)  // 1970-01-01 was a Thursday; ISO weeks start on Monday
+            case .month: days(year: year, month: month)
+            }
+        var boundaries: [UnixMillis] = []
+        while true {
+            let ms = date * day
+            boundaries.append(ms)
+            if ms >= to { return boundaries }
+            guard boundaries.count <= maxBuckets else { return nil }
+            switch interval {
+            case .day: date += 1
+            case .week: date += 7
+            case .month:
+                (year, month) = month == 12 ? (year + 1, 1) : (year, month + 1)
+                date = days(year: year, month: month)
+            }
+        }
+    }
+
+    static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
+
+    /// The year and month of the day `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`).
+    static func civil(fromDays days: Int64) -> (year: Int64, month: Int64) {
+        let z = days + 719_468
+        let era = floorDiv(z, 146_097)
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month)
+    }
+
+    /// The day the first of `month` of `year` is, counted from 1970-01-01 (`days_from_civil`).
+    static func days(year: Int64, month: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = floorDiv(y, 400)
+        let yoe = y - era * 400
+        let doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+}
+
+extension Int64 {
+    /// The remainder in `0..<n`.
+    fileprivate func mod(_ n: Int64) -> Int64 { ((self % n) + n) % n }
 }
 
 // MARK: - A metric as a table: one row per bucket
@@ -135,7 +198,12 @@ public struct MetricTable: Sendable {
 
     /// A bucket's boundary (a whole second) as ISO-8601 in UTC.
     static func iso(_ ms: UnixMillis) -> String {
-        Date(timeIntervalSince1970: Double(ms) / 1000).formatted(.iso8601)
+        let days = MetricBuckets.floorDiv(ms, MetricBuckets.day)
+        let (year, month) = MetricBuckets.civil(fromDays: days)
+        let day = days - MetricBuckets.days(year: year, month: month) + 1
+        let seconds = (ms - days * MetricBuckets.day) / 1000
+        func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(year)-\(two(month))-\(two(day))T\(two(seconds / 3600)):\(two(seconds / 60 % 60)):\(two(seconds % 60))Z"
     }
 }
 

@@ -99,8 +99,8 @@ public enum Metrics {
     /// The figures of `timelines` (of `environment`, of `product` when given) for each bucket between consecutive
     /// `boundaries` (ascending). Every figure is folded here from the timelines as given: the caller decides the log
     /// position they are known at.
-    /// - Complexity: O(Σ over subscriptions of (instants where its state can change × its periods and changes) +
-    ///   buckets · log buckets).
+    /// - Complexity: O(Σ over subscriptions of (instants where its state can change × (its periods and changes +
+    ///   log buckets)) + buckets × currencies): a snapshot costs nothing per bucket a state spans.
     public static func series(
         timelines: [Timeline], environment: AppStoreEnvironment, boundaries: [UnixMillis], product: String? = nil
     ) -> [MetricBucket] {
@@ -119,40 +119,67 @@ public enum Metrics {
         }
         func matches(_ p: Period?) -> Bool { product.map { p?.productId == $0 } ?? true }
 
+        // Snapshots: a subscription's state is constant between the instants where it can change, so each segment
+        // adds to the snapshots of the buckets whose last instant it holds, as differences summed once at the end.
+        var counts = [[Int]](repeating: [Int](repeating: 0, count: buckets.count + 1), count: Snapshot.allCases.count)
+        var mrr: [String: [Int64]] = [:]
+        var unpriced = [Int](repeating: 0, count: buckets.count + 1)
+        var priced: [String: [Int]] = [:]
+        /// The first bucket whose snapshot instant (`end - 1`) is at or after `instant` (`buckets.count`: none).
+        func firstSnapshot(atOrAfter instant: UnixMillis) -> Int {
+            var low = 0
+            var high = buckets.count
+            while low < high {
+                let mid = (low + high) / 2
+                if boundaries[mid + 1] - 1 >= instant { high = mid } else { low = mid + 1 }
+            }
+            return low
+        }
+        /// The buckets whose snapshot instant lies in `[from, to)` (`to` nil: no end).
+        func snapshots(from: UnixMillis, to: UnixMillis?) -> Range<Int> {
+            let lower = firstSnapshot(atOrAfter: from)
+            return lower..<max(lower, to.map(firstSnapshot(atOrAfter:)) ?? buckets.count)
+        }
+
         for t in timelines where t.environment == environment && t.productType == .autoRenewable {
-            // Snapshots.
-            for i in buckets.indices {
-                let instant = buckets[i].end - 1
-                let s = t.status(at: instant)
-                guard matches(s.period) else { continue }
+            let instants = changeInstants(t)
+            let states = instants.map { t.status(at: $0) }
+            for k in states.indices where matches(states[k].period) {
+                let range = snapshots(from: instants[k], to: k + 1 < instants.count ? instants[k + 1] : nil)
+                guard !range.isEmpty else { continue }
+                let s = states[k]
+                func add(_ what: Snapshot) {
+                    counts[what.rawValue][range.lowerBound] += 1
+                    counts[what.rawValue][range.upperBound] -= 1
+                }
                 switch s.status {
                 case .active:
-                    buckets[i].live += 1
-                    buckets[i].active += 1
-                    if let offer = s.period?.offer {
-                        if offer.isTrial { buckets[i].trials += 1 } else { buckets[i].offers += 1 }
-                    }
+                    add(.live)
+                    add(.active)
+                    if let offer = s.period?.offer { add(offer.isTrial ? .trials : .offers) }
                 case .inGracePeriod:
-                    buckets[i].live += 1
-                    buckets[i].inGracePeriod += 1
+                    add(.live)
+                    add(.inGracePeriod)
                 case .inBillingRetry:
-                    buckets[i].live += 1
-                    buckets[i].inBillingRetry += 1
+                    add(.live)
+                    add(.inBillingRetry)
                 case .expired, .revoked:
                     continue
                 }
                 if s.status != .inBillingRetry, let p = s.period {
                     if let (currency, amount) = monthly(p) {
-                        buckets[i].mrr[currency, default: 0] = buckets[i].mrr[currency, default: 0].saturatingAdd(amount)
+                        mrr[currency, default: [Int64](repeating: 0, count: buckets.count + 1)][range.lowerBound] += amount
+                        mrr[currency]![range.upperBound] -= amount
+                        priced[currency, default: [Int](repeating: 0, count: buckets.count + 1)][range.lowerBound] += 1
+                        priced[currency]![range.upperBound] -= 1
                     } else if p.terms?.ownershipType != "FAMILY_SHARED" {
-                        buckets[i].unpriced += 1
+                        unpriced[range.lowerBound] += 1
+                        unpriced[range.upperBound] -= 1
                     }
                 }
             }
 
             // Movements: where the subscription starts and stops being live.
-            let instants = changeInstants(t)
-            let states = instants.map { t.status(at: $0) }
             // A billing retry or grace period Apple states after the period's end begins at that end (the fold's
             // `retryBegan`): a renewal that fails leaves no gap between live states.
             let live = states.map(\.isLive)
@@ -201,7 +228,32 @@ public enum Metrics {
                 }
             }
         }
+        var running = [Int](repeating: 0, count: Snapshot.allCases.count)
+        var runningMRR = mrr.mapValues { _ in Int64(0) }
+        var runningPriced = priced.mapValues { _ in 0 }
+        var runningUnpriced = 0
+        for i in buckets.indices {
+            for what in Snapshot.allCases { running[what.rawValue] += counts[what.rawValue][i] }
+            buckets[i].live = running[Snapshot.live.rawValue]
+            buckets[i].active = running[Snapshot.active.rawValue]
+            buckets[i].trials = running[Snapshot.trials.rawValue]
+            buckets[i].offers = running[Snapshot.offers.rawValue]
+            buckets[i].inGracePeriod = running[Snapshot.inGracePeriod.rawValue]
+            buckets[i].inBillingRetry = running[Snapshot.inBillingRetry.rawValue]
+            for (currency, differences) in mrr {
+                runningMRR[currency]! = runningMRR[currency]!.saturatingAdd(differences[i])
+                runningPriced[currency]! += priced[currency]![i]
+                if runningPriced[currency]! > 0 { buckets[i].mrr[currency] = runningMRR[currency]! }
+            }
+            runningUnpriced += unpriced[i]
+            buckets[i].unpriced = runningUnpriced
+        }
         return buckets
+    }
+
+    /// The states a snapshot counts.
+    enum Snapshot: Int, CaseIterable {
+        case live, active, trials, offers, inGracePeriod, inBillingRetry
     }
 
     /// `p`'s price per average month in its currency; nil when Apple stated no price (or the period has no end), or
@@ -215,7 +267,8 @@ public enum Metrics {
     }
 
     /// The instants at which `t`'s state can change, ascending: every period's start and end, every revocation and
-    /// its reversal, every stated change and the end of a grace period it states.
+    /// its reversal, every stated change and the end of a grace period it states, the renewal info (its expiration
+    /// intent says why an expiry happened).
     static func changeInstants(_ t: Timeline) -> [UnixMillis] {
         var instants: [UnixMillis] = []
         for p in t.periods {
@@ -230,6 +283,7 @@ public enum Metrics {
             instants.append(c.at)
             if let until = c.until { instants.append(until) }
         }
+        if let renewal = t.renewal { instants.append(renewal.at) }
         return Array(Set(instants)).sorted()
     }
 }
