@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One subscription metric on the ledger and the same question in SQL on PostgreSQL, on the same data, in one run:
-# active subscriptions at the end of each day of 2024 (366 buckets), `storeledger metrics subscriptions` against a
-# `generate_series` join over a `periods` table (the usual "one row per billing period" table, indexed on its
-# start and end). Both answers are compared day by day before anything is timed.
+# active subscriptions at the end of each day of 2024 (366 buckets), `storeledger metrics subscriptions` against
+# SQL over a `periods` table (the usual "one row per billing period" table). Both answers are compared day by day
+# before anything is timed.
 #
 #   benchmarks/metrics-vs-postgres.sh [--subscriptions N] [--runs R] [--bin DIR] [--keep]
 #
@@ -81,10 +81,14 @@ PSQL=(su postgres -c)
 psql_run() { su postgres -c "psql -h '$WORK' -X -q -t -A -v ON_ERROR_STOP=1 postgres -c \"$1\""; }
 psql_run "CREATE TABLE periods (otid text, start_ms bigint, end_ms bigint, revoked_ms bigint, price bigint, currency text)"
 psql_run "\\copy periods FROM '$WORK/periods.csv' WITH (FORMAT csv, NULL '')"
-psql_run "CREATE INDEX ON periods (start_ms, end_ms); ANALYZE periods"
+psql_run "ANALYZE periods"
 
 T0=1704067200000  # 2024-01-01
-SQL="SELECT d, count(DISTINCT p.otid) FROM generate_series(0, 365) AS d LEFT JOIN periods p ON p.start_ms <= $T0 + (d + 1)::bigint * 86400000 - 1 AND $T0 + (d + 1)::bigint * 86400000 - 1 < p.end_ms AND (p.revoked_ms IS NULL OR p.revoked_ms > $T0 + (d + 1)::bigint * 86400000 - 1) GROUP BY d ORDER BY d"
+# As an analyst would write it: each period adds one from the first day whose end it covers to the first it no
+# longer does (its end, or its refund), summed over the days with a window. (A join of the days on the periods'
+# ranges answers the same but reads the table once per day: 1.55 s against 0.13 s at 20,000 subscriptions.)
+DAYS="ceil((%s - $T0 + 1 - 86400000)::numeric / 86400000)::int"
+SQL="WITH p AS (SELECT greatest(0, $(printf "$DAYS" start_ms)) AS ds, least(366, $(printf "$DAYS" 'coalesce(revoked_ms, end_ms)')) AS de FROM periods), deltas AS (SELECT ds AS d, 1 AS x FROM p WHERE ds < de UNION ALL SELECT de, -1 FROM p WHERE ds < de AND de < 366) SELECT g.d, sum(coalesce(sum(x), 0)) OVER (ORDER BY g.d) FROM generate_series(0, 365) AS g(d) LEFT JOIN deltas USING (d) GROUP BY g.d ORDER BY g.d"
 LEDGER=("$BIN/storeledger" metrics subscriptions --data "$WORK/ledger" --from 2024-01-01T00:00:00Z --to 2025-01-01T00:00:00Z --csv)
 
 log "checking that both answer the same"
@@ -106,6 +110,6 @@ echo
 echo "| $N subscriptions, active at each day's end of 2024 (366 buckets) | seconds, $RUNS runs |"
 echo "|---|---|"
 echo "| storeledger metrics subscriptions (on demand, every timeline read) | ${ledger_times[*]} |"
-echo "| PostgreSQL: generate_series join on periods (start, end) | ${pg_times[*]} |"
+echo "| PostgreSQL: each period's days as +1/−1, a running sum over the days | ${pg_times[*]} |"
 echo
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); ledger $(du -sh "$WORK/ledger" | cut -f1); $(wc -l < "$WORK/periods.csv") periods"
