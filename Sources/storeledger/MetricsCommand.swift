@@ -13,14 +13,14 @@ struct MetricsCommand: ParsableCommand {
             NAME is subscriptions (live, active, trials, offers, in grace period, in billing retry at each bucket's \
             end), movements (new, renewals, reactivations, churned by reason), conversion (free trials ended and \
             converted), mrr (monthly recurring revenue per currency, milliunits; in the operator's currency too with \
-            a rate table) or refunds. Buckets start at midnight, on Monday or on the 1st in --time-zone. Every \
+            a rate table), refunds or retention (each cohort of first purchases to its 24th period). Buckets start at midnight, on Monday or on the 1st in --time-zone. Every \
             figure is folded from the log as known after --as-of: the figures a dashboard showed then, and a late \
             refund's restatement as the difference from now. Definitions: docs/metrics.md. --json: the document of \
             GET /v1/metrics/{name}; --csv: one line per bucket.
             """)
 
     @OptionGroup var ledger: LedgerOptions
-    @Argument(help: "subscriptions, movements, conversion, mrr or refunds.") var name: String
+    @Argument(help: "subscriptions, movements, conversion, mrr, refunds or retention.") var name: String
     @Option(name: .long, help: "The first bucket holds this instant: ISO-8601 or ms since epoch.") var from: String
     @Option(name: .long, help: "The last bucket holds the instant before this one: ISO-8601 or ms since epoch.")
     var to: String

@@ -101,7 +101,11 @@ import Testing
         #expect(now[1].refunds == 1 && now[1].refunded["USD"] == 9990)
         #expect(now[1].active == 0 && now[1].churned == [.refunded: 1], "the refund ended access in February")
         #expect(now[2].reactivations == 1 && now[2].active == 1, "March's renewal brought it back")
-        #expect(then[0] == now[0], "January is not restated")
+        // January's own figures stand; its cohort's retention is restated (its second period was refunded).
+        var january = now[0]
+        january.retained = then[0].retained
+        #expect(then[0] == january)
+        #expect(Array(then[0].retained.prefix(3)) == [1, 1, 1] && Array(now[0].retained.prefix(3)) == [1, 0, 1])
     }
 
     @Test func aBillingRetryThatRecoversIsNoChurn() {
@@ -195,6 +199,20 @@ import Testing
             #expect(b.mrr == mrr, "\(b.start)")
         }
         #expect(buckets.contains { $0.inGracePeriod == 1 } && buckets.contains { $0.live == 0 })
+    }
+
+    @Test func retentionFollowsEachCohortToItsLaterPeriods() {
+        // January's cohort: one renewed twice (3 periods), one never renewed, one whose second period was refunded.
+        let (a, _) = Self.subscriber("30", from: 1, renewals: 2)
+        let (b, _) = Self.subscriber("31", from: 1, renewals: 0)
+        var (c, facts) = Self.subscriber("32", from: 1, renewals: 2)
+        c.refund(facts[1], at: Scenario.utc(2024, 2, 15))
+        // February's cohort: one renewed once.
+        let (d, _) = Self.subscriber("33", from: 2, renewals: 1)
+        let buckets = Self.series([a, b, c, d])
+        #expect(Array(buckets[0].retained.prefix(4)) == [3, 1, 2, 0], "3 began; 1 reached its 2nd period (the other 2nd was refunded); 2 their 3rd")
+        #expect(Array(buckets[1].retained.prefix(3)) == [1, 1, 0])
+        #expect(buckets[2].retained.isEmpty, "no cohort began in March")
     }
 
     @Test func theProductFilterCountsThatProductsPeriodsOnly() {

@@ -62,6 +62,11 @@ struct MetricsCLITests {
         #expect(movements.map { $0["reactivations"] as? Int } == [0, 0, 1, 0])
         #expect(movements.map { $0["new"] as? Int } == [1, 0, 0, 0])
 
+        let retention = try Self.rows(try await storeLedgerSucceeds(["metrics", "retention", "--data", data, "--json"] + range))
+        #expect(
+            retention.first.map { row in (1...4).map { row["period_\($0)"] as? Int } } == [1, 0, 1, 0],
+            "January's cohort: its 2nd period refunded, its 3rd bought")
+
         let csv = try await storeLedgerSucceeds(["metrics", "refunds", "--data", data, "--csv"] + range)
         #expect(
             csv == "start,end,refunds,reversals,refunded_USD\r\n"

@@ -123,6 +123,9 @@ public enum MetricName: String, CaseIterable, Sendable {
     case mrr
     /// Refunds and reversals dated in each bucket, and the amount given back per currency.
     case refunds
+    /// Renewal retention by cohort: for the subscriptions whose first period began in each bucket, how many reached
+    /// their 1st (the cohort's size), 2nd, … 24th period.
+    case retention
 }
 
 /// A metric's rows: the bucket's start and end, then the metric's columns, every value a whole number (amounts in
@@ -160,6 +163,8 @@ public struct MetricTable: Sendable {
             columns = currencies.map { "mrr_\($0)" } + ["unpriced"] + (rates.map { ["mrr_in_\($0.currency)", "unconverted"] } ?? [])
         case .refunds:
             columns = ["refunds", "reversals"] + currencies.map { "refunded_\($0)" }
+        case .retention:
+            columns = (1...Metrics.retentionPeriods).map { "period_\($0)" }
         }
         rows = buckets.map { b in
             let values: [Int64]
@@ -181,6 +186,8 @@ public struct MetricTable: Sendable {
                 values = v
             case .refunds:
                 values = [Int64(b.refunds), Int64(b.reversals)] + currencies.map { b.refunded[$0] ?? 0 }
+            case .retention:
+                values = (0..<Metrics.retentionPeriods).map { Int64(b.retained.isEmpty ? 0 : b.retained[$0]) }
             }
             return (b.start, b.end, values)
         }

@@ -64,6 +64,10 @@ public struct MetricBucket: Hashable, Sendable {
     /// `unpriced`, never guessed.
     public var mrr: [String: Int64] = [:]
     public var unpriced = 0
+    /// Renewal retention of the cohort whose first period began in the bucket: how many of its subscriptions
+    /// reached their first, second, … period (up to `Metrics.retentionPeriods`), a refunded period not counted.
+    /// `retained[0]` is the cohort's size (its first periods not refunded).
+    public var retained: [Int] = []
     /// Refunds dated in the bucket, and what they gave back per currency (milliunits), as `Revenue` counts them;
     /// reversals of refunds, and what they restored.
     public var refunds = 0
@@ -92,6 +96,9 @@ public struct MetricBucket: Hashable, Sendable {
 public enum Metrics {
     /// The average month, in milliseconds (365.2425 days ÷ 12), the unit MRR normalises to.
     public static let month: UnixMillis = 2_629_746_000
+
+    /// The period numbers renewal retention follows.
+    public static let retentionPeriods = 24
 
     /// How long after a free trial's end a paid period still counts as its conversion.
     public static let conversionWindow: UnixMillis = 60 * 86_400_000
@@ -198,6 +205,12 @@ public enum Metrics {
             }
 
             let periods = t.periods.sorted { $0.start < $1.start }
+            if let first = periods.first, matches(first), let cohort = bucket(first.start) {
+                if buckets[cohort].retained.isEmpty { buckets[cohort].retained = Array(repeating: 0, count: retentionPeriods) }
+                for (n, p) in periods.prefix(retentionPeriods).enumerated() where p.openRevocation == nil {
+                    buckets[cohort].retained[n] += 1
+                }
+            }
             for (index, p) in periods.enumerated() where matches(p) {
                 if let b = bucket(p.start) {
                     if index == 0 {

@@ -123,7 +123,7 @@ final class Harness: @unchecked Sendable {
         known = [
             .subscription: subscriptions + ["0"], .user: users + ["u3", "u4", "nobody"],
             .entitlement: ["premium", "com.example.premium.monthly", "gems", "none"], .transaction: keys + ["0"],
-            .metric: ["subscriptions", "movements", "conversion", "mrr", "refunds", "ltv"],
+            .metric: ["subscriptions", "movements", "conversion", "mrr", "refunds", "retention", "ltv"],
         ]
     }
 
