@@ -99,6 +99,21 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
         }
     }
 
+    /// `facts` as delivered: some sent again, shuffled, in appends of 1 to 6.
+    static func deliveries(of facts: [Fact], _ rng: inout SplitMix64) -> [[Fact]] {
+        var delivered = facts
+        for _ in 0..<rng.below(8) { delivered.append(facts[rng.below(facts.count)]) }
+        delivered.shuffle(using: &rng)
+        var parts: [[Fact]] = []
+        var offset = 0
+        while offset < delivered.count {
+            let n = 1 + rng.below(6)
+            parts.append(Array(delivered[offset..<min(offset + n, delivered.count)]))
+            offset += n
+        }
+        return parts
+    }
+
     @Test func shuffledBatchedRedeliveredHistoriesMatchReplayAndInOrderDelivery() throws {
         for seed in UInt64(1)...25 {
             let facts = Self.history(seed: seed)
@@ -107,17 +122,8 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
             let ordered = try TemporaryLedger()
             _ = try ordered.ledger.appendAndWait(Self.inputs(facts))
 
-            var delivered = facts
-            for _ in 0..<rng.below(8) { delivered.append(facts[rng.below(facts.count)]) }
-            delivered.shuffle(using: &rng)
             let shuffled = try TemporaryLedger()
-            var offset = 0
-            while offset < delivered.count {
-                let n = 1 + rng.below(6)
-                let part = Array(delivered[offset..<min(offset + n, delivered.count)])
-                _ = try shuffled.ledger.appendAndWait(Self.inputs(part))
-                offset += n
-            }
+            for part in Self.deliveries(of: facts, &rng) { _ = try shuffled.ledger.appendAndWait(Self.inputs(part)) }
 
             let check = try shuffled.ledger.replay(check: true)
             #expect(check.differences.isEmpty, "seed \(seed): incremental projections differ from replay: \(check.differences)")
@@ -157,22 +163,16 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
             let ordered = try TemporaryLedger()
             _ = try ordered.ledger.appendAndWait(Self.inputs(facts))
 
-            var delivered = facts
-            for _ in 0..<rng.below(8) { delivered.append(facts[rng.below(facts.count)]) }
-            delivered.shuffle(using: &rng)
             let shuffled = try TemporaryLedger()
             let prefix = try TemporaryLedger()
-            var offset = 0
+            let parts = Self.deliveries(of: facts, &rng)
             var prefixSeq: UInt64?
-            while offset < delivered.count {
-                let n = 1 + rng.below(6)
-                let part = Array(delivered[offset..<min(offset + n, delivered.count)])
+            for (index, part) in parts.enumerated() {
                 _ = try shuffled.ledger.appendAndWait(Self.inputs(part))
-                if offset < delivered.count / 2 {
+                if index < parts.count / 2 {
                     _ = try prefix.ledger.appendAndWait(Self.inputs(part))
                     prefixSeq = try prefix.ledger.lastSeq()
                 }
-                offset += n
             }
             for environment in [AppStoreEnvironment.production, .sandbox] {
                 let now = try shuffled.ledger.metrics(environment: environment, boundaries: months).buckets
