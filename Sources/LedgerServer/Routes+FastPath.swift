@@ -151,7 +151,8 @@ final class FastPathHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Passed on only when the handlers behind got something to read since the last one: for them (the conversion
     /// to HTTP types, Hummingbird's async channel, which delivers what it buffered) a read cycle in which this
-    /// handler answered everything itself did not happen. Walking them cost a fifth of a hot read.
+    /// handler answered everything itself did not happen. Walking them cost ~7k instructions of a hot read
+    /// (callgrind).
     func channelReadComplete(context: ChannelHandlerContext) {
         if unflushed {
             unflushed = false

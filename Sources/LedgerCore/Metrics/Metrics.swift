@@ -113,17 +113,6 @@ public enum Metrics {
     ) -> [MetricBucket] {
         guard boundaries.count >= 2 else { return [] }
         var buckets = zip(boundaries, boundaries.dropFirst()).map { MetricBucket(start: $0, end: $1) }
-        /// The bucket holding `instant`, if any.
-        func bucket(_ instant: UnixMillis) -> Int? {
-            guard instant >= boundaries[0], instant < boundaries[boundaries.count - 1] else { return nil }
-            var low = 0
-            var high = buckets.count - 1
-            while low < high {
-                let mid = (low + high + 1) / 2
-                if boundaries[mid] <= instant { low = mid } else { high = mid - 1 }
-            }
-            return low
-        }
         func matches(_ p: Period?) -> Bool { product.map { p?.productId == $0 } ?? true }
 
         // Snapshots: a subscription's state is constant between the instants where it can change, so each segment
@@ -141,6 +130,12 @@ public enum Metrics {
                 if boundaries[mid + 1] - 1 >= instant { high = mid } else { low = mid + 1 }
             }
             return low
+        }
+        /// The bucket holding `instant`, if any: the first whose last instant is not before it (buckets are
+        /// contiguous).
+        func bucket(_ instant: UnixMillis) -> Int? {
+            guard instant >= boundaries[0], instant < boundaries[boundaries.count - 1] else { return nil }
+            return firstSnapshot(atOrAfter: instant)
         }
         /// The buckets whose snapshot instant lies in `[from, to)` (`to` nil: no end).
         func snapshots(from: UnixMillis, to: UnixMillis?) -> Range<Int> {
@@ -190,6 +185,17 @@ public enum Metrics {
             // A billing retry or grace period Apple states after the period's end begins at that end (the fold's
             // `retryBegan`): a renewal that fails leaves no gap between live states.
             let live = states.map(\.isLive)
+            /// Whether the subscription was live just before `instant`, one of `instants`: the state of the segment
+            /// before it (none before the first: nothing had begun).
+            func liveBefore(_ instant: UnixMillis) -> Bool {
+                var low = 0
+                var high = instants.count
+                while low < high {
+                    let mid = (low + high) / 2
+                    if instants[mid] < instant { low = mid + 1 } else { high = mid }
+                }
+                return low > 0 && live[low - 1]
+            }
             var everLive = false
             for k in instants.indices where live[k] != (k > 0 && live[k - 1]) {
                 if live[k] {
@@ -215,7 +221,7 @@ public enum Metrics {
                 if let b = bucket(p.start) {
                     if index == 0 {
                         buckets[b].new += 1
-                    } else if t.status(at: p.start.saturatingSubtract(1)).isLive {
+                    } else if liveBefore(p.start) {
                         buckets[b].renewals += 1
                     }
                 }
