@@ -46,13 +46,20 @@ public struct ProcessOutput: Sendable {
 /// Starts `process`. Foundation's `Process.run` is not safe to call from two threads at once on Linux: the suite
 /// crashed inside it (a copy from freed memory) while another thread was in the middle of launching its own, so every
 /// test starts its processes through here, one at a time.
+///
+/// A process with no environment of its own gets the one this process had when it first launched one: without
+/// one, `Process.run` copies the live environment (`ProcessInfo.processInfo.environment`), and the suite crashed in
+/// that copy (a read past freed memory) while another thread changed it.
 public func launch(_ process: Process) throws {
     launching.lock()
     defer { launching.unlock() }
+    if process.environment == nil { process.environment = inheritedEnvironment }
     try process.run()
 }
 
 private let launching = NSLock()
+/// Read once, under `launching`.
+private let inheritedEnvironment = ProcessInfo.processInfo.environment
 
 /// Runs `executable` with `arguments`, feeding `input` on stdin, and waits for it; with `deadline`, kills it (SIGKILL)
 /// after that many seconds.
