@@ -69,7 +69,7 @@ public struct MetricBucket: Hashable, Sendable {
     /// `retained[0]` is the cohort's size (its first periods not refunded).
     public var retained: [Int] = []
     /// Refunds dated in the bucket, and what they gave back per currency (milliunits), as `Revenue` counts them;
-    /// reversals of refunds, and what they restored.
+    /// reversals of refunds, and what they restored (a currency whose refunds and reversals cancel is left out).
     public var refunds = 0
     public var refunded: [String: Int64] = [:]
     public var reversals = 0
@@ -111,168 +111,117 @@ public enum Metrics {
     public static func series(
         timelines: [Timeline], environment: AppStoreEnvironment, boundaries: [UnixMillis], product: String? = nil
     ) -> [MetricBucket] {
-        guard boundaries.count >= 2 else { return [] }
-        var buckets = zip(boundaries, boundaries.dropFirst()).map { MetricBucket(start: $0, end: $1) }
-        func matches(_ p: Period?) -> Bool { product.map { p?.productId == $0 } ?? true }
-
-        // Snapshots: a subscription's state is constant between the instants where it can change, so each segment
-        // adds to the snapshots of the buckets whose last instant it holds, as differences summed once at the end.
-        var counts = [[Int]](repeating: [Int](repeating: 0, count: buckets.count + 1), count: Snapshot.allCases.count)
-        var mrr: [String: [Int64]] = [:]
-        var unpriced = [Int](repeating: 0, count: buckets.count + 1)
-        var priced: [String: [Int]] = [:]
-        /// The first bucket whose snapshot instant (`end - 1`) is at or after `instant` (`buckets.count`: none).
-        func firstSnapshot(atOrAfter instant: UnixMillis) -> Int {
-            var low = 0
-            var high = buckets.count
-            while low < high {
-                let mid = (low + high) / 2
-                if boundaries[mid + 1] - 1 >= instant { high = mid } else { low = mid + 1 }
-            }
-            return low
+        var figures = MetricAccumulator(boundaries: boundaries, product: product)
+        for t in timelines where t.environment == environment {
+            contributions(of: t) { figures.add($0, product: $1, $2, $3) }
         }
-        /// The bucket holding `instant`, if any: the first whose last instant is not before it (buckets are
-        /// contiguous).
-        func bucket(_ instant: UnixMillis) -> Int? {
-            guard instant >= boundaries[0], instant < boundaries[boundaries.count - 1] else { return nil }
-            return firstSnapshot(atOrAfter: instant)
-        }
-        /// The buckets whose snapshot instant lies in `[from, to)` (`to` nil: no end).
-        func snapshots(from: UnixMillis, to: UnixMillis?) -> Range<Int> {
-            let lower = firstSnapshot(atOrAfter: from)
-            return lower..<max(lower, to.map(firstSnapshot(atOrAfter:)) ?? buckets.count)
-        }
-
-        for t in timelines where t.environment == environment && t.productType == .autoRenewable {
-            let instants = changeInstants(t)
-            let states = instants.map { t.status(at: $0) }
-            for k in states.indices where matches(states[k].period) {
-                let range = snapshots(from: instants[k], to: k + 1 < instants.count ? instants[k + 1] : nil)
-                guard !range.isEmpty else { continue }
-                let s = states[k]
-                func add(_ what: Snapshot) {
-                    counts[what.rawValue][range.lowerBound] += 1
-                    counts[what.rawValue][range.upperBound] -= 1
-                }
-                switch s.status {
-                case .active:
-                    add(.live)
-                    add(.active)
-                    if let offer = s.period?.offer { add(offer.isTrial ? .trials : .offers) }
-                case .inGracePeriod:
-                    add(.live)
-                    add(.inGracePeriod)
-                case .inBillingRetry:
-                    add(.live)
-                    add(.inBillingRetry)
-                case .expired, .revoked:
-                    continue
-                }
-                if s.status != .inBillingRetry, let p = s.period {
-                    if let (currency, amount) = monthly(p) {
-                        mrr[currency, default: [Int64](repeating: 0, count: buckets.count + 1)][range.lowerBound] += amount
-                        mrr[currency]![range.upperBound] -= amount
-                        priced[currency, default: [Int](repeating: 0, count: buckets.count + 1)][range.lowerBound] += 1
-                        priced[currency]![range.upperBound] -= 1
-                    } else if p.terms?.ownershipType != "FAMILY_SHARED" {
-                        unpriced[range.lowerBound] += 1
-                        unpriced[range.upperBound] -= 1
-                    }
-                }
-            }
-
-            // Movements: where the subscription starts and stops being live.
-            // A billing retry or grace period Apple states after the period's end begins at that end (the fold's
-            // `retryBegan`): a renewal that fails leaves no gap between live states.
-            let live = states.map(\.isLive)
-            /// Whether the subscription was live just before `instant`, one of `instants`: the state of the segment
-            /// before it (none before the first: nothing had begun).
-            func liveBefore(_ instant: UnixMillis) -> Bool {
-                var low = 0
-                var high = instants.count
-                while low < high {
-                    let mid = (low + high) / 2
-                    if instants[mid] < instant { low = mid + 1 } else { high = mid }
-                }
-                return low > 0 && live[low - 1]
-            }
-            var everLive = false
-            for k in instants.indices where live[k] != (k > 0 && live[k - 1]) {
-                if live[k] {
-                    if everLive, matches(states[k].period), let b = bucket(instants[k]) { buckets[b].reactivations += 1 }
-                    everLive = true
-                } else if matches(states[k - 1].period), let b = bucket(instants[k]) {
-                    // Apple states why a moment after the expiry (an EXPIRED notification): the first reason
-                    // stated before the subscription is live again.
-                    let lapse = states[k..<(live[k...].firstIndex(of: true) ?? live.count)]
-                    let reason = lapse.lazy.map(ChurnReason.init(status:)).first { $0 != .other } ?? .other
-                    buckets[b].churned[reason, default: 0] += 1
-                }
-            }
-
-            let periods = t.periods.sorted { $0.start < $1.start }
-            if let first = periods.first, matches(first), let cohort = bucket(first.start) {
-                if buckets[cohort].retained.isEmpty { buckets[cohort].retained = Array(repeating: 0, count: retentionPeriods) }
-                for (n, p) in periods.prefix(retentionPeriods).enumerated() where p.openRevocation == nil {
-                    buckets[cohort].retained[n] += 1
-                }
-            }
-            for (index, p) in periods.enumerated() where matches(p) {
-                if let b = bucket(p.start) {
-                    if index == 0 {
-                        buckets[b].new += 1
-                    } else if liveBefore(p.start) {
-                        buckets[b].renewals += 1
-                    }
-                }
-                if p.offer?.isTrial == true, let end = p.end, let b = bucket(end) {
-                    buckets[b].trialsEnded += 1
-                    let converted = periods[(index + 1)...].contains {
-                        $0.offer?.isTrial != true && $0.start < end.saturatingAdd(conversionWindow)
-                            && $0.openRevocation == nil
-                    }
-                    if converted { buckets[b].trialsConverted += 1 }
-                }
-                for e in Revenue.entries(of: p, in: t, buyer: nil) ?? [] where e.kind != .purchase {
-                    guard let b = bucket(e.at) else { continue }
-                    if e.kind == .refund {
-                        buckets[b].refunds += 1
-                        buckets[b].refunded[e.currency, default: 0] =
-                            buckets[b].refunded[e.currency, default: 0].saturatingAdd(-e.amount)
-                    } else {
-                        buckets[b].reversals += 1
-                        buckets[b].refunded[e.currency, default: 0] =
-                            buckets[b].refunded[e.currency, default: 0].saturatingSubtract(e.amount)
-                    }
-                }
-            }
-        }
-        var running = [Int](repeating: 0, count: Snapshot.allCases.count)
-        var runningMRR = mrr.mapValues { _ in Int64(0) }
-        var runningPriced = priced.mapValues { _ in 0 }
-        var runningUnpriced = 0
-        for i in buckets.indices {
-            for what in Snapshot.allCases { running[what.rawValue] += counts[what.rawValue][i] }
-            buckets[i].live = running[Snapshot.live.rawValue]
-            buckets[i].active = running[Snapshot.active.rawValue]
-            buckets[i].trials = running[Snapshot.trials.rawValue]
-            buckets[i].offers = running[Snapshot.offers.rawValue]
-            buckets[i].inGracePeriod = running[Snapshot.inGracePeriod.rawValue]
-            buckets[i].inBillingRetry = running[Snapshot.inBillingRetry.rawValue]
-            for (currency, differences) in mrr {
-                runningMRR[currency]! = runningMRR[currency]!.saturatingAdd(differences[i])
-                runningPriced[currency]! += priced[currency]![i]
-                if runningPriced[currency]! > 0 { buckets[i].mrr[currency] = runningMRR[currency]! }
-            }
-            runningUnpriced += unpriced[i]
-            buckets[i].unpriced = runningUnpriced
-        }
-        return buckets
+        return figures.buckets()
     }
 
-    /// The states a snapshot counts.
-    enum Snapshot: Int, CaseIterable {
-        case live, active, trials, offers, inGracePeriod, inBillingRetry
+    /// What one subscription adds to the figures, as changes at instants of valid time: `add(instant, product,
+    /// counter, delta)`. A snapshot counter's change holds from its instant on (a state's segment adds at its start
+    /// and takes back at its end, and only the differences between consecutive segments are stated); a movement
+    /// happened at its instant. Summing every subscription's changes into buckets (`MetricAccumulator`) gives
+    /// `series`; summing them by day is the figures the store maintains as it appends (the sum of the changes of
+    /// the timeline after an input less those of the timeline before).
+    /// - Complexity: O(instants where its state can change × (its periods and changes)).
+    public static func contributions(
+        of t: Timeline, _ add: (_ instant: UnixMillis, _ product: String?, _ counter: MetricCounter, _ delta: Int64) -> Void
+    ) {
+        guard t.productType == .autoRenewable else { return }
+        let instants = changeInstants(t)
+        let states = instants.map { t.status(at: $0) }
+
+        // Snapshots: a subscription's state is constant between the instants where it can change; each segment's
+        // counts are stated as their difference from the segment before.
+        var before: [(product: String?, counter: MetricCounter, amount: Int64)] = []
+        var now: [(product: String?, counter: MetricCounter, amount: Int64)] = []
+        for k in states.indices {
+            let s = states[k]
+            let product = s.period?.productId
+            now.removeAll(keepingCapacity: true)
+            switch s.status {
+            case .active:
+                now.append((product, .live, 1))
+                now.append((product, .active, 1))
+                if let offer = s.period?.offer { now.append((product, offer.isTrial ? .trials : .offers, 1)) }
+            case .inGracePeriod:
+                now.append((product, .live, 1))
+                now.append((product, .inGracePeriod, 1))
+            case .inBillingRetry:
+                now.append((product, .live, 1))
+                now.append((product, .inBillingRetry, 1))
+            case .expired, .revoked:
+                break
+            }
+            if s.isLive, s.status != .inBillingRetry, let p = s.period {
+                if let (currency, amount) = monthly(p) {
+                    now.append((product, .mrr(currency), amount))
+                    now.append((product, .priced(currency), 1))
+                } else if p.terms?.ownershipType != "FAMILY_SHARED" {
+                    now.append((product, .unpriced, 1))
+                }
+            }
+            for c in now where !before.contains(where: { $0 == c }) { add(instants[k], c.product, c.counter, c.amount) }
+            for c in before where !now.contains(where: { $0 == c }) { add(instants[k], c.product, c.counter, -c.amount) }
+            swap(&before, &now)
+        }
+
+        // Movements: where the subscription starts and stops being live.
+        // A billing retry or grace period Apple states after the period's end begins at that end (the fold's
+        // `retryBegan`): a renewal that fails leaves no gap between live states.
+        let live = states.map(\.isLive)
+        /// Whether the subscription was live just before `instant`, one of `instants`: the state of the segment
+        /// before it (none before the first: nothing had begun).
+        func liveBefore(_ instant: UnixMillis) -> Bool {
+            var low = 0
+            var high = instants.count
+            while low < high {
+                let mid = (low + high) / 2
+                if instants[mid] < instant { low = mid + 1 } else { high = mid }
+            }
+            return low > 0 && live[low - 1]
+        }
+        var everLive = false
+        for k in instants.indices where live[k] != (k > 0 && live[k - 1]) {
+            if live[k] {
+                if everLive { add(instants[k], states[k].period?.productId, .reactivations, 1) }
+                everLive = true
+            } else {
+                // Apple states why a moment after the expiry (an EXPIRED notification): the first reason
+                // stated before the subscription is live again.
+                let lapse = states[k..<(live[k...].firstIndex(of: true) ?? live.count)]
+                let reason = lapse.lazy.map(ChurnReason.init(status:)).first { $0 != .other } ?? .other
+                add(instants[k], states[k - 1].period?.productId, .churned(reason), 1)
+            }
+        }
+
+        let periods = t.periods.sorted { $0.start < $1.start }
+        if let first = periods.first {
+            add(first.start, first.productId, .cohort, 1)
+            for (n, p) in periods.prefix(retentionPeriods).enumerated() where p.openRevocation == nil {
+                add(first.start, first.productId, .retained(n), 1)
+            }
+        }
+        for (index, p) in periods.enumerated() {
+            if index == 0 {
+                add(p.start, p.productId, .new, 1)
+            } else if liveBefore(p.start) {
+                add(p.start, p.productId, .renewals, 1)
+            }
+            if p.offer?.isTrial == true, let end = p.end {
+                add(end, p.productId, .trialsEnded, 1)
+                let converted = periods[(index + 1)...].contains {
+                    $0.offer?.isTrial != true && $0.start < end.saturatingAdd(conversionWindow) && $0.openRevocation == nil
+                }
+                if converted { add(end, p.productId, .trialsConverted, 1) }
+            }
+            for e in Revenue.entries(of: p, in: t, buyer: nil) ?? [] where e.kind != .purchase {
+                // A refund's amount is negative and gives back; a reversal's is positive and takes back.
+                add(e.at, p.productId, e.kind == .refund ? .refunds : .reversals, 1)
+                add(e.at, p.productId, .refunded(e.currency), -e.amount)
+            }
+        }
     }
 
     /// `p`'s price per average month in its currency; nil when Apple stated no price (or the period has no end), or
