@@ -66,12 +66,12 @@ struct MetricsCommand: ParsableCommand {
         let configuration = try ledger.loadConfiguration(json: json)
         let store = try ledger.openLedger(configuration, readOnly: true, json: json)
         let environment = AppStoreEnvironment(appleName: environment)!
-        let (buckets, knownAsOf) = try store.metrics(
+        let figures = try store.metrics(
             environment: environment, boundaries: try boundaries(), product: product, asOf: asOf)
         let table = MetricTable(
-            MetricName(rawValue: name)!, buckets: buckets, environment: environment,
-            interval: MetricInterval(rawValue: interval)!, timeZone: timeZone, productId: product, asOf: knownAsOf,
-            rates: configuration.revenueRates)
+            MetricName(rawValue: name)!, buckets: figures.buckets, environment: environment,
+            interval: MetricInterval(rawValue: interval)!, timeZone: timeZone, productId: product, asOf: figures.asOf,
+            maintained: figures.maintained, rates: configuration.revenueRates)
         if json {
             printJSON(table)
         } else if csv {

@@ -151,14 +151,60 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
         }
     }
 
-    /// The subscription metrics (`Ledger.metrics`, folded from the stored timelines the write path keeps up to
-    /// date) after any delivery order, batching and redelivery: equal to in-order delivery's, and to the same ledger's
-    /// after a replay rewrote every projection from the log; and as known at a past seq, equal to what a ledger that
-    /// stopped there answers now.
+    /// `history(seed:)` with what the metrics tell apart: prices in two currencies, free trials on first periods,
+    /// a later plan on another product, periods shared through Family Sharing, and renewal infos stating why an
+    /// expiry happened, billing retry and grace periods. Decided per subscription, so every copy of a transaction
+    /// gets the same.
+    static func metricsHistory(seed: UInt64) -> [Fact] {
+        let facts = history(seed: seed)
+        var first: [OriginalTransactionID: Int64] = [:]
+        for case .transaction(let tx) in facts {
+            first[tx.originalTransactionId] = min(first[tx.originalTransactionId] ?? .max, tx.purchaseDate)
+        }
+        func choice(_ otid: OriginalTransactionID, _ salt: UInt64) -> Int {
+            var rng = SplitMix64(seed: seed &* 31 &+ salt &+ UInt64(otid.rawValue.utf8.reduce(0) { $0 &* 131 &+ Int($1) }))
+            return rng.below(12)
+        }
+        return facts.map { fact in
+            switch fact {
+            case .transaction(var tx):
+                let otid = tx.originalTransactionId
+                if choice(otid, 1) < 9 {
+                    tx.price = 9_990
+                    tx.currency = choice(otid, 2) < 6 ? "USD" : "EUR"
+                }
+                if tx.purchaseDate == first[otid], choice(otid, 3) < 5 {
+                    tx.offerType = 1
+                    tx.offerDiscountType = "FREE_TRIAL"
+                    tx.isTrialPeriod = true
+                    tx.price = 0
+                }
+                if choice(otid, 4) < 3, tx.purchaseDate >= first[otid]! + 60 * day { tx.productId = "yearly" }
+                if choice(otid, 5) < 1 { tx.inAppOwnershipType = "FAMILY_SHARED" }
+                return .transaction(tx)
+            case .renewal(var renewal):
+                let otid = renewal.originalTransactionId
+                renewal.expirationIntent = Int64(1 + choice(otid, 6) % 3)
+                if choice(otid, 7) < 4 { renewal.isInBillingRetryPeriod = true }
+                if choice(otid, 8) < 3 { renewal.gracePeriodExpiresDate = renewal.signedDate! + 7 * day }
+                return .renewal(renewal)
+            default:
+                return fact
+            }
+        }
+    }
+
+    /// The subscription metrics after any delivery order, batching and redelivery: those the write path maintains by
+    /// day (`metric_days`) equal those folded from scratch from every stored timeline, by day and by 30 days, and
+    /// in-order delivery's; after a replay rewrote every projection from the log they are unchanged and a replay's
+    /// check finds the table equal to what the timelines sum to; as known at a past seq (folded on demand), equal to
+    /// what a ledger that stopped there answers now.
     @Test func metricsAfterAnyArrivalOrderEqualTheFiguresFoldedFromScratch() throws {
         let months = (0...14).map { Self.start + Int64($0) * 30 * Self.day }
+        let days = (0...420).map { Self.start + Int64($0) * Self.day }
+        var seen = (trials: 0, billingRetry: 0, churned: 0, mrr: 0, refunds: 0)
         for seed in UInt64(1)...25 {
-            let facts = Self.history(seed: seed)
+            let facts = Self.metricsHistory(seed: seed)
             var rng = SplitMix64(seed: seed ^ 0xD1A1)
             let ordered = try TemporaryLedger()
             _ = try ordered.ledger.appendAndWait(Self.inputs(facts))
@@ -175,14 +221,40 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
                 }
             }
             for environment in [AppStoreEnvironment.production, .sandbox] {
-                let now = try shuffled.ledger.metrics(environment: environment, boundaries: months).buckets
-                #expect(
-                    now == (try ordered.ledger.metrics(environment: environment, boundaries: months).buckets),
-                    "seed \(seed): \(environment) metrics depend on the arrival order")
-                if let prefixSeq {
+                for boundaries in [months, days] {
+                    let maintained = try shuffled.ledger.metrics(environment: environment, boundaries: boundaries)
+                    #expect(maintained.maintained, "whole UTC days as known now are read from the maintained figures")
+                    let folded = try shuffled.ledger.metrics(environment: environment, boundaries: boundaries, folding: true)
+                    #expect(!folded.maintained)
                     #expect(
-                        (try shuffled.ledger.metrics(environment: environment, boundaries: months, asOf: prefixSeq).buckets)
-                            == (try prefix.ledger.metrics(environment: environment, boundaries: months).buckets),
+                        maintained.buckets == folded.buckets,
+                        "seed \(seed): \(environment) maintained figures differ from those folded from scratch")
+                    #expect(
+                        maintained.buckets
+                            == (try ordered.ledger.metrics(environment: environment, boundaries: boundaries).buckets),
+                        "seed \(seed): \(environment) metrics depend on the arrival order")
+                    for product in ["monthly", "yearly"] {
+                        #expect(
+                            (try shuffled.ledger.metrics(environment: environment, boundaries: boundaries, product: product).buckets)
+                                == (try shuffled.ledger.metrics(
+                                    environment: environment, boundaries: boundaries, product: product, folding: true
+                                ).buckets),
+                            "seed \(seed): \(environment) \(product) maintained figures differ from those folded")
+                    }
+                    for b in maintained.buckets {
+                        seen.trials += b.trialsEnded
+                        seen.billingRetry += b.inBillingRetry + b.inGracePeriod
+                        seen.churned += b.churnedTotal
+                        seen.mrr += b.mrr.count
+                        seen.refunds += b.refunds
+                    }
+                }
+                let now = try shuffled.ledger.metrics(environment: environment, boundaries: months).buckets
+                if let prefixSeq {
+                    let past = try shuffled.ledger.metrics(environment: environment, boundaries: months, asOf: prefixSeq)
+                    #expect(!past.maintained, "a past log position is folded on demand")
+                    #expect(
+                        past.buckets == (try prefix.ledger.metrics(environment: environment, boundaries: months).buckets),
                         "seed \(seed): \(environment) metrics as known at seq \(prefixSeq)")
                 }
                 _ = try shuffled.ledger.replay(check: false)
@@ -190,10 +262,41 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
                     now == (try shuffled.ledger.metrics(environment: environment, boundaries: months).buckets),
                     "seed \(seed): \(environment) metrics differ from those of projections rewritten from the log")
             }
+            #expect(try shuffled.ledger.replay(check: true).differences == [], "seed \(seed)")
             #expect(
                 try shuffled.ledger.metrics(boundaries: months).buckets.contains { $0.live > 0 },
                 "seed \(seed): the story has live subscriptions")
         }
+        // The stories reach what the figures tell apart.
+        #expect(seen.trials > 0 && seen.billingRetry > 0 && seen.churned > 0 && seen.mrr > 0 && seen.refunds > 0, "\(seen)")
+    }
+
+    /// A replay's check (and so `verify`) names a maintained day that differs from what the timelines sum to.
+    @Test func aReplaysCheckFindsMaintainedMetricsThatDifferFromTheTimelines() throws {
+        let t = try TemporaryLedger()
+        _ = try t.ledger.appendAndWait(Self.inputs(Self.metricsHistory(seed: 3)))
+        #expect(try t.ledger.replay(check: true).differences == [])
+        let copy = NSTemporaryDirectory() + "ledger-metrics-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: copy) }
+        try t.ledger.copy(to: copy)
+        do {
+            let env = try Environment(path: copy)
+            let days = try env.openDatabase("metric_days")
+            try env.write { txn in
+                // The last counter's sum of the first day, off by one (its zigzag varint's low bit flipped).
+                let cursor = try txn.cursor(days)
+                let first = try #require(try cursor.first())
+                let key = Array(first.key)
+                var value = Array(first.value)
+                value[value.count - 1] ^= 0x02
+                try txn.put(days, key: key, value: value)
+            }
+        }
+        let tampered = try Ledger(directory: copy, logger: Logger(label: "t"))
+        let differences = try tampered.replay(check: true).differences
+        #expect(differences.count == 1 && differences[0].hasPrefix("metric_days differs"), "\(differences)")
+        #expect(try tampered.verify().ok == false)
     }
 
     /// A Sandbox subscription whose claim names no environment, read as of a past seq: the timeline folded then is

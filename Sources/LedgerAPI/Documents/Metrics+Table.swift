@@ -138,13 +138,17 @@ public struct MetricTable: Sendable {
     public var productId: String?
     /// The log position the figures are known at.
     public var asOf: UInt64
+    /// Whether the figures were read from those the write path maintains (by whole UTC days, as known now), rather
+    /// than folded on demand from every subscription.
+    public var maintained: Bool
     public var columns: [String]
     public var rows: [(start: UnixMillis, end: UnixMillis, values: [Int64])]
 
     public init(
         _ name: MetricName, buckets: [MetricBucket], environment: AppStoreEnvironment, interval: MetricInterval,
-        timeZone: String, productId: String?, asOf: UInt64, rates: ExchangeRates? = nil
+        timeZone: String, productId: String?, asOf: UInt64, maintained: Bool = false, rates: ExchangeRates? = nil
     ) {
+        self.maintained = maintained
         self.name = name
         self.environment = environment.rawValue
         self.interval = interval
@@ -223,6 +227,7 @@ extension MetricTable: JSONDocument {
             o.key("timeZone"); o.string(timeZone)
             if let productId { o.key("productId"); o.string(productId) }
             o.key("asOf"); o.number(asOf)
+            o.key("maintained"); o.bool(maintained)
             o.key("columns"); o.array(columns) { $0.string($1) }
             o.key("rows")
             o.array(rows) { a, row in

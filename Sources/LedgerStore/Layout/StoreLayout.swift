@@ -18,6 +18,7 @@ import LedgerCore
 /// | `bindings_any` | OTID                              | `EventReference`, dupsort: claims that named no environment |
 /// | `lifecycle` | seq (BE, 8) ‖ environment code (1) ‖ index (BE, 4) | a lifecycle event (LedgerCodec's form)   |
 /// | `webhook_dead` | a `lifecycle` key                  | a dead letter: attempts, when and why the last failed, replay asked |
+/// | `metric_days` | environment ‖ UTC day (8) ‖ product | `StoredMetricDay`: the subscriptions' metric changes summed |
 ///
 /// A claim that names no environment is indexed in `bindings_any`, and in `by_otid` and `by_user` under every
 /// environment where its subscription is known; when the subscription appears in another environment later, the
@@ -37,8 +38,9 @@ struct StoreLayout {
     /// 6: the fold of two clocks (docs/domain.md): a token belongs to the user it was first claimed for, claims
     /// at one instant fold by cause and then in log order, billing retry and grace periods stated late begin at the
     /// expiry, a receipt's `in_app` copies speak from its creation.
+    /// 7: the subscription metrics summed by UTC day (`metric_days`), maintained as the timelines change.
     /// An older ledger opened for writing is upgraded by rebuilding its projections from the log.
-    static let schemaVersion: UInt64 = 6
+    static let schemaVersion: UInt64 = 7
 
     let meta: Database
     let raw: Database
@@ -51,22 +53,24 @@ struct StoreLayout {
     let bindingsAny: Database
     let lifecycle: Database
     let webhookDead: Database
+    let metricDays: Database
 
     init(environment: Environment) throws {
         // One transaction: a ledger being created is never seen (by `stats` in another process) half made.
         let dbs = try environment.openDatabases([
             ("meta", []), ("raw", []), ("events", []), ("log", []), ("by_otid", [.dupSort]), ("by_user", [.dupSort]),
             ("timelines", []), ("rejected", []), ("bindings_any", [.dupSort]), ("lifecycle", []),
-            ("webhook_dead", []),
+            ("webhook_dead", []), ("metric_days", []),
         ])
         (meta, raw, events, log) = (dbs[0], dbs[1], dbs[2], dbs[3])
         (byOTID, byUser, timelines, rejected, bindingsAny) = (dbs[4], dbs[5], dbs[6], dbs[7], dbs[8])
         lifecycle = dbs[9]
         webhookDead = dbs[10]
+        metricDays = dbs[11]
     }
 
     /// Every database, for statistics and verification.
-    var all: [Database] { [meta, raw, events, log, byOTID, byUser, timelines, rejected, bindingsAny, lifecycle, webhookDead] }
+    var all: [Database] { [meta, raw, events, log, byOTID, byUser, timelines, rejected, bindingsAny, lifecycle, webhookDead, metricDays] }
 
     // MARK: - Meta keys
 

@@ -120,6 +120,11 @@ extension Ledger {
             DispatchQueue.concurrentPerform(iterations: workers, execute: body)
         }
         var report = try results.report(untilSeq: limit, rewrote: mode == .rewrite, projections: projections.names)
+        if mode == .rewrite && projections.contains(.timelines) {
+            // The metrics summed by day follow the rebuilt timelines, in one write transaction (appends meanwhile
+            // wait for it, so the sums are those of the timelines as they stand).
+            try environment.write { txn in try MetricDayChanges.rebuild(layout, txn) }
+        }
         if check {
             // A stored projection the log knows nothing of is a difference too (checked only when nothing was
             // appended meanwhile: a live server adds subscriptions the chunks above did not see).
@@ -129,6 +134,12 @@ extension Ledger {
             let orphans = stored - results.storedFound
             if projections.contains(.timelines) && now == last && orphans > 0 {
                 report.differences.append("\(orphans) stored timelines have no events")
+            }
+            // The metrics summed by day must be what the stored timelines (each compared above) sum to.
+            if projections.contains(.timelines) && now == last,
+                let difference = try environment.read({ txn in try MetricDayChanges.firstDifference(layout, txn) })
+            {
+                report.differences.append(difference)
             }
             // Every stored lifecycle event up to `limit` must be one the replay derived (each derived one was
             // looked up by its key, so more stored ones are events no input said).

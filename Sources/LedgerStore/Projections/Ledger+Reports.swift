@@ -30,21 +30,39 @@ extension Ledger {
 
 // MARK: - Subscription metrics over buckets, as known at a log position
 
+/// A metric's buckets, the log position they are known at, and whether they were read from the figures the write
+/// path maintains (`metric_days`) or folded on demand from every subscription.
+public struct MetricFigures: Sendable, Hashable {
+    public var buckets: [MetricBucket]
+    public var asOf: UInt64
+    public var maintained: Bool
+}
+
 extension Ledger {
     /// The metrics of every subscription of `env` (of `product` when given) for each bucket between consecutive
-    /// `boundaries`, as known after log seq `asOf` (default: everything), and the seq they are known at
-    /// (`Metrics.series`). Folded on demand from every stored timeline: a report, not a hot read.
+    /// `boundaries`, as known after log seq `asOf` (default: everything), and the seq they are known at.
+    ///
+    /// Buckets of whole UTC days (by day, ISO week or month in UTC) as known now are summed from `metric_days`, which
+    /// the write path keeps: O(days of the environment × products), whatever the number of subscriptions. Any other
+    /// question (a past `asOf`, buckets in another time zone, or `folding`) is folded on demand from every
+    /// subscription (`Metrics.series`): a report, not a hot read. Both give the same figures.
     public func metrics(
         environment env: AppStoreEnvironment = .production, boundaries: [UnixMillis], product: String? = nil,
-        asOf: UInt64? = nil
-    ) throws -> (buckets: [MetricBucket], asOf: UInt64) {
+        asOf: UInt64? = nil, folding: Bool = false
+    ) throws -> MetricFigures {
         try environment.read { txn in
             let last = try batch.lastSeq(txn)
+            let knownAsOf = min(asOf ?? last, last)
+            let wholeDays = boundaries.allSatisfy { $0 % MetricDayKey.millisPerDay == 0 }
+            if !folding && knownAsOf == last && wholeDays {
+                var figures = MetricAccumulator(boundaries: boundaries, product: product)
+                try MetricDayChanges.sum(env, into: &figures, layout, txn)
+                return MetricFigures(buckets: figures.buckets(), asOf: knownAsOf, maintained: true)
+            }
             let timelines = try everyTimeline(env, asOf: asOf, txn)
-            return (
-                Metrics.series(timelines: timelines, environment: env, boundaries: boundaries, product: product),
-                min(asOf ?? last, last)
-            )
+            return MetricFigures(
+                buckets: Metrics.series(timelines: timelines, environment: env, boundaries: boundaries, product: product),
+                asOf: knownAsOf, maintained: false)
         }
     }
 

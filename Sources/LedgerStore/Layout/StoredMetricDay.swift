@@ -1,0 +1,155 @@
+import LMDB
+import LedgerCodec
+import LedgerCore
+
+/// One entry of `metric_days`: the sum of every subscription's metric changes (`Metrics.contributions`) dated in one
+/// UTC day, of one environment and one product.
+///
+/// Key: environment prefix ‖ day (days since 1970-01-01 UTC, as a signed 64-bit number with its sign bit flipped,
+/// big-endian, so that keys sort by day) ‖ product id (UTF-8; empty for a change that names no period). Value: a
+/// varint count, then per counter its tag (1 byte), its argument (a currency or product-less string as varint
+/// length ‖ UTF-8, or a period number as a varint) and its sum as a zigzag varint. A counter whose sum is zero is
+/// left out, and a day with none is deleted: the table holds exactly what the timelines sum to.
+struct MetricDayKey: Hashable, Comparable {
+    var environment: AppStoreEnvironment
+    var day: Int64
+    var product: String
+
+    static let millisPerDay: Int64 = 86_400_000
+
+    /// The UTC day holding `instant`.
+    static func day(of instant: UnixMillis) -> Int64 {
+        let (q, r) = instant.quotientAndRemainder(dividingBy: millisPerDay)
+        return r < 0 ? q - 1 : q
+    }
+
+    var bytes: [UInt8] {
+        var k = StoreLayout.environmentPrefix(environment)
+        k.append(contentsOf: BigEndian.bytes(UInt64(bitPattern: day) ^ (1 << 63)))
+        k.append(contentsOf: product.utf8)
+        return k
+    }
+
+    /// The key of the first day of `environment` (every day of it sorts at or after).
+    static func first(of environment: AppStoreEnvironment) -> [UInt8] { StoreLayout.environmentPrefix(environment) }
+
+    init(environment: AppStoreEnvironment, day: Int64, product: String) {
+        self.environment = environment
+        self.day = day
+        self.product = product
+    }
+
+    /// The key stored as `bytes`, when it is one of `environment`'s.
+    init?(_ bytes: UnsafeRawBufferPointer, of environment: AppStoreEnvironment) {
+        let prefix = StoreLayout.environmentPrefix(environment)
+        guard bytes.count >= prefix.count + 8, bytes.prefix(prefix.count).elementsEqual(prefix) else { return nil }
+        var day: UInt64 = 0
+        for b in bytes[prefix.count..<(prefix.count + 8)] { day = day << 8 | UInt64(b) }
+        self.environment = environment
+        self.day = Int64(bitPattern: day ^ (1 << 63))
+        product = String(decoding: bytes[(prefix.count + 8)...], as: UTF8.self)
+    }
+
+    /// In the order of the stored keys.
+    static func < (a: MetricDayKey, b: MetricDayKey) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
+}
+
+/// The value of a `metric_days` entry: counters and their sums.
+enum StoredMetricDay {
+    static func encode(_ sums: [MetricCounter: Int64]) -> [UInt8] {
+        var w = BinaryWriter(capacity: 16 * sums.count + 2)
+        let nonzero = sums.filter { $0.value != 0 }.sorted { order($0.key) < order($1.key) }
+        w.writeVarint(UInt64(nonzero.count))
+        for (counter, sum) in nonzero {
+            let (tag, text, number) = parts(counter)
+            w.writeVarint(UInt64(tag))
+            if let text {
+                w.writeVarint(UInt64(text.utf8.count))
+                var t = text
+                t.withUTF8 { w.append(raw: UnsafeRawBufferPointer($0)) }
+            } else if let number {
+                w.writeVarint(UInt64(number))
+            }
+            w.writeVarint(UInt64(bitPattern: (sum << 1) ^ (sum >> 63)))
+        }
+        return w.finish()
+    }
+
+    /// Adds the sums stored in `bytes` to `sums`.
+    static func decode(_ bytes: UnsafeRawBufferPointer, into sums: inout [MetricCounter: Int64]) throws {
+        do {
+            var r = BinaryReader(bytes)
+            let count = try r.readVarint()
+            for _ in 0..<count {
+                let tag = try r.readVarint()
+                let counter: MetricCounter
+                switch tag {
+                case 0...6, 9...15, 25: counter = try simple(tag)
+                case 7: counter = .mrr(try r.readString())
+                case 8: counter = .priced(try r.readString())
+                case 16...20:
+                    counter = .churned(ChurnReason.allCases[Int(tag - 16)])
+                case 21: counter = .refunded(try r.readString())
+                case 26: counter = .retained(Int(try r.readVarint()))
+                default: throw FactDecodingError("metric counter \(tag) is unknown")
+                }
+                sums[counter, default: 0] &+= try r.readInt64()
+            }
+        } catch let error as FactDecodingError {
+            throw LedgerError.corrupted("a metric_days value does not decode: \(error)")
+        }
+    }
+
+    private static func simple(_ tag: UInt64) throws(FactDecodingError) -> MetricCounter {
+        switch tag {
+        case 0: .live
+        case 1: .active
+        case 2: .trials
+        case 3: .offers
+        case 4: .inGracePeriod
+        case 5: .inBillingRetry
+        case 6: .unpriced
+        case 9: .new
+        case 10: .renewals
+        case 11: .reactivations
+        case 12: .trialsEnded
+        case 13: .trialsConverted
+        case 14: .refunds
+        case 15: .reversals
+        case 25: .cohort
+        default: throw FactDecodingError("metric counter \(tag) is unknown")
+        }
+    }
+
+    /// A counter's tag and its argument.
+    private static func parts(_ c: MetricCounter) -> (tag: Int, text: String?, number: Int?) {
+        switch c {
+        case .live: (0, nil, nil)
+        case .active: (1, nil, nil)
+        case .trials: (2, nil, nil)
+        case .offers: (3, nil, nil)
+        case .inGracePeriod: (4, nil, nil)
+        case .inBillingRetry: (5, nil, nil)
+        case .unpriced: (6, nil, nil)
+        case .mrr(let currency): (7, currency, nil)
+        case .priced(let currency): (8, currency, nil)
+        case .new: (9, nil, nil)
+        case .renewals: (10, nil, nil)
+        case .reactivations: (11, nil, nil)
+        case .trialsEnded: (12, nil, nil)
+        case .trialsConverted: (13, nil, nil)
+        case .refunds: (14, nil, nil)
+        case .reversals: (15, nil, nil)
+        case .churned(let reason): (16 + ChurnReason.allCases.firstIndex(of: reason)!, nil, nil)
+        case .refunded(let currency): (21, currency, nil)
+        case .cohort: (25, nil, nil)
+        case .retained(let n): (26, nil, n)
+        }
+    }
+
+    /// A total order of counters, so that equal sums encode to equal bytes.
+    private static func order(_ c: MetricCounter) -> (Int, String, Int) {
+        let (tag, text, number) = parts(c)
+        return (tag, text ?? "", number ?? 0)
+    }
+}
