@@ -60,6 +60,8 @@ public final class Ledger: Sendable {
     private let dataFileLock: DataFileLock?
     /// The background checkpoints of a journaled ledger.
     private let checkpointer: JournalCheckpointer?
+    /// Sums the subscriptions each commit changed into the maintained metrics (writable ledgers).
+    private let metricsFollower: MetricsFollower?
     /// The last walk of the data file (`checkDataFile`), first the one at open.
     private let lastWalk: LastWalk
 
@@ -119,7 +121,11 @@ public final class Ledger: Sendable {
         }
         if options.readOnly {
             writer = nil
+            metricsFollower = nil
         } else {
+            let follower = MetricsFollower(environment: environment, layout: layout, logger: logger)
+            metricsFollower = follower
+            observers.add { _ in follower.poke() }
             let observers = self.observers
             writer = Writer(
                 environment: environment, batch: batch, journal: journal, logger: logger,
@@ -146,6 +152,7 @@ public final class Ledger: Sendable {
                 metadata: ["subscriptions": "\(report.subscriptions)", "events": "\(report.events)"])
         }
         checkpointer?.start()
+        metricsFollower?.start()
     }
 
     deinit { close() }
@@ -249,6 +256,7 @@ public final class Ledger: Sendable {
     /// last checkpoint then syncs LMDB and empties the journal.
     public func close() {
         writer?.stop()
+        metricsFollower?.stop()
         checkpointer?.stop(clean: true)
         dataFileLock?.release()
     }

@@ -220,7 +220,10 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
                     prefixSeq = try prefix.ledger.lastSeq()
                 }
             }
-            for environment in [AppStoreEnvironment.production, .sandbox] {
+            // Before the follower summed everything in (reads correct for what it has not), and after.
+            for caughtUp in [false, true] {
+                if caughtUp { try shuffled.ledger.catchUpMetrics() }
+                for environment in [AppStoreEnvironment.production, .sandbox] {
                 for boundaries in [months, days] {
                     let maintained = try shuffled.ledger.metrics(environment: environment, boundaries: boundaries)
                     #expect(maintained.maintained, "whole UTC days as known now are read from the maintained figures")
@@ -249,6 +252,9 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
                         seen.refunds += b.refunds
                     }
                 }
+                }
+            }
+            for environment in [AppStoreEnvironment.production, .sandbox] {
                 let now = try shuffled.ledger.metrics(environment: environment, boundaries: months).buckets
                 if let prefixSeq {
                     let past = try shuffled.ledger.metrics(environment: environment, boundaries: months, asOf: prefixSeq)
@@ -276,6 +282,7 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
         let t = try TemporaryLedger()
         _ = try t.ledger.appendAndWait(Self.inputs(Self.metricsHistory(seed: 3)))
         #expect(try t.ledger.replay(check: true).differences == [])
+        try t.ledger.catchUpMetrics()
         let copy = NSTemporaryDirectory() + "ledger-metrics-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: copy) }

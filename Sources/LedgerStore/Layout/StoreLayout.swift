@@ -19,6 +19,8 @@ import LedgerCore
 /// | `lifecycle` | seq (BE, 8) ‖ environment code (1) ‖ index (BE, 4) | a lifecycle event (LedgerCodec's form)   |
 /// | `webhook_dead` | a `lifecycle` key                  | a dead letter: attempts, when and why the last failed, replay asked |
 /// | `metric_days` | environment ‖ UTC day (8) ‖ product | `StoredMetricDay`: the subscriptions' metric changes summed |
+/// | `metric_points` | environment (1) ‖ OTID             | `MetricPoints`: what the subscription's timeline added when summed in |
+/// | `metric_dirty` | environment (1) ‖ OTID              | empty: the timeline changed since it was summed in    |
 ///
 /// A claim that names no environment is indexed in `bindings_any`, and in `by_otid` and `by_user` under every
 /// environment where its subscription is known; when the subscription appears in another environment later, the
@@ -38,7 +40,8 @@ struct StoreLayout {
     /// 6: the fold of two clocks (docs/domain.md): a token belongs to the user it was first claimed for, claims
     /// at one instant fold by cause and then in log order, billing retry and grace periods stated late begin at the
     /// expiry, a receipt's `in_app` copies speak from its creation.
-    /// 7: the subscription metrics summed by UTC day (`metric_days`), maintained as the timelines change.
+    /// 7: the subscription metrics summed by UTC day (`metric_days`, `metric_points`, `metric_dirty`), maintained as
+    /// the timelines change.
     /// An older ledger opened for writing is upgraded by rebuilding its projections from the log.
     static let schemaVersion: UInt64 = 7
 
@@ -54,6 +57,8 @@ struct StoreLayout {
     let lifecycle: Database
     let webhookDead: Database
     let metricDays: Database
+    let metricPoints: Database
+    let metricDirty: Database
 
     init(environment: Environment) throws {
         // One transaction: a ledger being created is never seen (by `stats` in another process) half made.
@@ -61,16 +66,17 @@ struct StoreLayout {
             ("meta", []), ("raw", []), ("events", []), ("log", []), ("by_otid", [.dupSort]), ("by_user", [.dupSort]),
             ("timelines", []), ("rejected", []), ("bindings_any", [.dupSort]), ("lifecycle", []),
             ("webhook_dead", []), ("metric_days", []),
+            ("metric_points", []), ("metric_dirty", []),
         ])
         (meta, raw, events, log) = (dbs[0], dbs[1], dbs[2], dbs[3])
         (byOTID, byUser, timelines, rejected, bindingsAny) = (dbs[4], dbs[5], dbs[6], dbs[7], dbs[8])
         lifecycle = dbs[9]
         webhookDead = dbs[10]
-        metricDays = dbs[11]
+        (metricDays, metricPoints, metricDirty) = (dbs[11], dbs[12], dbs[13])
     }
 
     /// Every database, for statistics and verification.
-    var all: [Database] { [meta, raw, events, log, byOTID, byUser, timelines, rejected, bindingsAny, lifecycle, webhookDead, metricDays] }
+    var all: [Database] { [meta, raw, events, log, byOTID, byUser, timelines, rejected, bindingsAny, lifecycle, webhookDead, metricDays, metricPoints, metricDirty] }
 
     // MARK: - Meta keys
 

@@ -61,16 +61,8 @@ enum StoredMetricDay {
         let nonzero = sums.filter { $0.value != 0 }.sorted { order($0.key) < order($1.key) }
         w.writeVarint(UInt64(nonzero.count))
         for (counter, sum) in nonzero {
-            let (tag, text, number) = parts(counter)
-            w.writeVarint(UInt64(tag))
-            if let text {
-                w.writeVarint(UInt64(text.utf8.count))
-                var t = text
-                t.withUTF8 { w.append(raw: UnsafeRawBufferPointer($0)) }
-            } else if let number {
-                w.writeVarint(UInt64(number))
-            }
-            w.writeVarint(UInt64(bitPattern: (sum << 1) ^ (sum >> 63)))
+            write(counter, into: &w)
+            w.writeVarint(zigzag(sum))
         }
         return w.finish()
     }
@@ -81,22 +73,39 @@ enum StoredMetricDay {
             var r = BinaryReader(bytes)
             let count = try r.readVarint()
             for _ in 0..<count {
-                let tag = try r.readVarint()
-                let counter: MetricCounter
-                switch tag {
-                case 0...6, 9...15, 25: counter = try simple(tag)
-                case 7: counter = .mrr(try r.readString())
-                case 8: counter = .priced(try r.readString())
-                case 16...20:
-                    counter = .churned(ChurnReason.allCases[Int(tag - 16)])
-                case 21: counter = .refunded(try r.readString())
-                case 26: counter = .retained(Int(try r.readVarint()))
-                default: throw FactDecodingError("metric counter \(tag) is unknown")
-                }
+                let counter = try read(&r)
                 sums[counter, default: 0] &+= try r.readInt64()
             }
         } catch let error as FactDecodingError {
             throw LedgerError.corrupted("a metric_days value does not decode: \(error)")
+        }
+    }
+
+    static func zigzag(_ n: Int64) -> UInt64 { UInt64(bitPattern: (n << 1) ^ (n >> 63)) }
+
+    /// A counter: its tag, then its argument (a currency as varint length ‖ UTF-8, or a period number as a varint).
+    static func write(_ counter: MetricCounter, into w: inout BinaryWriter) {
+        let (tag, text, number) = parts(counter)
+        w.writeVarint(UInt64(tag))
+        if let text {
+            w.writeVarint(UInt64(text.utf8.count))
+            var t = text
+            t.withUTF8 { w.append(raw: UnsafeRawBufferPointer($0)) }
+        } else if let number {
+            w.writeVarint(UInt64(number))
+        }
+    }
+
+    static func read(_ r: inout BinaryReader) throws(FactDecodingError) -> MetricCounter {
+        let tag = try r.readVarint()
+        switch tag {
+        case 0...6, 9...15, 25: return try simple(tag)
+        case 7: return .mrr(try r.readString())
+        case 8: return .priced(try r.readString())
+        case 16...20: return .churned(ChurnReason.allCases[Int(tag - 16)])
+        case 21: return .refunded(try r.readString())
+        case 26: return .retained(Int(truncatingIfNeeded: try r.readVarint()))
+        default: throw FactDecodingError("metric counter \(tag) is unknown")
         }
     }
 
@@ -148,8 +157,88 @@ enum StoredMetricDay {
     }
 
     /// A total order of counters, so that equal sums encode to equal bytes.
-    private static func order(_ c: MetricCounter) -> (Int, String, Int) {
+    static func order(_ c: MetricCounter) -> (Int, String, Int) {
         let (tag, text, number) = parts(c)
         return (tag, text ?? "", number ?? 0)
+    }
+}
+
+/// The value of a `metric_points` entry: what one subscription's timeline contributed to `metric_days` when it was
+/// last summed in, as (day, product, counter, sum) in key order, zero sums left out.
+///
+/// Form: varint count of products, each as varint length ‖ UTF-8; varint count of points, each as its day's
+/// difference from the point before (zigzag varint), its product's index + 1 (0: none), its counter
+/// (`StoredMetricDay.write`) and its sum (zigzag varint).
+struct MetricPoints: Equatable {
+    struct Point: Equatable {
+        var day: Int64
+        var product: String?
+        var counter: MetricCounter
+        var sum: Int64
+    }
+    var points: [Point] = []
+
+    /// None.
+    init() {}
+
+    /// `t`'s contributions (`Metrics.contributions`) summed by day, product and counter, in key order.
+    init(_ t: Timeline) {
+        var sums: [Key: Int64] = [:]
+        Metrics.contributions(of: t) { instant, product, counter, delta in
+            sums[Key(day: MetricDayKey.day(of: instant), product: product, counter: counter), default: 0] &+= delta
+        }
+        points = sums.compactMap { key, sum in
+            sum == 0 ? nil : Point(day: key.day, product: key.product, counter: key.counter, sum: sum)
+        }
+        .sorted { a, b in
+            if a.day != b.day { return a.day < b.day }
+            if a.product != b.product { return (a.product ?? "") < (b.product ?? "") }
+            return StoredMetricDay.order(a.counter) < StoredMetricDay.order(b.counter)
+        }
+    }
+
+    private struct Key: Hashable {
+        var day: Int64
+        var product: String?
+        var counter: MetricCounter
+    }
+
+    init(decoding bytes: UnsafeRawBufferPointer) throws {
+        do {
+            var r = BinaryReader(bytes)
+            var products: [String] = []
+            for _ in 0..<(try r.readVarint()) { products.append(try r.readString()) }
+            var day: Int64 = 0
+            for _ in 0..<(try r.readVarint()) {
+                day &+= try r.readInt64()
+                let index = Int(truncatingIfNeeded: try r.readVarint())
+                guard index <= products.count else { throw FactDecodingError("product \(index) of \(products.count)") }
+                let counter = try StoredMetricDay.read(&r)
+                points.append(Point(day: day, product: index == 0 ? nil : products[index - 1], counter: counter, sum: try r.readInt64()))
+            }
+        } catch let error as FactDecodingError {
+            throw LedgerError.corrupted("a metric_points value does not decode: \(error)")
+        }
+    }
+
+    var encoded: [UInt8] {
+        var products: [String] = []
+        for p in points { if let name = p.product, !products.contains(name) { products.append(name) } }
+        var w = BinaryWriter(capacity: 8 + 8 * points.count)
+        w.writeVarint(UInt64(products.count))
+        for var name in products {
+            w.writeVarint(UInt64(name.utf8.count))
+            name.withUTF8 { w.append(raw: UnsafeRawBufferPointer($0)) }
+        }
+        w.writeVarint(UInt64(points.count))
+        var day: Int64 = 0
+        for p in points {
+            w.writeVarint(StoredMetricDay.zigzag(p.day &- day))
+            day = p.day
+            w.writeVarint(UInt64(p.product.map { products.firstIndex(of: $0)! + 1 } ?? 0))
+            StoredMetricDay.write(p.counter, into: &w)
+            w.writeVarint(StoredMetricDay.zigzag(p.sum))
+        }
+        return w.finish()
     }
 }

@@ -22,18 +22,6 @@ enum StoredTimeline {
         try withTimelineBytes(of: stored) { bytes throws(FactDecodingError) in try Timeline(decoding: bytes) }
     }
 
-    /// The timeline of a stored projection's bytes (`appendingWithTimelines`' result).
-    static func decode(stored bytes: [UInt8]) throws -> Timeline {
-        guard bytes.count >= 8 else { throw LedgerError.corrupted("a stored timeline is truncated") }
-        do {
-            return try bytes.withUnsafeBytes { (b) throws(FactDecodingError) in
-                try Timeline(decoding: UnsafeRawBufferPointer(rebasing: b[8...]))
-            }
-        } catch {
-            throw LedgerError.corrupted("timeline does not decode: \(error)")
-        }
-    }
-
     /// The stored projection with `events` applied by the tail path of the incremental core (only the last period
     /// decoded, the earlier ones copied as stored), in its stored form; nil when that path does not apply.
     static func appending(_ events: [LedgerEvent], to stored: MappedBytes, rules: FoldRules) throws -> [UInt8]? {

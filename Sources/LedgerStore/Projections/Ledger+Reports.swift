@@ -56,13 +56,29 @@ extension Ledger {
             let wholeDays = boundaries.allSatisfy { $0 % MetricDayKey.millisPerDay == 0 }
             if !folding && knownAsOf == last && wholeDays {
                 var figures = MetricAccumulator(boundaries: boundaries, product: product)
-                try MetricDayChanges.sum(env, into: &figures, layout, txn)
+                try MetricDays.sum(env, into: &figures, layout, txn)
                 return MetricFigures(buckets: figures.buckets(), asOf: knownAsOf, maintained: true)
             }
             let timelines = try everyTimeline(env, asOf: asOf, txn)
             return MetricFigures(
                 buckets: Metrics.series(timelines: timelines, environment: env, boundaries: boundaries, product: product),
                 asOf: knownAsOf, maintained: false)
+        }
+    }
+
+    /// Sums every subscription the write path marked into the maintained metrics (`MetricDays`), in write
+    /// transactions of `MetricsFollower.chunk` subscriptions; how many it summed. A server's follower does this after
+    /// each commit; a command that appended many inputs calls it before it returns, so that the next read finds them
+    /// summed.
+    @discardableResult
+    public func catchUpMetrics(progress: ProgressHandler? = nil) throws -> Int {
+        let marked = try environment.read { txn in try txn.statistics(layout.metricDirty).entries }
+        var total = 0
+        while true {
+            let done = try environment.write { txn in try MetricDays.catchUp(limit: 512, layout, txn) }
+            total += done
+            if done > 0 { progress?(UInt64(total), UInt64(max(marked, total))) }
+            if done < 512 { return total }
         }
     }
 

@@ -1,101 +1,83 @@
 import LMDB
 import LedgerCore
 
-/// The metrics the write path maintains: every subscription's changes (`Metrics.contributions`) summed by UTC day,
-/// environment and product in `metric_days`. An input that changes a timeline changes the table by the contributions
-/// of the timeline after it less those before it, so an append pays for the subscriptions it touched, and a metric
-/// over buckets of whole UTC days (by day, ISO week or month in UTC) is read from the days instead of every
-/// timeline.
-struct MetricDayChanges {
-    private(set) var sums: [MetricDayKey: [MetricCounter: Int64]] = [:]
+/// The subscription metrics the store maintains: every subscription's changes (`Metrics.contributions`) summed by UTC
+/// day, environment and product in `metric_days`.
+///
+/// The write path only marks each subscription whose timeline it wrote (`metric_dirty`, one put). The follower
+/// (`MetricsFollower`) then sums each marked subscription in, off the write path and coalesced (a subscription an
+/// append burst touched many times is summed once): what its timeline contributes now less what it contributed when
+/// last summed (`metric_points`). A read adds the same correction for subscriptions still marked, so every answer is
+/// exact whatever the follower has done; buckets of whole UTC days as known now cost O(days × products + marked
+/// subscriptions), whatever the number of subscriptions.
+enum MetricDays {
+    /// The write path's part: `key`'s timeline changed.
+    static func markChanged(_ key: [UInt8], _ layout: StoreLayout, _ txn: Transaction) throws {
+        try txn.put(layout.metricDirty, key: key, value: [])
+    }
 
-    var isEmpty: Bool { sums.isEmpty }
-
-    /// Adds `t`'s contributions (`sign` 1), or takes them back (`sign` -1).
-    mutating func add(_ t: Timeline, sign: Int64 = 1) {
-        let environment = t.environment
-        Metrics.contributions(of: t) { instant, product, counter, delta in
-            let key = MetricDayKey(environment: environment, day: MetricDayKey.day(of: instant), product: product ?? "")
-            sums[key, default: [:]][counter, default: 0] &+= sign &* delta
+    /// Sums up to `limit` marked subscriptions into `metric_days`, clearing their marks; how many it did.
+    static func catchUp(limit: Int, _ layout: StoreLayout, _ txn: Transaction) throws -> Int {
+        var keys: [[UInt8]] = []
+        let cursor = try txn.cursor(layout.metricDirty)
+        var entry = try cursor.first()
+        while let e = entry, keys.count < limit {
+            keys.append(Array(e.key))
+            entry = try cursor.next()
         }
-    }
-
-    /// The change from `before` (nil: a new subscription) to `after`.
-    mutating func replace(_ before: Timeline?, with after: Timeline) {
-        if let before { add(before, sign: -1) }
-        add(after)
-    }
-
-    /// Adds the changes to the stored days; a day left with no counter is deleted.
-    func write(_ layout: StoreLayout, _ txn: Transaction) throws {
-        for (key, changes) in sums.sorted(by: { $0.key < $1.key }) where changes.contains(where: { $0.value != 0 }) {
-            let bytes = key.bytes
-            var day: [MetricCounter: Int64] = [:]
-            if let stored = try txn.get(layout.metricDays, key: bytes) {
-                try stored.withUnsafeBytes { try StoredMetricDay.decode($0, into: &day) }
+        var changes = DayChanges()
+        for key in keys {
+            guard let (environment, _) = key.withUnsafeBytes({ StoreLayout.decodeSubscriptionKey($0) }) else {
+                throw LedgerError.corrupted("a metric_dirty key does not name a subscription")
             }
-            for (counter, delta) in changes { day[counter, default: 0] &+= delta }
-            if day.values.allSatisfy({ $0 == 0 }) {
-                _ = try txn.delete(layout.metricDays, key: bytes)
+            let (before, now) = try pointsBeforeAndNow(key, layout, txn)
+            changes.add(before, environment, sign: -1)
+            changes.add(now, environment, sign: 1)
+            if now.points.isEmpty {
+                _ = try txn.delete(layout.metricPoints, key: key)
             } else {
-                try txn.put(layout.metricDays, key: bytes, value: StoredMetricDay.encode(day))
+                try txn.put(layout.metricPoints, key: key, value: now.encoded)
             }
+            _ = try txn.delete(layout.metricDirty, key: key)
         }
+        try changes.write(layout, txn)
+        return keys.count
     }
 
-    /// The table as every stored timeline sums to: `metric_days` rebuilt from `timelines` (after a change of rules, a
-    /// replay or an upgrade).
-    /// - Complexity: O(stored timelines × their change instants).
-    static func rebuild(_ layout: StoreLayout, _ txn: Transaction) throws {
+    /// What subscription `key` contributed when last summed in, and what its timeline contributes now.
+    private static func pointsBeforeAndNow(_ key: [UInt8], _ layout: StoreLayout, _ txn: Transaction) throws
+        -> (MetricPoints, MetricPoints)
+    {
+        let before = try txn.get(layout.metricPoints, key: key).map { stored in
+            try stored.withUnsafeBytes { try MetricPoints(decoding: $0) }
+        }
+        let now = try txn.get(layout.timelines, key: key).map { MetricPoints(try StoredTimeline.decode($0)) }
+        return (before ?? MetricPoints(), now ?? MetricPoints())
+    }
+
+    /// Starts the sums over: `metric_days` and `metric_points` emptied and every subscription marked (after a change
+    /// of rules, a replay or an upgrade rewrote the timelines). Writes a key per subscription; the sums are made by
+    /// `catchUp`, in transactions of their own.
+    static func reset(_ layout: StoreLayout, _ txn: Transaction) throws {
         try txn.clear(layout.metricDays)
-        for (key, day) in try summed(layout, txn) {
-            try txn.put(layout.metricDays, key: key.bytes, value: StoredMetricDay.encode(day))
-        }
-    }
-
-    /// What `metric_days` should hold: every stored timeline's contributions summed, zero sums left out, by key.
-    static func summed(_ layout: StoreLayout, _ txn: Transaction) throws -> [(key: MetricDayKey, day: [MetricCounter: Int64])] {
-        var all = MetricDayChanges()
+        try txn.clear(layout.metricPoints)
         let cursor = try txn.cursor(layout.timelines)
         var entry = try cursor.first()
         while let e = entry {
-            all.add(try StoredTimeline.decode(e.value))
+            try txn.put(layout.metricDirty, key: Array(e.key), value: [])
             entry = try cursor.next()
-        }
-        return all.sums.sorted { $0.key < $1.key }.compactMap { key, day in
-            let nonzero = day.filter { $0.value != 0 }
-            return nonzero.isEmpty ? nil : (key, nonzero)
         }
     }
 
-    /// Whether `metric_days` holds exactly what the stored timelines sum to; the first day that differs otherwise.
-    static func firstDifference(_ layout: StoreLayout, _ txn: Transaction) throws -> String? {
-        let expected = try summed(layout, txn)
-        let cursor = try txn.cursor(layout.metricDays)
-        var entry = try cursor.first()
-        var index = 0
-        while let e = entry {
-            guard index < expected.count else { return "metric_days holds more days than the timelines sum to" }
-            let (key, day) = expected[index]
-            var found: [MetricCounter: Int64] = [:]
-            try e.value.withUnsafeBytes { try StoredMetricDay.decode($0, into: &found) }
-            if !e.key.hasSameBytes(as: key.bytes) || found != day {
-                return "metric_days differs from the timelines' sums on day \(key.day) of \(key.environment.rawValue)"
-                    + (key.product.isEmpty ? "" : " for \(key.product)")
-            }
-            index += 1
-            entry = try cursor.next()
-        }
-        return index == expected.count ? nil : "metric_days lacks \(expected.count - index) days the timelines sum to"
-    }
-
-    /// Every stored day of `environment`, summed into `figures` (each day's changes dated at its first instant).
+    /// Every day of `environment`, summed into `figures` (each day's changes dated at its first instant), corrected
+    /// for the subscriptions still marked.
     static func sum(
         _ environment: AppStoreEnvironment, into figures: inout MetricAccumulator, _ layout: StoreLayout,
         _ txn: Transaction
     ) throws {
+        let prefix = StoreLayout.environmentPrefix(environment)
         let cursor = try txn.cursor(layout.metricDays)
-        var entry = try cursor.seek(MetricDayKey.first(of: environment))
+        var entry = try cursor.seek(prefix)
         var day: [MetricCounter: Int64] = [:]
         while let e = entry {
             guard let key = e.key.withUnsafeBytes({ MetricDayKey($0, of: environment) }) else { break }
@@ -106,6 +88,110 @@ struct MetricDayChanges {
                 figures.add(key.day &* MetricDayKey.millisPerDay, product: product, counter, delta)
             }
             entry = try cursor.next()
+        }
+        let marked = try txn.cursor(layout.metricDirty)
+        var mark = try marked.seek(prefix)
+        while let m = mark, m.key.withUnsafeBytes({ $0.starts(with: prefix) }) {
+            let key = Array(m.key)
+            if key.withUnsafeBytes({ StoreLayout.decodeSubscriptionKey($0)?.0 }) == environment {
+                let (before, now) = try pointsBeforeAndNow(key, layout, txn)
+                for (points, sign) in [(before, Int64(-1)), (now, 1)] {
+                    for p in points.points {
+                        figures.add(p.day &* MetricDayKey.millisPerDay, product: p.product, p.counter, sign &* p.sum)
+                    }
+                }
+            }
+            mark = try marked.next()
+        }
+    }
+
+    /// The first way the maintained sums differ from the stored timelines, if any: a subscription not marked whose
+    /// `metric_points` are not what its timeline contributes, points of a subscription with no timeline, or a day of
+    /// `metric_days` that is not the sum of every subscription's points.
+    /// - Complexity: O(stored timelines × their change instants).
+    static func firstDifference(_ layout: StoreLayout, _ txn: Transaction) throws -> String? {
+        let timelines = try txn.cursor(layout.timelines)
+        var entry = try timelines.first()
+        while let e = entry {
+            let key = Array(e.key)
+            if try txn.get(layout.metricDirty, key: key) == nil {
+                let now = MetricPoints(try StoredTimeline.decode(e.value))
+                let stored = try txn.get(layout.metricPoints, key: key).map { try $0.withUnsafeBytes { try MetricPoints(decoding: $0) } }
+                if now != (stored ?? MetricPoints()) {
+                    let name = key.withUnsafeBytes { StoreLayout.decodeSubscriptionKey($0) }
+                        .map { "\($0.0.rawValue)/\($0.1)" } ?? "\(key)"
+                    return "metric_points of \(name) differ from what its timeline contributes"
+                }
+            }
+            entry = try timelines.next()
+        }
+        var expected = DayChanges()
+        let points = try txn.cursor(layout.metricPoints)
+        var point = try points.first()
+        while let p = point {
+            let key = Array(p.key)
+            guard let (environment, otid) = key.withUnsafeBytes({ StoreLayout.decodeSubscriptionKey($0) }) else {
+                return "a metric_points key does not name a subscription"
+            }
+            guard try txn.get(layout.timelines, key: key) != nil else {
+                return "metric_points of \(environment.rawValue)/\(otid) have no timeline"
+            }
+            expected.add(try p.value.withUnsafeBytes { try MetricPoints(decoding: $0) }, environment, sign: 1)
+            point = try points.next()
+        }
+        let sums = expected.nonzero
+        let days = try txn.cursor(layout.metricDays)
+        var day = try days.first()
+        var index = 0
+        while let d = day {
+            guard index < sums.count else { return "metric_days holds days no subscription's points sum to" }
+            var found: [MetricCounter: Int64] = [:]
+            try d.value.withUnsafeBytes { try StoredMetricDay.decode($0, into: &found) }
+            let (key, sum) = sums[index]
+            if !d.key.hasSameBytes(as: key.bytes) || found != sum {
+                return "metric_days differs from the subscriptions' points on day \(key.day) of \(key.environment.rawValue)"
+                    + (key.product.isEmpty ? "" : " for \(key.product)")
+            }
+            index += 1
+            day = try days.next()
+        }
+        return index == sums.count ? nil : "metric_days lacks \(sums.count - index) days the subscriptions' points sum to"
+    }
+
+    /// Changes to `metric_days`, by day.
+    struct DayChanges {
+        private(set) var sums: [MetricDayKey: [MetricCounter: Int64]] = [:]
+
+        mutating func add(_ points: MetricPoints, _ environment: AppStoreEnvironment, sign: Int64) {
+            for p in points.points {
+                let key = MetricDayKey(environment: environment, day: p.day, product: p.product ?? "")
+                sums[key, default: [:]][p.counter, default: 0] &+= sign &* p.sum
+            }
+        }
+
+        /// The days with a nonzero sum, in key order, their zero sums left out.
+        var nonzero: [(key: MetricDayKey, day: [MetricCounter: Int64])] {
+            sums.sorted { $0.key < $1.key }.compactMap { key, day in
+                let kept = day.filter { $0.value != 0 }
+                return kept.isEmpty ? nil : (key, kept)
+            }
+        }
+
+        /// Adds the changes to the stored days; a day left with no counter is deleted.
+        func write(_ layout: StoreLayout, _ txn: Transaction) throws {
+            for (key, changes) in sums.sorted(by: { $0.key < $1.key }) where changes.contains(where: { $0.value != 0 }) {
+                let bytes = key.bytes
+                var day: [MetricCounter: Int64] = [:]
+                if let stored = try txn.get(layout.metricDays, key: bytes) {
+                    try stored.withUnsafeBytes { try StoredMetricDay.decode($0, into: &day) }
+                }
+                for (counter, delta) in changes { day[counter, default: 0] &+= delta }
+                if day.values.allSatisfy({ $0 == 0 }) {
+                    _ = try txn.delete(layout.metricDays, key: bytes)
+                } else {
+                    try txn.put(layout.metricDays, key: bytes, value: StoredMetricDay.encode(day))
+                }
+            }
         }
     }
 }

@@ -56,8 +56,6 @@ struct ProjectionEngine {
                 groups[key, default: []].append((event, input))
             }
         }
-        // The metrics summed by day change by what each timeline after the batch contributes less what it did before.
-        var metrics = MetricDayChanges()
         for key in order {
             changes.subscriptions.insert(key)
             // Such claims joined their groups last: back into log order.
@@ -72,14 +70,13 @@ struct ProjectionEngine {
                 // The common case, one input's events after everything known about the latest period: only that
                 // period is decoded, the earlier ones are copied as stored.
                 if runs.count == 1, let tail = try StoredTimeline.appendingWithTimelines(runs[0], to: stored, rules: rules) {
-                    metrics.replace(try StoredTimeline.decode(stored), with: try StoredTimeline.decode(stored: tail.bytes))
                     try txn.put(layout.timelines, key: key, value: tail.bytes)
+                    try MetricDays.markChanged(key, layout, txn)
                     try write(Lifecycle.events(before: tail.before, after: tail.after, seq: runs[0].last!.seq, rules: rules), txn)
                     continue
                 }
                 timeline = try StoredTimeline.decode(stored)
             }
-            let before = timeline
             // Input by input, so that each says what it changed, as a replay of the log derives it.
             let adopting =
                 timeline == nil ? try adoptClaimsOfEveryEnvironment(environment, otid, txn, changes: &changes) : false
@@ -107,11 +104,10 @@ struct ProjectionEngine {
                 timeline = next
             }
             if let timeline {
-                metrics.replace(before, with: timeline)
                 try txn.put(layout.timelines, key: key, value: StoredTimeline.encode(timeline))
+                try MetricDays.markChanged(key, layout, txn)
             }
         }
-        try metrics.write(layout, txn)
     }
 
     /// The events of a subscription's group split by input, in log order.
@@ -170,7 +166,7 @@ struct ProjectionEngine {
             }
             entry = try cursor.nextKey()
         }
-        try MetricDayChanges.rebuild(layout, txn)
+        try MetricDays.reset(layout, txn)
     }
 
     /// The subscription folded from every event the store has of it up to `seq`.

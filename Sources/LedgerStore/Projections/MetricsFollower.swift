@@ -1,0 +1,76 @@
+import Foundation
+import LMDB
+import Logging
+
+/// Sums the subscriptions the write path marked into the maintained metrics (`MetricDays.catchUp`), on a thread of
+/// its own, after each commit: a few subscriptions per write transaction, so that an append waits at most for one
+/// such transaction.
+final class MetricsFollower: @unchecked Sendable {
+    /// Subscriptions summed per write transaction.
+    static let chunk = 32
+
+    private let environment: Environment
+    private let layout: StoreLayout
+    private let logger: Logger
+    private let condition = NSCondition()
+    private var pending = true
+    private var stopping = false
+    private var thread: Thread?
+    private var finished = false
+
+    init(environment: Environment, layout: StoreLayout, logger: Logger) {
+        self.environment = environment
+        self.layout = layout
+        self.logger = logger
+    }
+
+    func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "storeledger-metrics"
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Something was committed: there may be subscriptions to sum.
+    func poke() {
+        condition.lock()
+        pending = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Stops after the transaction under way; returns once the thread is done.
+    func stop() {
+        condition.lock()
+        stopping = true
+        condition.broadcast()
+        while thread != nil && !finished { condition.wait() }
+        condition.unlock()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while !pending && !stopping { condition.wait() }
+            pending = false
+            let stop = stopping
+            condition.unlock()
+            if stop { break }
+            do {
+                while try environment.write({ txn in try MetricDays.catchUp(limit: Self.chunk, layout, txn) }) == Self.chunk {
+                    condition.lock()
+                    let stop = stopping
+                    condition.unlock()
+                    if stop { break }
+                }
+            } catch {
+                // The marks stay: the next commit tries again, and reads correct for them meanwhile.
+                logger.error("summing the metrics failed", metadata: ["error": "\(error)"])
+            }
+        }
+        condition.lock()
+        finished = true
+        condition.broadcast()
+        condition.unlock()
+    }
+}
