@@ -581,7 +581,7 @@ func xmlEscaped(_ s: String) -> String {
 
 extension Double {
     /// One decimal, no exponent, `-0` as `0`: the same text on every machine.
-    fileprivate var svg: String {
+    var svg: String {
         let tenths = Int64((self * 10).rounded())
         let sign = tenths < 0 ? "-" : ""
         let a = abs(tenths)

@@ -216,10 +216,19 @@ public enum Metrics {
                 }
                 if converted { add(end, p.productId, .trialsConverted, 1) }
             }
-            for e in Revenue.entries(of: p, in: t, buyer: nil) ?? [] where e.kind != .purchase {
-                // A refund's amount is negative and gives back; a reversal's is positive and takes back.
-                add(e.at, p.productId, e.kind == .refund ? .refunds : .reversals, 1)
-                add(e.at, p.productId, .refunded(e.currency), -e.amount)
+            // Refunds and their reversals as `Revenue.entries` counts them: of priced periods not shared through
+            // Family Sharing, a family member's revoke left out.
+            guard !p.revocations.isEmpty, p.terms?.ownershipType != "FAMILY_SHARED", let price = p.terms?.price,
+                let currency = p.terms?.currency
+            else { continue }
+            for r in p.revocations where !r.isFamilyRevoke {
+                let back = Lifecycle.refundedAmount(price: price, revocation: r)
+                add(r.date, p.productId, .refunds, 1)
+                add(r.date, p.productId, .refunded(currency), back)
+                if let reversed = r.reversedAt {
+                    add(reversed, p.productId, .reversals, 1)
+                    add(reversed, p.productId, .refunded(currency), 0 &- back)
+                }
             }
         }
     }
@@ -252,7 +261,14 @@ public enum Metrics {
             if let until = c.until { instants.append(until) }
         }
         if let renewal = t.renewal { instants.append(renewal.at) }
-        return Array(Set(instants)).sorted()
+        instants.sort()
+        var kept = 0
+        for i in instants.indices where kept == 0 || instants[i] != instants[kept - 1] {
+            instants[kept] = instants[i]
+            kept += 1
+        }
+        instants.removeLast(instants.count - kept)
+        return instants
     }
 }
 

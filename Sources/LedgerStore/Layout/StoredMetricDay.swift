@@ -51,7 +51,13 @@ struct MetricDayKey: Hashable, Comparable {
     }
 
     /// In the order of the stored keys.
-    static func < (a: MetricDayKey, b: MetricDayKey) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
+    static func < (a: MetricDayKey, b: MetricDayKey) -> Bool {
+        if a.environment != b.environment {
+            return StoreLayout.environmentPrefix(a.environment).lexicographicallyPrecedes(StoreLayout.environmentPrefix(b.environment))
+        }
+        if a.day != b.day { return a.day < b.day }
+        return a.product.utf8.lexicographicallyPrecedes(b.product.utf8)
+    }
 }
 
 /// The value of a `metric_days` entry: counters and their sums.
@@ -76,7 +82,7 @@ enum StoredMetricDay {
                 let counter = try read(&r)
                 sums[counter, default: 0] &+= try r.readInt64()
             }
-        } catch let error as FactDecodingError {
+        } catch {
             throw LedgerError.corrupted("a metric_days value does not decode: \(error)")
         }
     }
@@ -183,24 +189,55 @@ struct MetricPoints: Equatable {
 
     /// `t`'s contributions (`Metrics.contributions`) summed by day, product and counter, in key order.
     init(_ t: Timeline) {
-        var sums: [Key: Int64] = [:]
+        var all: [Point] = []
         Metrics.contributions(of: t) { instant, product, counter, delta in
-            sums[Key(day: MetricDayKey.day(of: instant), product: product, counter: counter), default: 0] &+= delta
+            all.append(Point(day: MetricDayKey.day(of: instant), product: product, counter: counter, sum: delta))
         }
-        points = sums.compactMap { key, sum in
-            sum == 0 ? nil : Point(day: key.day, product: key.product, counter: key.counter, sum: sum)
+        all.sort(by: Self.precedes)
+        for p in all {
+            if let last = points.last, !Self.precedes(last, p) {
+                points[points.count - 1].sum &+= p.sum
+            } else {
+                points.append(p)
+            }
         }
-        .sorted { a, b in
-            if a.day != b.day { return a.day < b.day }
-            if a.product != b.product { return (a.product ?? "") < (b.product ?? "") }
-            return StoredMetricDay.order(a.counter) < StoredMetricDay.order(b.counter)
-        }
+        points.removeAll { $0.sum == 0 }
     }
 
-    private struct Key: Hashable {
-        var day: Int64
-        var product: String?
-        var counter: MetricCounter
+    /// The order of points: day, product, counter.
+    static func precedes(_ a: Point, _ b: Point) -> Bool {
+        if a.day != b.day { return a.day < b.day }
+        if a.product != b.product { return (a.product ?? "") < (b.product ?? "") }
+        return StoredMetricDay.order(a.counter) < StoredMetricDay.order(b.counter)
+    }
+
+    /// What changes from `before` to `now`: the points whose sums differ, with the difference (both in key order).
+    static func difference(from before: MetricPoints, to now: MetricPoints) -> [Point] {
+        var out: [Point] = []
+        var i = 0
+        var j = 0
+        let a = before.points
+        let b = now.points
+        while i < a.count || j < b.count {
+            if j == b.count || (i < a.count && precedes(a[i], b[j])) {
+                var gone = a[i]
+                gone.sum = 0 &- gone.sum
+                out.append(gone)
+                i += 1
+            } else if i == a.count || precedes(b[j], a[i]) {
+                out.append(b[j])
+                j += 1
+            } else {
+                if a[i].sum != b[j].sum {
+                    var changed = b[j]
+                    changed.sum = b[j].sum &- a[i].sum
+                    out.append(changed)
+                }
+                i += 1
+                j += 1
+            }
+        }
+        return out
     }
 
     init(decoding bytes: UnsafeRawBufferPointer) throws {
@@ -216,7 +253,7 @@ struct MetricPoints: Equatable {
                 let counter = try StoredMetricDay.read(&r)
                 points.append(Point(day: day, product: index == 0 ? nil : products[index - 1], counter: counter, sum: try r.readInt64()))
             }
-        } catch let error as FactDecodingError {
+        } catch {
             throw LedgerError.corrupted("a metric_points value does not decode: \(error)")
         }
     }

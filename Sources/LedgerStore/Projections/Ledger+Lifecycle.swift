@@ -40,3 +40,22 @@ extension Ledger {
         }
     }
 }
+
+// MARK: - One subscription's lifecycle events
+
+extension Ledger {
+    /// The lifecycle events said about one subscription, in stream order: derived from its events as a replay derives
+    /// them (`LifecycleReplay`), so the same as the stream's, without reading the whole stream.
+    /// - Complexity: O(the subscription's events).
+    public func lifecycleEvents(of otid: OriginalTransactionID, environment env: AppStoreEnvironment) throws
+        -> [LifecycleEvent]
+    {
+        try environment.read { txn in
+            let events = try SubscriptionScan.events(layout, env, otid, upTo: nil, metadata: .forFold, txn)
+            guard !events.isEmpty else { return [] }
+            let inputs = try LifecycleReplay.inputs(of: events, layout, txn)
+            let rules = try history.rules(asOf: try batch.lastSeq(txn), layout, txn)
+            return LifecycleReplay.entries(events, inputs: inputs, otid: otid, environment: env, rules: rules).map(\.event)
+        }
+    }
+}

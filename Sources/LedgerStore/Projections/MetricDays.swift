@@ -31,8 +31,12 @@ enum MetricDays {
                 throw LedgerError.corrupted("a metric_dirty key does not name a subscription")
             }
             let (before, now) = try pointsBeforeAndNow(key, layout, txn)
-            changes.add(before, environment, sign: -1)
-            changes.add(now, environment, sign: 1)
+            let difference = MetricPoints.difference(from: before, to: now)
+            guard !difference.isEmpty else {
+                _ = try txn.delete(layout.metricDirty, key: key)
+                continue
+            }
+            changes.add(difference, environment)
             if now.points.isEmpty {
                 _ = try txn.delete(layout.metricPoints, key: key)
             } else {
@@ -136,7 +140,7 @@ enum MetricDays {
             guard try txn.get(layout.timelines, key: key) != nil else {
                 return "metric_points of \(environment.rawValue)/\(otid) have no timeline"
             }
-            expected.add(try p.value.withUnsafeBytes { try MetricPoints(decoding: $0) }, environment, sign: 1)
+            expected.add(try p.value.withUnsafeBytes { try MetricPoints(decoding: $0) }.points, environment)
             point = try points.next()
         }
         let sums = expected.nonzero
@@ -162,10 +166,10 @@ enum MetricDays {
     struct DayChanges {
         private(set) var sums: [MetricDayKey: [MetricCounter: Int64]] = [:]
 
-        mutating func add(_ points: MetricPoints, _ environment: AppStoreEnvironment, sign: Int64) {
-            for p in points.points {
+        mutating func add(_ points: [MetricPoints.Point], _ environment: AppStoreEnvironment) {
+            for p in points {
                 let key = MetricDayKey(environment: environment, day: p.day, product: p.product ?? "")
-                sums[key, default: [:]][p.counter, default: 0] &+= sign &* p.sum
+                sums[key, default: [:]][p.counter, default: 0] &+= p.sum
             }
         }
 
