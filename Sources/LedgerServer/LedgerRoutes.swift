@@ -91,6 +91,7 @@ public final class LedgerRoutes: Sendable {
         addRevenueRoutes(to: router)
         addGrantRoutes(to: router)
         addOperationRoutes(to: router)
+        addConsoleRoutes(to: router)
         return router
     }
 
@@ -323,6 +324,9 @@ extension LedgerRoutes {
     /// holds the three in step). Any other is refused with 400 `invalid_query`: a misspelt `asof` or `apUserId`
     /// ignored would answer another question than the one asked, or claim for nobody, and look like success.
     static let queryParameters: [String: [String]] = [
+        "GET /console/": ["environment", "asOf", "to", "productId"],
+        "GET /console/customers": ["appUserId", "environment", "at", "asOf"],
+        "GET /console/subscriptions/{otid}": ["environment", "at", "asOf"],
         "POST /v1/events": ["type", "appUserId", "receivedAt"],
         "POST /v1/apple/notifications": ["appUserId", "receivedAt"],
         "POST /v1/apple/receipts": ["appUserId", "receivedAt"],

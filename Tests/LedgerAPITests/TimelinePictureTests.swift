@@ -169,56 +169,10 @@ import Testing
 
     // MARK: - In a real browser
 
-    /// The distribution's Chromium, if installed.
-    static let chromium: String? = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
-        .first { FileManager.default.isExecutableFile(atPath: $0) }
+    static let chromium = HeadlessChromium.path
 
-    struct BrowserLoad {
-        var dom: String
-        /// Every console message (the pages run no script: any message is an error, as a parse error is).
-        var consoleMessages: [String]
-        /// Every file the page loaded besides itself (a self-contained page loads none).
-        var otherLoads: [String]
-    }
-
-    /// Loads `file` in headless Chromium: the DOM after load, and the console messages and loads its log states
-    /// (`--log-level=0` logs console messages as `INFO:CONSOLE`, `--v=1` every file load).
-    static func load(_ file: String, screenshot: String? = nil) throws -> BrowserLoad {
-        let chromium = try #require(Self.chromium)
-        let profile = NSTemporaryDirectory() + "storeledger-chromium-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: profile) }
-        var arguments = [
-            "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-            "--disable-background-networking", "--enable-logging=stderr", "--log-level=0", "--v=1", "--hide-scrollbars", "--window-size=1280,900",
-            "--user-data-dir=" + profile,
-        ]
-        if let screenshot { arguments.append("--screenshot=" + screenshot) } else { arguments.append("--dump-dom") }
-        arguments.append(URL(fileURLWithPath: file).absoluteString)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: chromium)
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try launch(process)
-        // Read both pipes while it runs, so a full pipe never blocks it.
-        nonisolated(unsafe) var stdout = Data()
-        let reader = Thread { stdout = out.fileHandleForReading.readDataToEndOfFile() }
-        reader.start()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        while !reader.isFinished { Thread.sleep(forTimeInterval: 0.01) }
-        let lines = String(decoding: stderr, as: UTF8.self).split(separator: "\n").map(String.init)
-        let page = URL(fileURLWithPath: file).absoluteString
-        let loadMark = "FileURLLoader::Start: "
-        return BrowserLoad(
-            dom: String(decoding: stdout, as: UTF8.self),
-            consoleMessages: lines.filter { $0.contains(":CONSOLE") },
-            otherLoads: lines.compactMap { line in
-                guard let r = line.range(of: loadMark) else { return nil }
-                let url = String(line[r.upperBound...])
-                return url == page ? nil : url
-            })
+    static func load(_ file: String, screenshot: String? = nil) throws -> HeadlessChromium.Load {
+        try HeadlessChromium.load(file, screenshot: screenshot)
     }
 
     static func write(_ text: String, _ name: String) throws -> String {

@@ -65,6 +65,22 @@ public enum ConsolePage {
         }
     }
 
+    /// The overview's buckets: the 365 UTC days up to the one holding `end` (366 boundaries), and the 12 UTC months
+    /// up to the one holding it (13 boundaries).
+    public static func overviewBoundaries(through end: UnixMillis) -> (days: [UnixMillis], months: [UnixMillis]) {
+        let day = MetricBuckets.day
+        let last = MetricBuckets.floorDiv(end, day) + 1
+        let days = (0...365).map { (last - 365 + Int64($0)) * day }
+        func monthStart(_ ms: UnixMillis) -> UnixMillis {
+            let (year, month) = MetricBuckets.civil(fromDays: MetricBuckets.floorDiv(ms, day))
+            return MetricBuckets.days(year: year, month: month) * day
+        }
+        var months = [monthStart(last * day - 1)]
+        while months.count < 12 { months.insert(monthStart(months[0] - 1), at: 0) }
+        months.append(monthStart(months[months.count - 1] + 32 * day))
+        return (days, months)
+    }
+
     public static func overview(_ o: Overview) -> String {
         var b = "<form class=\"controls\" method=\"get\" action=\"/console/\">\n"
         b += environmentSelect(o.environment)
@@ -125,10 +141,18 @@ public enum ConsolePage {
                 .init(name: "MRR \(c)", style: "s\(i + 1)", values: o.months.map { $0.mrr[c] ?? 0 })
             }
         }
-        b += section(
-            "Monthly recurring revenue",
-            ConsoleChart(title: "MRR by month", kind: .lines, starts: monthStarts, series: mrrSeries, format: money),
-            table: monthTable(o.months, columns: currencies.map { c in ("MRR \(c)", { money($0.mrr[c] ?? 0) }) }))
+        if mrrSeries.isEmpty {
+            b += "<section aria-label=\"Monthly recurring revenue\">\n<h2>Monthly recurring revenue</h2>\n"
+            b += "<p>No live period in these months states its price (\(o.months.last?.unpriced ?? 0) live without one "
+            b += "at the end).</p>\n</section>\n"
+        } else {
+            b += section(
+                "Monthly recurring revenue",
+                ConsoleChart(title: "MRR by month", kind: .lines, starts: monthStarts, series: mrrSeries, format: money),
+                table: monthTable(
+                    o.months,
+                    columns: currencies.map { c in ("MRR \(c)", { money($0.mrr[c] ?? 0) }) } + [("unpriced", { String($0.unpriced) })]))
+        }
         b += section(
             "Trial conversion",
             ConsoleChart(
@@ -206,11 +230,14 @@ public enum ConsolePage {
         /// The lifecycle events said about the customer's subscriptions, newest first.
         public var lifecycle: [LifecycleEvent]
         public var lastSeq: UInt64
+        /// The clocks the page was asked for (nil: now, and everything known), kept in its links and form.
+        public var clocks: Clocks
 
         public init(
             view: CustomerView, explanations: [EntitlementExplanation], timelines: [TimelineView],
-            revenue: RevenueSummary, lifecycle: [LifecycleEvent], lastSeq: UInt64
+            revenue: RevenueSummary, lifecycle: [LifecycleEvent], lastSeq: UInt64, clocks: Clocks
         ) {
+            self.clocks = clocks
             self.view = view
             self.explanations = explanations
             self.timelines = timelines
@@ -220,16 +247,45 @@ public enum ConsolePage {
         }
     }
 
-    /// The lookup form, alone (no customer asked yet).
-    public static func lookup(environment: AppStoreEnvironment, appUserId: String = "") -> String {
-        page(title: "Customers", section: "Customers", body: lookupForm(environment: environment, appUserId: appUserId))
+    /// The two clocks of a customer or subscription page: the instant of valid time (`at`) and the log position
+    /// (`asOf`) it is read at, as asked (nil: now, and everything known).
+    public struct Clocks: Sendable {
+        public var at: UnixMillis?
+        public var asOf: UInt64?
+
+        public init(at: UnixMillis?, asOf: UInt64?) {
+            self.at = at
+            self.asOf = asOf
+        }
+
+        /// The clocks as query parameters to add to a link (`&at=…&asOf=…`, escaped for an attribute).
+        var linkQuery: String {
+            (at.map { "&amp;at=\(queryEscaped(utcText($0)))" } ?? "") + (asOf.map { "&amp;asOf=\($0)" } ?? "")
+        }
+
+        /// The form's inputs for the two clocks.
+        var inputs: String {
+            var out = "<label for=\"at\">At (ISO-8601, UTC)</label> "
+            out += "<input id=\"at\" name=\"at\" type=\"text\" placeholder=\"now\" value=\"\(at.map(utcText) ?? "")\">\n"
+            out += "<label for=\"asOf\">As known at log seq</label> "
+            out += "<input id=\"asOf\" name=\"asOf\" type=\"number\" min=\"0\" placeholder=\"latest\" value=\"\(asOf.map(String.init) ?? "")\">\n"
+            return out
+        }
     }
 
-    static func lookupForm(environment: AppStoreEnvironment, appUserId: String) -> String {
+    /// The lookup form, alone (no customer asked yet).
+    public static func lookup(environment: AppStoreEnvironment) -> String {
+        page(
+            title: "Customers", section: "Customers",
+            body: lookupForm(environment: environment, appUserId: "", clocks: Clocks(at: nil, asOf: nil)))
+    }
+
+    static func lookupForm(environment: AppStoreEnvironment, appUserId: String, clocks: Clocks) -> String {
         var out = "<form class=\"controls\" method=\"get\" action=\"/console/customers\" role=\"search\">\n"
         out += "<label for=\"appUserId\">App user id</label> "
         out += "<input id=\"appUserId\" name=\"appUserId\" type=\"search\" required value=\"\(xmlEscaped(appUserId))\">\n"
         out += environmentSelect(environment)
+        out += clocks.inputs
         out += "<button type=\"submit\">Look up</button>\n</form>\n"
         return out
     }
@@ -237,7 +293,7 @@ public enum ConsolePage {
     public static func customer(_ c: Customer) -> String {
         let v = c.view
         let environment = AppStoreEnvironment(appleName: v.environment) ?? .production
-        var b = lookupForm(environment: environment, appUserId: v.appUserId)
+        var b = lookupForm(environment: environment, appUserId: v.appUserId, clocks: c.clocks)
         b += "<p class=\"known\">At \(utcText(v.at)), as known at log seq \(v.asOf ?? c.lastSeq) of \(c.lastSeq).</p>\n"
 
         b += "<h2>Entitlements</h2>\n"
@@ -268,7 +324,7 @@ public enum ConsolePage {
         b += "<h2>Subscriptions</h2>\n"
         if c.timelines.isEmpty { b += "<p>None is bound to this customer.</p>\n" }
         for t in c.timelines {
-            let link = subscriptionLink(t.originalTransactionId, environment: environment)
+            let link = subscriptionLink(t.originalTransactionId, environment: environment) + c.clocks.linkQuery
             b += "<section aria-label=\"Subscription \(xmlEscaped(t.originalTransactionId))\">\n"
             b += "<h3><a href=\"\(link)\">\(xmlEscaped(t.originalTransactionId))</a> "
             b += "<small>\(xmlEscaped(t.productId ?? "")) · \(xmlEscaped(t.status))</small></h3>\n"
@@ -290,7 +346,7 @@ public enum ConsolePage {
         if c.revenue.unpriced > 0 { b += "<p>\(c.revenue.unpriced) purchases state no price.</p>\n" }
 
         b += "<h2>Lifecycle events</h2>\n"
-        b += lifecycleTable(c.lifecycle, environment: environment)
+        b += lifecycleTable(c.lifecycle, environment: environment, clocks: c.clocks)
         return page(title: "Customer \(v.appUserId)", section: "Customers", body: b)
     }
 
@@ -308,14 +364,14 @@ public enum ConsolePage {
         return out + "</ul></details>"
     }
 
-    static func lifecycleTable(_ events: [LifecycleEvent], environment: AppStoreEnvironment) -> String {
+    static func lifecycleTable(_ events: [LifecycleEvent], environment: AppStoreEnvironment, clocks: Clocks) -> String {
         guard !events.isEmpty else { return "<p>None.</p>\n" }
         var out = "<table>\n<thead><tr><th scope=\"col\">seq</th><th scope=\"col\">type</th><th scope=\"col\">at</th>"
         out += "<th scope=\"col\">subscription</th><th scope=\"col\">cause</th></tr></thead>\n<tbody>\n"
         for e in events.prefix(200) {
             out += "<tr><td>\(e.seq)</td><td>\(xmlEscaped(e.type.rawValue))\(e.late ? " (late)" : "")\(e.retracted ? " (retracted)" : "")</td>"
             out += "<td>\(utcText(e.statement.at))</td>"
-            out += "<td><a href=\"\(subscriptionLink(e.originalTransactionId.rawValue, environment: environment))\">"
+            out += "<td><a href=\"\(subscriptionLink(e.originalTransactionId.rawValue, environment: environment))\(clocks.linkQuery)\">"
             out += "\(xmlEscaped(e.originalTransactionId.rawValue))</a></td><td>\(xmlEscaped(e.statement.cause))</td></tr>\n"
         }
         out += "</tbody></table>\n"
@@ -359,8 +415,10 @@ public enum ConsolePage {
         public var events: [Event]
         public var lifecycle: [LifecycleEvent]
         public var lastSeq: UInt64
+        public var clocks: Clocks
 
-        public init(view: TimelineView, events: [Event], lifecycle: [LifecycleEvent], lastSeq: UInt64) {
+        public init(view: TimelineView, events: [Event], lifecycle: [LifecycleEvent], lastSeq: UInt64, clocks: Clocks) {
+            self.clocks = clocks
             self.view = view
             self.events = events
             self.lifecycle = lifecycle
@@ -371,13 +429,18 @@ public enum ConsolePage {
     public static func subscription(_ s: Subscription) -> String {
         let v = s.view
         let environment = AppStoreEnvironment(appleName: v.environment) ?? .production
-        var b = "<p class=\"known\">\(xmlEscaped(v.environment)) · status at \(utcText(v.at)): <strong>\(xmlEscaped(v.status))</strong>"
+        var b = "<form class=\"controls\" method=\"get\" action=\"\(subscriptionPath(v.originalTransactionId))\">\n"
+        b += "<input type=\"hidden\" name=\"environment\" value=\"\(xmlEscaped(v.environment))\">\n"
+        b += s.clocks.inputs + "<button type=\"submit\">Show</button>\n</form>\n"
+        b += "<p class=\"known\">\(xmlEscaped(v.environment)) · status at \(utcText(v.at)): <strong>\(xmlEscaped(v.status))</strong>"
         if let p = v.productId { b += " (\(xmlEscaped(p)))" }
         b += " · as known at log seq \(v.asOf ?? s.lastSeq) of \(s.lastSeq)."
         let owners = Set(v.owners.map(\.appUserId)).sorted()
         if !owners.isEmpty {
             b += " Owners: "
-            b += owners.map { "<a href=\"/console/customers?appUserId=\(queryEscaped($0))&amp;environment=\(environment.rawValue)\">\(xmlEscaped($0))</a>" }
+            b += owners.map {
+                "<a href=\"/console/customers?appUserId=\(queryEscaped($0))&amp;environment=\(environment.rawValue)\(s.clocks.linkQuery)\">\(xmlEscaped($0))</a>"
+            }
                 .joined(separator: ", ")
             b += "."
         }
@@ -417,14 +480,16 @@ public enum ConsolePage {
             b += "</td></tr>\n"
         }
         b += "</tbody></table>\n<h2>Lifecycle events</h2>\n"
-        b += lifecycleTable(s.lifecycle, environment: environment)
+        b += lifecycleTable(s.lifecycle, environment: environment, clocks: s.clocks)
         return page(title: "Subscription \(v.originalTransactionId)", section: "Customers", body: b)
     }
 
     // MARK: Pieces
 
+    static func subscriptionPath(_ otid: String) -> String { "/console/subscriptions/\(queryEscaped(otid))" }
+
     static func subscriptionLink(_ otid: String, environment: AppStoreEnvironment) -> String {
-        "/console/subscriptions/\(queryEscaped(otid))?environment=\(environment.rawValue)"
+        subscriptionPath(otid) + "?environment=\(environment.rawValue)"
     }
 
     static func environmentSelect(_ selected: AppStoreEnvironment) -> String {
@@ -491,6 +556,7 @@ public enum ConsolePage {
         .chart .s2 { stroke: #2e7d32; fill: #2e7d32; stroke-dasharray: 6 3; }
         .chart .s3 { stroke: #8e44ad; fill: #8e44ad; stroke-dasharray: 2 2; }
         .chart .s4 { stroke: #b03a2e; fill: #b03a2e; stroke-dasharray: 8 2 2 2; }
+        .chart polyline.line { fill: none; }
         .chart rect.bar, .chart rect.key { stroke: none; }
         table { border-collapse: collapse; font-size: 13px; margin: 8px 0 16px; }
         th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-align: top; }

@@ -68,7 +68,8 @@ public struct MetricBucket: Hashable, Sendable {
     /// reached their first, second, … period (up to `Metrics.retentionPeriods`), a refunded period not counted.
     /// `retained[0]` is the cohort's size (its first periods not refunded).
     public var retained: [Int] = []
-    /// Refunds dated in the bucket, and what they gave back per currency (milliunits), as `Revenue` counts them;
+    /// Refunds dated in the bucket (of any period but one shared through Family Sharing), and what they gave back per
+    /// currency (milliunits) as `Revenue` counts them when the period states its price;
     /// reversals of refunds, and what they restored (a currency whose refunds and reversals cancel is left out).
     public var refunds = 0
     public var refunded: [String: Int64] = [:]
@@ -216,19 +217,18 @@ public enum Metrics {
                 }
                 if converted { add(end, p.productId, .trialsConverted, 1) }
             }
-            // Refunds and their reversals as `Revenue.entries` counts them: of priced periods not shared through
-            // Family Sharing, a family member's revoke left out.
-            guard !p.revocations.isEmpty, p.terms?.ownershipType != "FAMILY_SHARED", let price = p.terms?.price,
-                let currency = p.terms?.currency
-            else { continue }
+            // Refunds and their reversals of periods not shared through Family Sharing, a family member's revoke
+            // left out; what they gave back as `Revenue` counts it, when the period states its price.
+            guard !p.revocations.isEmpty, p.terms?.ownershipType != "FAMILY_SHARED" else { continue }
+            let price = p.terms?.price
+            let currency = p.terms?.currency
             for r in p.revocations where !r.isFamilyRevoke {
-                let back = Lifecycle.refundedAmount(price: price, revocation: r)
                 add(r.date, p.productId, .refunds, 1)
+                if let reversed = r.reversedAt { add(reversed, p.productId, .reversals, 1) }
+                guard let price, let currency else { continue }
+                let back = Lifecycle.refundedAmount(price: price, revocation: r)
                 add(r.date, p.productId, .refunded(currency), back)
-                if let reversed = r.reversedAt {
-                    add(reversed, p.productId, .reversals, 1)
-                    add(reversed, p.productId, .refunded(currency), 0 &- back)
-                }
+                if let reversed = r.reversedAt { add(reversed, p.productId, .refunded(currency), 0 &- back) }
             }
         }
     }

@@ -66,6 +66,21 @@ extension Ledger {
         }
     }
 
+    /// The first instant of the last UTC day on which any subscription of `env` changes, as the maintained metrics
+    /// have summed it (nil: none yet): where a chart of the ledger's figures has something to show.
+    public func lastMetricDay(environment env: AppStoreEnvironment) throws -> UnixMillis? {
+        try environment.read { txn in
+            let cursor = try txn.cursor(layout.metricDays)
+            var entry = try cursor.seek(MetricDayKey.first(of: env))
+            var last: Int64?
+            while let e = entry, let key = e.key.withUnsafeBytes({ MetricDayKey($0, of: env) }) {
+                last = key.day
+                entry = try cursor.next()
+            }
+            return last.map { $0 &* MetricDayKey.millisPerDay }
+        }
+    }
+
     /// Sums every subscription the write path marked into the maintained metrics (`MetricDays`), in write
     /// transactions of `MetricsFollower.chunk` subscriptions; how many it summed. A server's follower does this after
     /// each commit; a command that appended many inputs calls it before it returns, so that the next read finds them

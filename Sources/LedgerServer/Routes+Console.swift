@@ -1,0 +1,183 @@
+import Foundation
+import Hummingbird
+import LedgerAPI
+import LedgerCore
+import LedgerErrors
+import LedgerStore
+import Logging
+
+// MARK: - GET /console/…: the read-only web console
+
+extension LedgerRoutes {
+    static let consoleRoute = "/console/"
+    static let consoleCustomersRoute = "/console/customers"
+    static let consoleSubscriptionRoute = "/console/subscriptions/{otid}"
+
+    /// A console page, or the page that says what went wrong with the status its code has in the API (400 for a bad
+    /// query, 404 for an unknown subscription).
+    func consolePage(_ body: () throws -> String) -> Response {
+        do {
+            return Self.html(.ok, try body())
+        } catch {
+            let coded: CodedError
+            if let e = error as? CodedError {
+                coded = e
+            } else if let e = error as? LedgerError {
+                coded = CodedError(e)
+            } else {
+                coded = CodedError(.internal, "\(error)")
+            }
+            let status = HTTPErrors.answer(for: coded.code).status
+            if status == .internalServerError || status == .serviceUnavailable {
+                logger.error("console page failed", metadata: ["code": "\(coded.code)", "message": "\(coded.message)"])
+            }
+            let page = ConsolePage.problem(title: "\(status.code) \(status.reasonPhrase)", code: coded.code.rawValue, message: coded.message)
+            return Self.html(status, page)
+        }
+    }
+
+    static func html(_ status: HTTPResponse.Status, _ page: String) -> Response {
+        Response(
+            status: status,
+            headers: [
+                .contentType: "text/html; charset=utf-8",
+                // The console loads nothing but itself: no script, style or image from anywhere else.
+                .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+                .cacheControl: "no-store",
+            ],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: page)))
+    }
+
+    /// The environment a console query names (default Production).
+    static func consoleEnvironment(_ query: (String) -> Substring?) throws -> AppStoreEnvironment {
+        guard let text = query("environment"), !text.isEmpty else { return .production }
+        guard let environment = AppStoreEnvironment(appleName: String(text)) else {
+            throw CodedError(.invalidQuery, "environment must be Production, Sandbox, Xcode or LocalTesting")
+        }
+        return environment
+    }
+
+    /// The clocks a customer or subscription page is asked for: `at` (ms or ISO-8601) and `asOf` (a log seq); an
+    /// empty field is not asked.
+    static func consoleClocks(_ query: (String) -> Substring?) throws -> ConsolePage.Clocks {
+        ConsolePage.Clocks(
+            at: try query("at").flatMap { $0.isEmpty ? nil : try instantQuery("at", $0) },
+            asOf: try query("asOf").flatMap { $0.isEmpty ? nil : try seqQuery("asOf", $0) })
+    }
+
+    /// `GET /console/`: the overview, by day over the year up to `to` (default: today, or the last day the ledger
+    /// knows anything of when that is earlier) and by month over the same year, as known at `asOf`.
+    func consoleOverview(_ request: Request) throws -> String {
+        let query = request.uri.queryParameters
+        try Self.checkQuery(query.map(\.key), route: "GET " + Self.consoleRoute)
+        let environment = try Self.consoleEnvironment { query[Substring($0)] }
+        let asOf = try query["asOf"].flatMap { $0.isEmpty ? nil : try Self.seqQuery("asOf", $0) }
+        let product = query["productId"].flatMap { $0.isEmpty ? nil : String($0) }
+        var end: UnixMillis
+        if let text = query["to"], !text.isEmpty {
+            end = try Self.instantQuery("to", text)
+        } else {
+            end = currentMillis()
+            if let last = try read({ try ledger.lastMetricDay(environment: environment) }), last < end { end = last }
+        }
+        let (days, months) = ConsolePage.overviewBoundaries(through: end)
+        let (byDay, byMonth, lastSeq) = try read {
+            (
+                try ledger.metrics(environment: environment, boundaries: days, product: product, asOf: asOf),
+                try ledger.metrics(environment: environment, boundaries: months, product: product, asOf: asOf),
+                try ledger.lastSeq()
+            )
+        }
+        return ConsolePage.overview(
+            .init(
+                environment: environment, productId: product, asOf: byDay.asOf, lastSeq: lastSeq,
+                maintained: byDay.maintained && byMonth.maintained, days: byDay.buckets, months: byMonth.buckets,
+                end: days[days.count - 2], rates: configuration.revenueRates))
+    }
+
+    /// `GET /console/customers?appUserId=…&environment=…`: the lookup form, and the customer when one is asked.
+    func consoleCustomer(_ request: Request) throws -> String {
+        let query = request.uri.queryParameters
+        try Self.checkQuery(query.map(\.key), route: "GET " + Self.consoleCustomersRoute)
+        let environment = try Self.consoleEnvironment { query[Substring($0)] }
+        let clocks = try Self.consoleClocks { query[Substring($0)] }
+        guard let user = query["appUserId"].map(String.init), !user.isEmpty else {
+            return ConsolePage.lookup(environment: environment)
+        }
+        let at = clocks.at ?? currentMillis()
+        let asOf = clocks.asOf
+        return try read {
+            let id = AppUserID(user)
+            let view = try ledger.customer(id, environment: environment, at: at, asOf: asOf)
+            let explanations = try view.entitlements.keys.sorted().map {
+                try ledger.explain(id, entitlement: $0, environment: environment, at: at, asOf: asOf)
+            }
+            let timelines = try view.subscriptions.compactMap {
+                try ledger.timeline(OriginalTransactionID($0), environment: environment, at: at, asOf: asOf)
+            }
+            let lifecycle = try view.subscriptions.flatMap {
+                try ledger.lifecycleEvents(of: OriginalTransactionID($0), environment: environment)
+                    .filter { ($0.appUserId == nil || $0.appUserId == user) && $0.seq <= (asOf ?? .max) }
+            }
+            .sorted { ($0.seq, $0.id) > ($1.seq, $1.id) }
+            return ConsolePage.customer(
+                .init(
+                    view: view, explanations: explanations, timelines: timelines,
+                    revenue: try ledger.revenue(user: id, environment: environment, asOf: asOf), lifecycle: lifecycle,
+                    lastSeq: try ledger.lastSeq(), clocks: clocks))
+        }
+    }
+
+    /// `GET /console/subscriptions/{otid}?environment=…`: the timeline, the events with their raw inputs and
+    /// signature status, the reconciliation check, the lifecycle events.
+    func consoleSubscription(otid: String, _ request: Request) throws -> String {
+        let query = request.uri.queryParameters
+        try Self.checkQuery(query.map(\.key), route: "GET " + Self.consoleSubscriptionRoute)
+        let environment = try Self.consoleEnvironment { query[Substring($0)] }
+        let clocks = try Self.consoleClocks { query[Substring($0)] }
+        let id = OriginalTransactionID(otid)
+        return try read {
+            guard
+                let view = try ledger.timeline(
+                    id, environment: environment, at: clocks.at ?? currentMillis(), asOf: clocks.asOf)
+            else {
+                throw CodedError(.notFound, "no \(environment.rawValue) subscription \(otid) is known")
+            }
+            var raws: [UInt64: String] = [:]
+            let events = try ledger.events(original: id, environment: environment, upTo: clocks.asOf).compactMap { event -> ConsolePage.Event? in
+                guard let stored = try ledger.event(seq: event.seq) else { return nil }
+                let e = stored.event
+                if raws[stored.rawKey] == nil {
+                    raws[stored.rawKey] = try ledger.raw(of: stored).map { bytes in
+                        String(decoding: bytes.prefix(ConsolePage.rawLimit), as: UTF8.self)
+                            + (bytes.count > ConsolePage.rawLimit ? "\n… (\(bytes.count) bytes in all)" : "")
+                    } ?? ""
+                }
+                return ConsolePage.Event(
+                    seq: e.seq, kind: e.fact.kind.rawValue, key: e.fact.eventKey, source: e.metadata.source.rawValue,
+                    signature: e.metadata.signature.rawValue, receivedAt: e.metadata.receivedAt,
+                    raw: raws[stored.rawKey].flatMap { $0.isEmpty ? nil : $0 })
+            }
+            return ConsolePage.subscription(
+                .init(
+                    view: view, events: events,
+                    lifecycle: try ledger.lifecycleEvents(of: id, environment: environment)
+                        .filter { $0.seq <= (clocks.asOf ?? .max) }.reversed(),
+                    lastSeq: try ledger.lastSeq(), clocks: clocks))
+        }
+    }
+
+    /// The console's pages (`/console` and `/console/` are one route to the router).
+    func addConsoleRoutes(to router: Router<LedgerRequestContext>) {
+        router.get(RouterPath(stringLiteral: Self.consoleRoute)) { request, _ in
+            self.consolePage { try self.consoleOverview(request) }
+        }
+        router.get(RouterPath(stringLiteral: Self.consoleCustomersRoute)) { request, _ in
+            self.consolePage { try self.consoleCustomer(request) }
+        }
+        router.get(RouterPath(stringLiteral: Self.consoleSubscriptionRoute)) { request, context in
+            let otid = try context.parameters.require("otid")
+            return self.consolePage { try self.consoleSubscription(otid: otid, request) }
+        }
+    }
+}
