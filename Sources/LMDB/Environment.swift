@@ -272,11 +272,23 @@ public final class Environment: @unchecked Sendable {
     /// Runs `body` in a write transaction: commits (durably, unless `unsafeNoSync`) when it returns, aborts when it
     /// throws. On `MDB_MAP_FULL` the map is doubled and `body` runs again in a new transaction.
     public func write<R>(_ body: (Transaction) throws -> R) throws -> R {
+        try write(body, committed: { _ in })
+    }
+
+    /// `write(_:)`, then `committed` with the committed transaction's id, while the writer lock is still held: what it
+    /// tells others happens before any later write transaction commits.
+    public func write<R>(_ body: (Transaction) throws -> R, committed: (Int) -> Void) throws -> R {
         writerLock.lock()
         defer { writerLock.unlock() }
         while true {
             do {
-                return try attemptWrite(body)
+                var id = 0
+                let result = try attemptWrite { txn in
+                    id = txn.id
+                    return try body(txn)
+                }
+                committed(id)
+                return result
             } catch let error as LMDBError where error == .mapFull {
                 try grow()
             } catch let error as LMDBError where error == .mapResized {

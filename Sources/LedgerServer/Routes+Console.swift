@@ -9,7 +9,8 @@ import Logging
 // MARK: - GET /console/…: the read-only web console
 
 extension LedgerRoutes {
-    static let consoleRoute = "/console/"
+    /// `/console` and `/console/` are one route to the router (the pages link to `/console/`).
+    static let consoleRoute = "/console"
     static let consoleCustomersRoute = "/console/customers"
     static let consoleSubscriptionRoute = "/console/subscriptions/{otid}"
 
@@ -173,7 +174,6 @@ extension LedgerRoutes {
         }
     }
 
-    /// The console's pages (`/console` and `/console/` are one route to the router).
     func addConsoleRoutes(to router: Router<LedgerRequestContext>) {
         router.get(RouterPath(stringLiteral: Self.consoleRoute)) { request, _ in
             self.consolePage { try self.consoleOverview(request) }

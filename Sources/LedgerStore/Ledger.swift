@@ -123,7 +123,7 @@ public final class Ledger: Sendable {
             writer = nil
             metricsFollower = nil
         } else {
-            let follower = MetricsFollower(environment: environment, layout: layout, logger: logger)
+            let follower = MetricsFollower(environment: environment, layout: layout, observers: observers, logger: logger)
             metricsFollower = follower
             observers.add { _ in follower.poke() }
             let observers = self.observers

@@ -31,21 +31,25 @@ public enum HeadlessChromium {
         ]
         if let screenshot { arguments.append("--screenshot=" + screenshot) } else { arguments.append("--dump-dom") }
         arguments.append(URL(fileURLWithPath: file).absoluteString)
+        // Its output goes to files, read once it has exited: reading a pipe with FileHandle traps on EINTR, which the
+        // suite's other tests cause (they start and kill processes, and their SIGCHLD interrupts the read).
+        let outFile = profile + ".out"
+        let errFile = profile + ".err"
+        FileManager.default.createFile(atPath: outFile, contents: nil)
+        FileManager.default.createFile(atPath: errFile, contents: nil)
+        defer {
+            try? FileManager.default.removeItem(atPath: outFile)
+            try? FileManager.default.removeItem(atPath: errFile)
+        }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: chromium)
         process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
+        process.standardOutput = FileHandle(forWritingAtPath: outFile)
+        process.standardError = FileHandle(forWritingAtPath: errFile)
         try launch(process)
-        // Read both pipes while it runs, so a full pipe never blocks it.
-        nonisolated(unsafe) var stdout = Data()
-        let reader = Thread { stdout = out.fileHandleForReading.readDataToEndOfFile() }
-        reader.start()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        while !reader.isFinished { Thread.sleep(forTimeInterval: 0.01) }
+        let stdout = (try? Data(contentsOf: URL(fileURLWithPath: outFile))) ?? Data()
+        let stderr = (try? Data(contentsOf: URL(fileURLWithPath: errFile))) ?? Data()
         let lines = String(decoding: stderr, as: UTF8.self).split(separator: "\n").map(String.init)
         let page = URL(fileURLWithPath: file).absoluteString
         let loadMark = "FileURLLoader::Start: "

@@ -82,7 +82,7 @@ public func runProcess(
     for (pipe, sink) in [(out, outData), (err, errData)] {
         group.enter()
         DispatchQueue.global().async {
-            sink.set(pipe.fileHandleForReading.readDataToEndOfFile())
+            sink.set(readToEnd(pipe.fileHandleForReading.fileDescriptor))
             group.leave()
         }
     }
@@ -103,6 +103,23 @@ public func runProcess(
         status: process.terminationStatus, stdout: String(decoding: outData.get(), as: UTF8.self),
         stderr: String(decoding: errData.get(), as: UTF8.self), exited: process.terminationReason == .exit && !killed,
         killed: killed)
+}
+
+/// Everything `fd` gives until its end, a read interrupted by a signal retried. (FileHandle's `readDataToEndOfFile`
+/// traps on EINTR, which the suite's process tests cause: every child that exits sends a SIGCHLD.)
+public func readToEnd(_ fd: Int32) -> Data {
+    var data = Data()
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if n > 0 {
+            data.append(buffer, count: n)
+        } else if n < 0 && errno == EINTR {
+            continue
+        } else {
+            return data
+        }
+    }
 }
 
 /// Bytes handed from a reading thread to the waiting one.

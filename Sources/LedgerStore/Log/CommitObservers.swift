@@ -11,6 +11,23 @@ final class CommitObservers: @unchecked Sendable {
         lock.unlock()
     }
 
+    private var quietObservers: [@Sendable (Int) -> Void] = []
+
+    /// `o` learns the id of each write transaction made beside the writer that changed nothing a commit observer
+    /// keeps (the maintained metrics' sums), so that a gap in the writer's transaction ids is not taken for a change.
+    func addQuiet(_ o: @escaping @Sendable (Int) -> Void) {
+        lock.lock()
+        quietObservers.append(o)
+        lock.unlock()
+    }
+
+    func committedQuietly(_ transactionID: Int) {
+        lock.lock()
+        let current = quietObservers
+        lock.unlock()
+        for o in current { o(transactionID) }
+    }
+
     func committed(_ info: Writer.CommitInfo) {
         lock.lock()
         let current = observers

@@ -270,6 +270,7 @@ public final class LedgerImport {
             }
             carried = ([], [])
         }
+        try ledger.catchUpMetrics()
         try ledger.environment.sync(force: true)
     }
 }

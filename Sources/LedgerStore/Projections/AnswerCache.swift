@@ -95,8 +95,24 @@ public final class AnswerCache<Answer: Sendable>: Sendable {
             }
         }
 
+        /// Transactions beside the writer that changed nothing kept here, not yet passed by `through`.
+        var quiet: Set<Int> = []
+
+        /// After a transaction beside the writer that changed nothing kept here (the maintained metrics' sums).
+        mutating func committedQuietly(_ transactionID: Int) {
+            quiet.insert(transactionID)
+            passQuiet()
+        }
+
+        /// Moves `through` past the quiet transactions that follow it.
+        mutating func passQuiet() {
+            while let t = through, quiet.remove(t + 1) != nil { through = t + 1 }
+            if quiet.count > 4_096 { quiet.removeAll() }  // Ids a dropped cache will never reach.
+        }
+
         /// After the writer's commit `transactionID`.
         mutating func committed(_ transactionID: Int, _ changes: CommitChanges) {
+            passQuiet()
             if let through, transactionID == through + 1, !changes.everything {
                 for subscription in changes.subscriptions {
                     timelines[subscription] = nil
@@ -108,6 +124,8 @@ public final class AnswerCache<Answer: Sendable>: Sendable {
             }
             through = transactionID
             lastSeq = changes.lastSeq
+            // A quiet transaction told before this commit's own notice came.
+            passQuiet()
         }
     }
 
@@ -119,6 +137,9 @@ public final class AnswerCache<Answer: Sendable>: Sendable {
         // Weakly: the ledger's observers outlive the cache.
         ledger.observers.add { [weak self] info in
             self?.state.withLock { $0.committed(info.transactionID, info.changes) }
+        }
+        ledger.observers.addQuiet { [weak self] transactionID in
+            self?.state.withLock { $0.committedQuietly(transactionID) }
         }
     }
 

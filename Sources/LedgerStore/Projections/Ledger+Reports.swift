@@ -90,7 +90,7 @@ extension Ledger {
         let marked = try environment.read { txn in try txn.statistics(layout.metricDirty).entries }
         var total = 0
         while true {
-            let done = try environment.write { txn in try MetricDays.catchUp(limit: 512, layout, txn) }
+            let done = try MetricsFollower.catchUp(limit: 512, environment, layout, observers)
             total += done
             if done > 0 { progress?(UInt64(total), UInt64(max(marked, total))) }
             if done < 512 { return total }

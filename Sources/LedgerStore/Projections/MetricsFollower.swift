@@ -11,6 +11,7 @@ final class MetricsFollower: @unchecked Sendable {
 
     private let environment: Environment
     private let layout: StoreLayout
+    private let observers: CommitObservers
     private let logger: Logger
     private let condition = NSCondition()
     private var pending = true
@@ -18,8 +19,9 @@ final class MetricsFollower: @unchecked Sendable {
     private var thread: Thread?
     private var finished = false
 
-    init(environment: Environment, layout: StoreLayout, logger: Logger) {
+    init(environment: Environment, layout: StoreLayout, observers: CommitObservers, logger: Logger) {
         self.environment = environment
+        self.observers = observers
         self.layout = layout
         self.logger = logger
     }
@@ -48,6 +50,19 @@ final class MetricsFollower: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// One write transaction summing up to `limit` marked subscriptions; how many. Its id is told to the commit
+    /// observers as quiet (it changes no timeline and no customer) before the writer can commit after it.
+    static func catchUp(limit: Int, _ environment: Environment, _ layout: StoreLayout, _ observers: CommitObservers) throws
+        -> Int
+    {
+        var done = 0
+        try environment.write(
+            { txn in done = try MetricDays.catchUp(limit: limit, layout, txn) },
+            // A transaction that wrote nothing commits no new id: the writer's next one takes it.
+            committed: { id in if done > 0 { observers.committedQuietly(id) } })
+        return done
+    }
+
     private func run() {
         while true {
             condition.lock()
@@ -57,7 +72,7 @@ final class MetricsFollower: @unchecked Sendable {
             condition.unlock()
             if stop { break }
             do {
-                while try environment.write({ txn in try MetricDays.catchUp(limit: Self.chunk, layout, txn) }) == Self.chunk {
+                while try Self.catchUp(limit: Self.chunk, environment, layout, observers) == Self.chunk {
                     condition.lock()
                     let stop = stopping
                     condition.unlock()
