@@ -2,7 +2,9 @@
 # One subscription metric on the ledger and the same question in SQL on PostgreSQL, on the same data, in one run:
 # active subscriptions at the end of each day of 2024 (366 buckets), `storeledger metrics subscriptions` against
 # SQL over a `periods` table (the usual "one row per billing period" table). Both answers are compared day by day
-# before anything is timed.
+# before anything is timed. Then the console's overview page (`GET /console/?to=2024-12-31` from a running server:
+# a year by day and twelve months of movements, MRR, conversion and refunds) against the overview's questions in SQL
+# (that year by day, and new subscriptions, refunds and MRR at each month's end).
 #
 #   benchmarks/metrics-vs-postgres.sh [--subscriptions N] [--runs R] [--bin DIR] [--keep]
 #
@@ -100,16 +102,37 @@ if ! cmp -s "$WORK/ledger.txt" "$WORK/pg.txt"; then
     exit 1
 fi
 
+# The overview's monthly questions in SQL: new subscriptions, refunds (count and amount) and MRR per currency at
+# each month's end (an active period's price normalised to the average month).
+MONTHS="SELECT (extract(epoch FROM m) * 1000)::bigint AS ms FROM generate_series('2024-01-01'::timestamptz, '2024-12-01', '1 month') AS m"
+NEW_SQL="SELECT date_trunc('month', to_timestamp(s / 1000) AT TIME ZONE 'UTC'), count(*) FROM (SELECT min(start_ms) AS s FROM periods GROUP BY otid) f WHERE s >= $T0 GROUP BY 1 ORDER BY 1"
+REFUND_SQL="SELECT date_trunc('month', to_timestamp(revoked_ms / 1000) AT TIME ZONE 'UTC'), currency, count(*), sum(price) FROM periods WHERE revoked_ms >= $T0 GROUP BY 1, 2 ORDER BY 1, 2"
+MRR_SQL="WITH m AS ($MONTHS) SELECT m.ms, p.currency, sum(p.price * 2629746000 / (p.end_ms - p.start_ms)) FROM m JOIN periods p ON p.start_ms < m.ms AND m.ms <= coalesce(p.revoked_ms, p.end_ms) GROUP BY 1, 2 ORDER BY 1, 2"
+overview_sql() { psql_run "$SQL" && psql_run "$NEW_SQL" && psql_run "$REFUND_SQL" && psql_run "$MRR_SQL"; }
+
+log "storeledger serve, for the console"
+"$BIN/storeledger" serve --data "$WORK/ledger" 2> "$WORK/serve.log" &
+SERVER=$!
+for _ in $(seq 1 200); do [ -S "$WORK/ledger/ledger.sock" ] && curl -sf --unix-socket "$WORK/ledger/ledger.sock" http://x/v1/health > /dev/null && break; sleep 0.1; done
+PAGE=(curl -sf --unix-socket "$WORK/ledger/ledger.sock" -o "$WORK/overview.html" "http://x/console/?to=2024-12-31")
+"${PAGE[@]}"
+grep -q 'data-points="365"' "$WORK/overview.html" || { echo "error: the overview page has no year by day" >&2; exit 1; }
+
 seconds() { local s e; s=$(date +%s.%N); "$@" > /dev/null; e=$(date +%s.%N); echo "$e - $s" | bc; }
-ledger_times=(); pg_times=()
+ledger_times=(); pg_times=(); page_times=(); overview_times=()
 for _ in $(seq 1 "$RUNS"); do
     ledger_times+=("$(seconds "${LEDGER[@]}")")
     pg_times+=("$(seconds psql_run "$SQL")")
+    page_times+=("$(seconds "${PAGE[@]}")")
+    overview_times+=("$(seconds overview_sql)")
 done
+kill "$SERVER"; wait "$SERVER" 2> /dev/null || true
 echo
-echo "| $N subscriptions, active at each day's end of 2024 (366 buckets) | seconds, $RUNS runs |"
+echo "| $N subscriptions | seconds, $RUNS runs |"
 echo "|---|---|"
-echo "| storeledger metrics subscriptions (on demand, every timeline read) | ${ledger_times[*]} |"
-echo "| PostgreSQL: each period's days as +1/−1, a running sum over the days | ${pg_times[*]} |"
+echo "| storeledger metrics subscriptions, active at each day's end of 2024 (a process: open, read metric_days, print) | ${ledger_times[*]} |"
+echo "| PostgreSQL, the same: each period's days as +1/−1, a running sum over the days | ${pg_times[*]} |"
+echo "| GET /console/?to=2024-12-31 from a running server (the overview page) | ${page_times[*]} |"
+echo "| PostgreSQL, the overview's questions: the year by day, new, refunds and MRR by month | ${overview_times[*]} |"
 echo
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); ledger $(du -sh "$WORK/ledger" | cut -f1); $(wc -l < "$WORK/periods.csv") periods"

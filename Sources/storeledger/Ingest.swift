@@ -93,6 +93,14 @@ struct Ingest: AsyncParsableCommand {
                     throw CommandFailure(code: error.code, message: error.message, json: json)
                 }
             }
+            // The maintained metrics summed in before the command returns, so the next read finds them summed (the
+            // follower sums them meanwhile too; what it has not reached a read would fold).
+            do {
+                try store.catchUpMetrics()
+            } catch let error as LedgerError {
+                progress.finish()
+                throw CommandFailure(code: error.code, message: error.message, json: json)
+            }
         }
         progress.finish()
         try report(results)
