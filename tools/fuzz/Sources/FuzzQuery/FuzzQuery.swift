@@ -316,13 +316,22 @@ extension Harness {
                 finding(answer.body.isEmpty || answer.body.last == 0x0A, what)
             case .svg:
                 finding(answer.contentType.hasPrefix("image/svg+xml") && text.contains("<svg") && text.contains("</svg>"), what)
-            case .html:
+            case .html, .console:
                 finding(
                     answer.contentType.hasPrefix("text/html") && text.hasPrefix("<!DOCTYPE html>") && text.contains("</html>"),
                     what)
             case .text:
                 finding(answer.contentType.hasPrefix("text/plain") && !text.isEmpty, what)
             }
+        case 400..<500 where route.body == .console:
+            // The console answers an error as a page naming its code.
+            guard answer.contentType.hasPrefix("text/html"), text.hasPrefix("<!DOCTYPE html>"),
+                let start = text.range(of: "<p class=\"problem\" role=\"alert\"><strong>"),
+                let end = text[start.upperBound...].range(of: "</strong>")
+            else { fatalError("not an error page: \(what)") }
+            let code = String(text[start.upperBound..<end.lowerBound])
+            finding(refusals.contains(code), "a read refused with '\(code)': \(what)")
+            finding((code == "not_found") == (answer.status == 404), what)
         case 400..<500:
             guard answer.contentType.hasPrefix("application/json"),
                 let document = try? JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any],

@@ -3,7 +3,7 @@
 /// A GET route of the server, as `FuzzQuery` asks it.
 public struct ReadRoute: Sendable {
     /// What a 200 answer's body is.
-    public enum Body: Sendable { case json, ndjson, svg, html, text }
+    public enum Body: Sendable { case json, ndjson, svg, html, text, console }
 
     /// What a path segment names; the ids of each kind come from the ledger the target populated.
     public enum ID: Sendable, CaseIterable { case subscription, user, entitlement, transaction, metric }
@@ -68,6 +68,9 @@ public enum ReadRoutes {
         ReadRoute(name: "GET /v1/transactions/{transactionId}", parameters: [], body: .json),
         ReadRoute(name: "GET /v1/health", parameters: [], body: .json, fastRead: true),
         ReadRoute(name: "GET /metrics", parameters: [], body: .text),
+        ReadRoute(name: "GET /console", parameters: ["environment", "asOf", "to", "productId"], body: .console),
+        ReadRoute(name: "GET /console/customers", parameters: ["appUserId", "environment", "at", "asOf"], body: .console),
+        ReadRoute(name: "GET /console/subscriptions/{otid}", parameters: ["environment", "at", "asOf"], body: .console),
     ]
 
     /// A path no route serves.
