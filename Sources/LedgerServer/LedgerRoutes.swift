@@ -339,7 +339,9 @@ extension LedgerRoutes {
         "GET " + whyRoute: ["at", "asOf", "environment"],
         "GET " + revenueRoute: ["from", "to", "product", "asOf", "environment"],
         "GET " + customerRevenueRoute: ["from", "to", "product", "asOf", "environment"],
-        "GET " + metricsRoute: ["from", "to", "interval", "timeZone", "productId", "asOf", "environment", "format"],
+        "GET " + metricsRoute: [
+            "from", "to", "interval", "timeZone", "productId", "entitlement", "asOf", "environment", "format",
+        ],
         "POST " + grantsRoute: ["receivedAt"],
         "GET " + grantsRoute: ["at", "asOf", "environment"],
         "GET " + timelineSVGRoute: ["at", "asOf", "environment"],

@@ -90,12 +90,19 @@ extension LedgerRoutes {
             throw CodedError(
                 .invalidQuery, "to must be after from, with at most \(MetricBuckets.maxBuckets) buckets between them")
         }
+        let entitlement = try query["entitlement"].map { text -> String in
+            guard !text.isEmpty else { throw CodedError(.invalidQuery, "entitlement must not be empty") }
+            return String(text)
+        }
         let figures = try read {
-            try ledger.metrics(environment: q.environment, boundaries: boundaries, product: q.product, asOf: q.asOf)
+            try ledger.metrics(
+                environment: q.environment, boundaries: boundaries, product: q.product, entitlement: entitlement,
+                asOf: q.asOf)
         }
         let table = MetricTable(
             metric, buckets: figures.buckets, environment: q.environment, interval: interval, timeZone: zoneName,
-            productId: q.product, asOf: figures.asOf, maintained: figures.maintained, rates: configuration.revenueRates)
+            productId: q.product, entitlement: entitlement, asOf: figures.asOf, maintained: figures.maintained,
+            rates: configuration.revenueRates)
         guard csv else { return JSONBody.buffered(table) }
         return BufferedResponse(status: .ok, contentType: "text/csv; charset=utf-8", body: ByteBuffer(string: table.csv))
     }

@@ -32,6 +32,8 @@ struct MetricsCommand: ParsableCommand {
     @Option(name: .long, help: "Production (default), Sandbox, Xcode or LocalTesting.")
     var environment: String = "Production"
     @Option(name: .long, help: "Only this product's periods.") var product: String?
+    @Option(name: .long, help: "Only the periods of the products that grant this entitlement (the ledger's catalog).")
+    var entitlement: String?
     @Flag(name: .long, help: "One JSON document on stdout.") var json = false
     @Flag(name: .long, help: "CSV on stdout: a header line, then one line per bucket.") var csv = false
 
@@ -67,11 +69,12 @@ struct MetricsCommand: ParsableCommand {
         let store = try ledger.openLedger(configuration, readOnly: true, json: json)
         let environment = AppStoreEnvironment(appleName: environment)!
         let figures = try store.metrics(
-            environment: environment, boundaries: try boundaries(), product: product, asOf: asOf)
+            environment: environment, boundaries: try boundaries(), product: product, entitlement: entitlement,
+            asOf: asOf)
         let table = MetricTable(
             MetricName(rawValue: name)!, buckets: figures.buckets, environment: environment,
-            interval: MetricInterval(rawValue: interval)!, timeZone: timeZone, productId: product, asOf: figures.asOf,
-            maintained: figures.maintained, rates: configuration.revenueRates)
+            interval: MetricInterval(rawValue: interval)!, timeZone: timeZone, productId: product,
+            entitlement: entitlement, asOf: figures.asOf, maintained: figures.maintained, rates: configuration.revenueRates)
         if json {
             printJSON(table)
         } else if csv {

@@ -277,6 +277,42 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
         #expect(seen.trials > 0 && seen.billingRetry > 0 && seen.churned > 0 && seen.mrr > 0 && seen.refunds > 0, "\(seen)")
     }
 
+    /// `entitlement` keeps the products that grant it in the catalog: premium is two products, pro one, gold the
+    /// unconfigured product of that name; with a product too, that product if it grants the entitlement; maintained
+    /// and folded alike.
+    @Test func anEntitlementKeepsTheProductsThatGrantIt() throws {
+        let catalog = Catalog(products: [
+            "monthly": ProductConfiguration(type: .autoRenewable, entitlements: ["premium"]),
+            "yearly": ProductConfiguration(type: .autoRenewable, entitlements: ["premium"]),
+            "pro": ProductConfiguration(type: .autoRenewable, entitlements: ["pro"]),
+        ])
+        let t = try TemporaryLedger(rules: FoldRules(catalog: catalog))
+        var facts: [Fact] = []
+        for (i, product) in ["monthly", "monthly", "yearly", "pro", "gold"].enumerated() {
+            var tx = TransactionFact(
+                transactionId: TransactionID("\(9_000 + i)"), originalTransactionId: OriginalTransactionID("\(9_000 + i)"),
+                productId: product, purchaseDate: Self.start + Int64(i) * Self.day)
+            tx.expiresDate = Self.start + 40 * Self.day
+            tx.type = .autoRenewable
+            facts.append(.transaction(tx))
+        }
+        _ = try t.ledger.appendAndWait(Self.inputs(facts))
+        let month = [Self.start, Self.start + 30 * Self.day]
+        func live(product: String? = nil, entitlement: String?, folding: Bool = false) throws -> Int {
+            let figures = try t.ledger.metrics(boundaries: month, product: product, entitlement: entitlement, folding: folding)
+            return figures.buckets[0].live
+        }
+        for folding in [false, true] {
+            #expect(try live(entitlement: nil, folding: folding) == 5)
+            #expect(try live(entitlement: "premium", folding: folding) == 3, "monthly and yearly")
+            #expect(try live(entitlement: "pro", folding: folding) == 1)
+            #expect(try live(entitlement: "gold", folding: folding) == 1, "the unconfigured product grants its own name")
+            #expect(try live(entitlement: "silver", folding: folding) == 0, "no product grants it")
+            #expect(try live(product: "yearly", entitlement: "premium", folding: folding) == 1)
+            #expect(try live(product: "pro", entitlement: "premium", folding: folding) == 0)
+        }
+    }
+
     /// A replay's check (and so `verify`) names a maintained day that differs from what the timelines sum to.
     @Test func aReplaysCheckFindsMaintainedMetricsThatDifferFromTheTimelines() throws {
         let t = try TemporaryLedger()

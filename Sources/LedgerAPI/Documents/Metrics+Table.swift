@@ -136,6 +136,8 @@ public struct MetricTable: Sendable {
     public var interval: MetricInterval
     public var timeZone: String
     public var productId: String?
+    /// The entitlement whose granting products the figures keep, when asked.
+    public var entitlement: String?
     /// The log position the figures are known at.
     public var asOf: UInt64
     /// Whether the figures were read from those the write path maintains (by whole UTC days, as known now), rather
@@ -146,8 +148,10 @@ public struct MetricTable: Sendable {
 
     public init(
         _ name: MetricName, buckets: [MetricBucket], environment: AppStoreEnvironment, interval: MetricInterval,
-        timeZone: String, productId: String?, asOf: UInt64, maintained: Bool = false, rates: ExchangeRates? = nil
+        timeZone: String, productId: String?, entitlement: String? = nil, asOf: UInt64, maintained: Bool = false,
+        rates: ExchangeRates? = nil
     ) {
+        self.entitlement = entitlement
         self.maintained = maintained
         self.name = name
         self.environment = environment.rawValue
@@ -226,6 +230,7 @@ extension MetricTable: JSONDocument {
             o.key("interval"); o.string(interval.rawValue)
             o.key("timeZone"); o.string(timeZone)
             if let productId { o.key("productId"); o.string(productId) }
+            if let entitlement { o.key("entitlement"); o.string(entitlement) }
             o.key("asOf"); o.number(asOf)
             o.key("maintained"); o.bool(maintained)
             o.key("columns"); o.array(columns) { $0.string($1) }

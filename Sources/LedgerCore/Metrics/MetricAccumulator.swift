@@ -27,10 +27,10 @@ public enum MetricCounter: Hashable, Sendable {
 }
 
 /// Sums changes (`Metrics.contributions`, or the store's sums of them by day) into the buckets between consecutive
-/// `boundaries`, keeping those of `product` when given.
+/// `boundaries`, keeping those of `products` when given (one product, or the products that grant an entitlement).
 public struct MetricAccumulator: Sendable {
     let boundaries: [UnixMillis]
-    let product: String?
+    let products: Set<String>?
     private var figures: [MetricBucket]
     /// Snapshot changes, at the first bucket whose last instant is not before them (`buckets.count`: after all).
     private var counts: [[Int64]]
@@ -40,8 +40,12 @@ public struct MetricAccumulator: Sendable {
     private var retained: [[Int]]
 
     public init(boundaries: [UnixMillis], product: String? = nil) {
+        self.init(boundaries: boundaries, products: product.map { [$0] })
+    }
+
+    public init(boundaries: [UnixMillis], products: Set<String>?) {
         self.boundaries = boundaries
-        self.product = product
+        self.products = products
         let n = max(0, boundaries.count - 1)
         figures = zip(boundaries, boundaries.dropFirst()).map { MetricBucket(start: $0, end: $1) }
         counts = Array(repeating: Array(repeating: 0, count: n + 1), count: Self.fixedSnapshots)
@@ -53,7 +57,9 @@ public struct MetricAccumulator: Sendable {
 
     /// Adds one change.
     public mutating func add(_ instant: UnixMillis, product: String?, _ counter: MetricCounter, _ delta: Int64) {
-        guard figures.count > 0, self.product.map({ $0 == product }) ?? true else { return }
+        guard figures.count > 0, products.map({ kept in product.map { kept.contains($0) } ?? false }) ?? true else {
+            return
+        }
         if counter.isSnapshot {
             let i = firstSnapshot(atOrAfter: instant)
             switch counter {

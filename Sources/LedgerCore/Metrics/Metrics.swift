@@ -112,7 +112,14 @@ public enum Metrics {
     public static func series(
         timelines: [Timeline], environment: AppStoreEnvironment, boundaries: [UnixMillis], product: String? = nil
     ) -> [MetricBucket] {
-        var figures = MetricAccumulator(boundaries: boundaries, product: product)
+        series(timelines: timelines, environment: environment, boundaries: boundaries, products: product.map { [$0] })
+    }
+
+    /// `series` of the periods of `products` (nil: every product): one product, or those that grant an entitlement.
+    public static func series(
+        timelines: [Timeline], environment: AppStoreEnvironment, boundaries: [UnixMillis], products: Set<String>?
+    ) -> [MetricBucket] {
+        var figures = MetricAccumulator(boundaries: boundaries, products: products)
         for t in timelines where t.environment == environment {
             contributions(of: t) { figures.add($0, product: $1, $2, $3) }
         }

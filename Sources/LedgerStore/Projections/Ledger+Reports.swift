@@ -46,22 +46,36 @@ extension Ledger {
     /// the write path keeps: O(days of the environment × products), whatever the number of subscriptions. Any other
     /// question (a past `asOf`, buckets in another time zone, or `folding`) is folded on demand from every
     /// subscription (`Metrics.series`): a report, not a hot read. Both give the same figures.
+    ///
+    /// `entitlement` keeps the periods of the products that grant it in the catalog the log holds as known at
+    /// `asOf` (an unconfigured product grants the entitlement named after it; with `product`, that product if it
+    /// grants it, else nothing).
     public func metrics(
         environment env: AppStoreEnvironment = .production, boundaries: [UnixMillis], product: String? = nil,
-        asOf: UInt64? = nil, folding: Bool = false
+        entitlement: String? = nil, asOf: UInt64? = nil, folding: Bool = false
     ) throws -> MetricFigures {
         try environment.read { txn in
             let last = try batch.lastSeq(txn)
             let knownAsOf = min(asOf ?? last, last)
+            var products = product.map { Set([$0]) }
+            if let entitlement {
+                // As the fold grants: the configured products whose list holds it, and a product the catalog does not
+                // configure grants the entitlement named after it.
+                let catalog = try history.rules(asOf: knownAsOf, layout, txn).catalog
+                let grants = { (product: String) in catalog.entitlements(for: product).contains(entitlement) }
+                var granting = Set(catalog.products.keys.filter(grants))
+                if grants(entitlement) { granting.insert(entitlement) }
+                products = products.map { $0.intersection(granting) } ?? granting
+            }
             let wholeDays = boundaries.allSatisfy { $0 % MetricDayKey.millisPerDay == 0 }
             if !folding && knownAsOf == last && wholeDays {
-                var figures = MetricAccumulator(boundaries: boundaries, product: product)
+                var figures = MetricAccumulator(boundaries: boundaries, products: products)
                 try MetricDays.sum(env, into: &figures, layout, txn)
                 return MetricFigures(buckets: figures.buckets(), asOf: knownAsOf, maintained: true)
             }
             let timelines = try everyTimeline(env, asOf: asOf, txn)
             return MetricFigures(
-                buckets: Metrics.series(timelines: timelines, environment: env, boundaries: boundaries, product: product),
+                buckets: Metrics.series(timelines: timelines, environment: env, boundaries: boundaries, products: products),
                 asOf: knownAsOf, maintained: false)
         }
     }

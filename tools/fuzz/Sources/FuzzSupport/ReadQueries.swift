@@ -61,7 +61,8 @@ public enum ReadRoutes {
         ReadRoute(name: "GET /v1/customers/{appUserId}/revenue", parameters: revenue, body: .json),
         ReadRoute(
             name: "GET /v1/metrics/{name}",
-            parameters: ["from", "to", "interval", "timeZone", "productId", "asOf", "environment", "format"], body: .json),
+            parameters: ["from", "to", "interval", "timeZone", "productId", "entitlement", "asOf", "environment", "format"],
+            body: .json),
         ReadRoute(name: "GET /v1/customers/{appUserId}/grants", parameters: clocks, body: .json),
         ReadRoute(name: "GET /v1/subscriptions/{otid}/timeline.svg", parameters: clocks, body: .svg),
         ReadRoute(name: "GET /v1/subscriptions/{otid}/timeline.html", parameters: clocks, body: .html),
