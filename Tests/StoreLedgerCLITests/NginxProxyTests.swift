@@ -41,6 +41,8 @@ func freeLoopbackPort() throws -> Int {
 /// wrapped in a main configuration of its own (no system file is read or written).
 struct NginxRecipe {
     static let path = ExampleFiles.repositoryRoot + "/deploy/nginx/storeledger.conf"
+    /// The console's recipe, beside it.
+    static let consolePath = ExampleFiles.repositoryRoot + "/deploy/nginx/storeledger-console.conf"
     static let hostName = "ledger.example.com"
 
     struct RecipeChanged: Error, CustomStringConvertible {
@@ -48,11 +50,11 @@ struct NginxRecipe {
     }
 
     /// The recipe with `replacements` applied; each must occur in it, so an edited recipe fails loudly here.
-    static func instantiate(_ replacements: [(String, String)]) throws -> String {
-        var text = try String(contentsOfFile: path, encoding: .utf8)
+    static func instantiate(_ replacements: [(String, String)], recipe: String = path) throws -> String {
+        var text = try String(contentsOfFile: recipe, encoding: .utf8)
         for (from, to) in replacements {
             guard text.contains(from) else {
-                throw RecipeChanged(description: "deploy/nginx/storeledger.conf no longer contains '\(from)'")
+                throw RecipeChanged(description: "\(recipe) no longer contains '\(from)'")
             }
             text = text.replacingOccurrences(of: from, with: to)
         }
@@ -159,6 +161,21 @@ extension LiveProcesses {
                 ("/var/log/nginx/", scratch.path + "/"),
             ])
             try Data(site.utf8).write(to: URL(fileURLWithPath: scratch.file("storeledger.conf")))
+            // The console's recipe on a port of its own, with a password file of one person.
+            let consolePort = try freeLoopbackPort()
+            let hash = try runProcess(Self.openssl!, ["passwd", "-apr1", "s3cret-Pass"], deadline: 30)
+            #expect(hash.status == 0, "openssl passwd: \(hash.stderr)")
+            try Data("staff:\(hash.stdout.trimmingCharacters(in: .whitespacesAndNewlines))\n".utf8)
+                .write(to: URL(fileURLWithPath: scratch.file("console.htpasswd")))
+            let console = try NginxRecipe.instantiate(
+                [
+                    ("listen 10.0.0.5:8443 ssl;", "listen 127.0.0.1:\(consolePort) ssl;"),
+                    ("/etc/ssl/certs/ledger-console.pem", scratch.file("cert.pem")),
+                    ("/etc/ssl/private/ledger-console.key", scratch.file("key.pem")),
+                    ("/etc/nginx/storeledger-console.htpasswd", scratch.file("console.htpasswd")),
+                    ("/var/log/nginx/", scratch.path + "/"),
+                ], recipe: NginxRecipe.consolePath)
+            try Data(console.utf8).write(to: URL(fileURLWithPath: scratch.file("storeledger-console.conf")))
             let temp = scratch.file("tmp")
             try FileManager.default.createDirectory(atPath: temp, withIntermediateDirectories: true)
             let main = """
@@ -177,6 +194,7 @@ extension LiveProcesses {
                     uwsgi_temp_path \(temp)/uwsgi;
                     scgi_temp_path \(temp)/scgi;
                     include \(scratch.file("storeledger.conf"));
+                    include \(scratch.file("storeledger-console.conf"));
                 }
                 """
             try Data(main.utf8).write(to: URL(fileURLWithPath: scratch.file("nginx.conf")))
@@ -187,12 +205,15 @@ extension LiveProcesses {
             )
             defer { nginx.stop() }
 
-            func https(_ method: String, _ path: String, body: [UInt8]? = nil) throws -> CurlAnswer {
+            func https(
+                _ method: String, _ path: String, body: [UInt8]? = nil, port: Int = port, user: String? = nil
+            ) throws -> CurlAnswer {
                 var arguments = [
                     "-sS", "--max-time", "20", "--cacert", scratch.file("cert.pem"),
                     "--resolve", "\(NginxRecipe.hostName):\(port):127.0.0.1", "-X", method,
                     "-o", scratch.file("answer"), "-w", "%{http_code}",
                 ]
+                if let user { arguments += ["-u", user] }
                 if let body {
                     try Data(body).write(to: URL(fileURLWithPath: scratch.file("body")))
                     arguments += ["-H", "Content-Type: application/json", "--data-binary", "@" + scratch.file("body")]
@@ -271,6 +292,24 @@ extension LiveProcesses {
                 #expect(answer.body.contains(#""code":"not_found""#), "\(method) \(path): \(answer.body)")
             }
             #expect(try https("GET", "/v1/apple/notifications").status == 405)
+
+            // The console, through its own recipe: a password is needed, and then only GET of /console/ passes.
+            #expect(try https("GET", "/console/", port: consolePort).status == 401, "no password")
+            #expect(try https("GET", "/console/", port: consolePort, user: "staff:wrong").status == 401, "a wrong one")
+            let page = try https("GET", "/console/", port: consolePort, user: "staff:s3cret-Pass")
+            #expect(page.status == 200 && page.body.contains("<h1>Overview · Production</h1>"), "\(page.status)")
+            let subscription = try https(
+                "GET", "/console/subscriptions/2000000000000070", port: consolePort, user: "staff:s3cret-Pass")
+            #expect(subscription.status == 200 && subscription.body.contains("<h2>Events (3)</h2>"), "\(subscription.body)")
+            #expect(try https("GET", "/console", port: consolePort, user: "staff:s3cret-Pass").status == 301)
+            #expect(
+                try https("POST", "/console/", body: Array("{}".utf8), port: consolePort, user: "staff:s3cret-Pass").status
+                    == 403, "read-only")
+            for path in ["/v1/customers/x", "/v1/events", "/metrics", "/v1/health"] {
+                #expect(try https("GET", path, port: consolePort, user: "staff:s3cret-Pass").status == 404, "\(path)")
+            }
+            // And the notification server does not serve the console.
+            #expect(try https("GET", "/console/").status == 404)
 
             // nginx's body limit is the server's maxBodyBytes (16 MiB, LedgerConfiguration.Limits): a body of exactly
             // that size reaches the ledger (which refuses blank text as invalid_json), one byte more is refused by nginx
