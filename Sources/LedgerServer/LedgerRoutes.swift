@@ -324,7 +324,7 @@ extension LedgerRoutes {
     /// holds the three in step). Any other is refused with 400 `invalid_query`: a misspelt `asof` or `apUserId`
     /// ignored would answer another question than the one asked, or claim for nobody, and look like success.
     static let queryParameters: [String: [String]] = [
-        "GET /console": ["environment", "asOf", "to", "productId"],
+        "GET /console": ["environment", "asOf", "to", "productId", "entitlement"],
         "GET /console/customers": ["appUserId", "environment", "at", "asOf"],
         "GET /console/subscriptions/{otid}": ["environment", "at", "asOf"],
         "POST /v1/events": ["type", "appUserId", "receivedAt"],

@@ -80,6 +80,7 @@ extension LedgerRoutes {
         let environment = try Self.consoleEnvironment { query[Substring($0)] }
         let asOf = try query["asOf"].flatMap { $0.isEmpty ? nil : try Self.seqQuery("asOf", $0) }
         let product = query["productId"].flatMap { $0.isEmpty ? nil : String($0) }
+        let entitlement = query["entitlement"].flatMap { $0.isEmpty ? nil : String($0) }
         var end: UnixMillis
         if let text = query["to"], !text.isEmpty {
             end = try Self.consoleInstant("to", text)
@@ -90,14 +91,17 @@ extension LedgerRoutes {
         let (days, months) = ConsolePage.overviewBoundaries(through: end)
         let (byDay, byMonth, lastSeq) = try read {
             (
-                try ledger.metrics(environment: environment, boundaries: days, product: product, asOf: asOf),
-                try ledger.metrics(environment: environment, boundaries: months, product: product, asOf: asOf),
+                try ledger.metrics(
+                    environment: environment, boundaries: days, product: product, entitlement: entitlement, asOf: asOf),
+                try ledger.metrics(
+                    environment: environment, boundaries: months, product: product, entitlement: entitlement, asOf: asOf),
                 try ledger.lastSeq()
             )
         }
         return ConsolePage.overview(
             .init(
-                environment: environment, productId: product, asOf: byDay.asOf, lastSeq: lastSeq,
+                environment: environment, productId: product, entitlement: entitlement, asOf: byDay.asOf,
+                lastSeq: lastSeq,
                 maintained: byDay.maintained && byMonth.maintained, days: byDay.buckets, months: byMonth.buckets,
                 end: days[days.count - 2], rates: configuration.revenueRates))
     }

@@ -38,7 +38,10 @@ struct ConsoleTests {
 
     static func count(_ needle: String, in html: String) -> Int { html.components(separatedBy: needle).count - 1 }
 
-    @Test func theConsoleShowsTheDemoLedgerAndEveryLinkAnswers() async throws {
+    /// `body` with a client of a `storeledger serve` process on a fresh demo ledger in `dir`.
+    static func withDemoServer(
+        _ body: (TemporaryDirectory, AsyncLedgerClient) async throws -> Void
+    ) async throws {
         let dir = try TemporaryDirectory(prefix: "sl-console")
         defer { dir.remove() }
         let ledger = dir.file("demo")
@@ -47,10 +50,17 @@ struct ConsoleTests {
         let server = try ServerProcess(data: ledger)
         defer { server.killAndWait() }
         try await server.waitUntilAnswering()
-        let client = try AsyncLedgerClient(socketPath: server.socketPath, timeoutSeconds: 30)
+        try await body(dir, try AsyncLedgerClient(socketPath: server.socketPath, timeoutSeconds: 30))
+    }
+
+    @Test func theConsoleShowsTheDemoLedgerAndEveryLinkAnswers() async throws {
+        try await Self.withDemoServer { _, client in try await Self.pagesAndLinks(client) }
+    }
+
+    static func pagesAndLinks(_ client: AsyncLedgerClient) async throws {
 
         // The overview, as known now: seq 7 of 7, a year by day and twelve months, the late refund counted.
-        let overview = try await Self.page(client, "/console/")
+        let overview = try await page(client, "/console/")
         #expect(overview.status == 200)
         #expect(overview.header("content-type") == "text/html; charset=utf-8")
         #expect(overview.header("content-security-policy")?.hasPrefix("default-src 'none'") == true)
@@ -61,24 +71,30 @@ struct ConsoleTests {
         #expect(overview.html.contains(refundBar), "the late refund is counted in the month it is dated in")
         #expect(overview.html.contains("<title>new 2020-11-01: 1</title>"), "the purchase of 13 November 2020")
         // As known at seq 5, before the refund arrived: a past position, no refund.
-        let before = try await Self.page(client, "/console/?asOf=5")
+        let before = try await page(client, "/console/?asOf=5")
         #expect(before.html.contains("Figures as known at log seq <strong>5</strong> of 7 (a past position"))
         #expect(!before.html.contains(refundBar), "the refund told at seq 6 is not known at seq 5")
         #expect(before.html.contains("folded from every subscription"))
         // The form as a browser sends it: every field, the date as a date, the product left empty.
-        let submitted = try await Self.page(client, "/console/?environment=Production&asOf=7&to=2021-01-31&productId=")
+        let submitted = try await Self.page(
+            client, "/console/?environment=Production&asOf=7&to=2021-01-31&productId=&entitlement=")
         #expect(submitted.status == 200)
+        // premium is the demo product's entitlement (examples/config.json): the same figures; another, none.
+        let premium = try await page(client, "/console/?entitlement=premium")
+        #expect(premium.html.contains("<title>new 2020-11-01: 1</title>"))
+        let other = try await page(client, "/console/?entitlement=gold")
+        #expect(!other.html.contains("<title>new 2020-11-01: 1</title>") && other.html.contains("value=\"gold\""))
         #expect(submitted.html.contains("value=\"2021-01-31\""), "the year up to 31 January 2021")
 
         // Customer lookup: the form alone, then alice (whose subscription bob took over) and bob.
-        let lookup = try await Self.page(client, "/console/customers")
+        let lookup = try await page(client, "/console/customers")
         #expect(lookup.status == 200 && lookup.html.contains("<label for=\"appUserId\">App user id</label>"))
-        let bobNow = try await Self.page(client, "/console/customers?appUserId=bob")
+        let bobNow = try await page(client, "/console/customers?appUserId=bob")
         #expect(bobNow.status == 200)
         #expect(bobNow.html.contains("<th scope=\"row\">premium</th><td>inactive</td>"), "the demo's story ended in 2021")
         #expect(bobNow.html.contains("<details><summary>expired</summary>"), "why bob has premium no more")
         let at = "at=2021-01-17T04:59:30Z"
-        let bob = try await Self.page(client, "/console/customers?appUserId=bob&\(at)")
+        let bob = try await page(client, "/console/customers?appUserId=bob&\(at)")
         #expect(bob.html.contains("<th scope=\"row\">premium</th><td>active</td><td>2021-02-11T04:59:30Z</td>"), "bob's restore")
         #expect(bob.html.contains("<details><summary>purchase</summary>"), "why bob has premium")
         #expect(
@@ -86,20 +102,20 @@ struct ConsoleTests {
                 "<a href=\"/console/subscriptions/\(Self.otid)?environment=Production&amp;at=2021-01-17T04%3A59%3A30Z\">\(Self.otid)</a>"),
             "the subscription, at the same instant")
         #expect(bob.html.contains("<svg") && bob.html.contains("class=\"timeline\""), "the subscription's timeline picture")
-        let alice = try await Self.page(client, "/console/customers?appUserId=alice&\(at)")
+        let alice = try await page(client, "/console/customers?appUserId=alice&\(at)")
         #expect(alice.html.contains("<th scope=\"row\">premium</th><td>inactive</td>"), "alice lost premium to bob's restore")
-        let aliceRefunded = try await Self.page(client, "/console/customers?appUserId=alice&at=2021-01-01T00:00:00Z")
+        let aliceRefunded = try await page(client, "/console/customers?appUserId=alice&at=2021-01-01T00:00:00Z")
         #expect(aliceRefunded.html.contains("<th scope=\"row\">premium</th><td>inactive</td><td>2020-12-23T04:59:30Z</td>"))
         #expect(aliceRefunded.html.contains("<details><summary>refunded</summary>"), "her renewal was refunded")
-        let aliceBefore = try await Self.page(client, "/console/customers?appUserId=alice&at=2021-01-01T00:00:00Z&asOf=5")
+        let aliceBefore = try await page(client, "/console/customers?appUserId=alice&at=2021-01-01T00:00:00Z&asOf=5")
         #expect(
             aliceBefore.html.contains("<th scope=\"row\">premium</th><td>active</td>"),
             "as known at seq 5, before the late refund was told")
-        let aliceEarlier = try await Self.page(client, "/console/customers?appUserId=alice&at=2021-01-01T00:00:00Z&asOf=2")
+        let aliceEarlier = try await page(client, "/console/customers?appUserId=alice&at=2021-01-01T00:00:00Z&asOf=2")
         #expect(aliceEarlier.html.contains("<p>No entitlement"), "as known at seq 2, nothing was bought yet")
 
         // The subscription: its events with their raw inputs and signature status, reconciliation, lifecycle.
-        let subscription = try await Self.page(client, "/console/subscriptions/\(Self.otid)?\(at)")
+        let subscription = try await page(client, "/console/subscriptions/\(Self.otid)?\(at)")
         #expect(subscription.status == 200)
         #expect(subscription.html.contains("<h2>Events (6)</h2>"), "the claim, three transactions, the refund, bob's claim")
         #expect(subscription.html.contains("<td class=\"sig-unsigned\">unsigned</td>"))
@@ -107,14 +123,14 @@ struct ConsoleTests {
         #expect(subscription.html.contains("Never checked against Apple"))
         #expect(subscription.html.contains("status at 2021-01-17T04:59:30Z: <strong>active</strong>"))
         #expect(subscription.html.contains("/console/customers?appUserId=bob&amp;environment=Production&amp;at="), "its owners")
-        let early = try await Self.page(client, "/console/subscriptions/\(Self.otid)?\(at)&asOf=4")
+        let early = try await page(client, "/console/subscriptions/\(Self.otid)?\(at)&asOf=4")
         #expect(early.html.contains("<h2>Events (3)</h2>"), "as known at seq 4: alice's claim, the purchase, the renewal")
 
         // Every link of every page answers.
         var seen = Set<String>()
-        for page in [overview, before, lookup, bobNow, bob, alice, aliceEarlier, subscription, early] {
-            for link in Self.links(page.html) where seen.insert(link).inserted {
-                let answer = try await Self.page(client, link)
+        for shown in [overview, before, lookup, bobNow, bob, alice, aliceEarlier, subscription, early] {
+            for link in Self.links(shown.html) where seen.insert(link).inserted {
+                let answer = try await page(client, link)
                 #expect(answer.status == 200, "\(link): \(answer.status)")
             }
         }
@@ -122,36 +138,45 @@ struct ConsoleTests {
         #expect(seen.contains("/console/customers"))
 
         // Errors are pages too, with their code and status; what a customer id carries is escaped.
-        let unknown = try await Self.page(client, "/console/subscriptions/42")
+        let unknown = try await page(client, "/console/subscriptions/42")
         #expect(unknown.status == 404 && unknown.html.contains("<strong>not_found</strong>"))
-        let bad = try await Self.page(client, "/console/?asOf=yesterday")
+        let bad = try await page(client, "/console/?asOf=yesterday")
         #expect(bad.status == 400 && bad.html.contains("<strong>invalid_query</strong>"))
-        let hostile = try await Self.page(client, "/console/customers?appUserId=%3Cscript%3Ealert(1)%3C%2Fscript%3E")
+        let hostile = try await page(client, "/console/customers?appUserId=%3Cscript%3Ealert(1)%3C%2Fscript%3E")
         #expect(hostile.status == 200)
         #expect(!hostile.html.contains("<script"), "no markup from the query reaches the page")
         #expect(hostile.html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
 
-        // In a real browser: no console message, nothing loaded but the page, the charts drawn.
-        guard HeadlessChromium.path != nil else {
-            Issue.record("chromium is not installed: apt-get install -y chromium (.ci/run installs it)")
-            return
-        }
-        let shots = ProcessInfo.processInfo.environment["STORELEDGER_SCREENSHOT_DIR"]
-        for (name, page, height) in [
-            ("console-overview", overview, 2200), ("console-customer", bob, 1500),
-            ("console-subscription", subscription, 1700), ("console-hostile", hostile, 900),
-        ] {
-            let file = dir.file("\(name).html")
-            try page.html.write(toFile: file, atomically: true, encoding: .utf8)
-            let loaded = try HeadlessChromium.load(file)
-            #expect(loaded.consoleMessages.isEmpty, "\(name): \(loaded.consoleMessages)")
-            #expect(loaded.otherLoads.isEmpty, "\(name) loads only itself: \(loaded.otherLoads)")
-            #expect(loaded.dom.contains("<main id=\"main\">"), "\(name) rendered")
-            if name == "console-overview" {
-                #expect(Self.count("<svg", in: loaded.dom) == 4 || Self.count("<svg", in: loaded.dom) == 5, "\(name)'s charts")
-            }
-            if let shots, name != "console-hostile" {
-                _ = try HeadlessChromium.load(file, screenshot: shots + "/\(name).png", height: height)
+    }
+
+    /// In a real browser: no console message, nothing loaded but the page, the charts drawn.
+    @Test(.enabled(if: HeadlessChromium.path != nil, "chromium is not installed: apt-get install -y chromium (.ci/run does)"))
+    func theConsolesPagesLoadInChromiumWithNoConsoleErrorAndNothingElseLoaded() async throws {
+        try await Self.withDemoServer { dir, client in
+            let shots = ProcessInfo.processInfo.environment["STORELEDGER_SCREENSHOT_DIR"]
+            for (name, path, height) in [
+                ("console-overview", "/console/", 2200),
+                ("console-customer", "/console/customers?appUserId=bob&at=2021-01-17T04:59:30Z", 1500),
+                ("console-subscription", "/console/subscriptions/\(Self.otid)?at=2021-01-17T04:59:30Z", 1700),
+                ("console-hostile", "/console/customers?appUserId=%3Cscript%3Ealert(1)%3C%2Fscript%3E", 900),
+            ] {
+                let page = try await Self.page(client, path)
+                #expect(page.status == 200, "\(path)")
+                let file = dir.file("\(name).html")
+                try page.html.write(toFile: file, atomically: true, encoding: .utf8)
+                let loaded = try HeadlessChromium.load(file)
+                #expect(loaded.consoleMessages.isEmpty, "\(name): \(loaded.consoleMessages)")
+                #expect(loaded.otherLoads.isEmpty, "\(name) loads only itself: \(loaded.otherLoads)")
+                #expect(loaded.dom.contains("<main id=\"main\">"), "\(name) rendered")
+                if name == "console-overview" {
+                    #expect(Self.count("<svg", in: loaded.dom) == 4, "\(name)'s charts: \(Self.count("<svg", in: loaded.dom))")
+                }
+                if name == "console-hostile" {
+                    #expect(!loaded.dom.contains("<script"), "no script element in the page the browser built")
+                }
+                if let shots, name != "console-hostile" {
+                    _ = try HeadlessChromium.load(file, screenshot: shots + "/\(name).png", height: height)
+                }
             }
         }
     }

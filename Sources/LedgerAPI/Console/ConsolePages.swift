@@ -37,6 +37,8 @@ public enum ConsolePage {
     public struct Overview {
         public var environment: AppStoreEnvironment
         public var productId: String?
+        /// The entitlement whose granting products the figures keep, when asked.
+        public var entitlement: String?
         /// The log position the figures are known at, and the last one.
         public var asOf: UInt64
         public var lastSeq: UInt64
@@ -50,11 +52,13 @@ public enum ConsolePage {
         public var rates: ExchangeRates?
 
         public init(
-            environment: AppStoreEnvironment, productId: String?, asOf: UInt64, lastSeq: UInt64, maintained: Bool,
-            days: [MetricBucket], months: [MetricBucket], end: UnixMillis, rates: ExchangeRates?
+            environment: AppStoreEnvironment, productId: String?, entitlement: String? = nil, asOf: UInt64,
+            lastSeq: UInt64, maintained: Bool, days: [MetricBucket], months: [MetricBucket], end: UnixMillis,
+            rates: ExchangeRates?
         ) {
             self.environment = environment
             self.productId = productId
+            self.entitlement = entitlement
             self.asOf = asOf
             self.lastSeq = lastSeq
             self.maintained = maintained
@@ -90,6 +94,8 @@ public enum ConsolePage {
         b += "<input id=\"to\" name=\"to\" type=\"date\" value=\"\(CivilTime(o.end).iso.prefix(10))\">\n"
         b += "<label for=\"productId\">Product</label> "
         b += "<input id=\"productId\" name=\"productId\" type=\"text\" value=\"\(xmlEscaped(o.productId ?? ""))\" placeholder=\"all\">\n"
+        b += "<label for=\"entitlement\">Entitlement</label> "
+        b += "<input id=\"entitlement\" name=\"entitlement\" type=\"text\" value=\"\(xmlEscaped(o.entitlement ?? ""))\" placeholder=\"all\">\n"
         b += "<button type=\"submit\">Show</button>\n</form>\n"
         b += "<p class=\"known\">Figures as known at log seq <strong>\(o.asOf)</strong> of \(o.lastSeq)"
         b += o.asOf < o.lastSeq ? " (a past position: later inputs, a late refund among them, are not counted)" : ""

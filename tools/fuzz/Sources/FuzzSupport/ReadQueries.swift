@@ -69,7 +69,8 @@ public enum ReadRoutes {
         ReadRoute(name: "GET /v1/transactions/{transactionId}", parameters: [], body: .json),
         ReadRoute(name: "GET /v1/health", parameters: [], body: .json, fastRead: true),
         ReadRoute(name: "GET /metrics", parameters: [], body: .text),
-        ReadRoute(name: "GET /console", parameters: ["environment", "asOf", "to", "productId"], body: .console),
+        ReadRoute(
+            name: "GET /console", parameters: ["environment", "asOf", "to", "productId", "entitlement"], body: .console),
         ReadRoute(name: "GET /console/customers", parameters: ["appUserId", "environment", "at", "asOf"], body: .console),
         ReadRoute(name: "GET /console/subscriptions/{otid}", parameters: ["environment", "at", "asOf"], body: .console),
     ]
