@@ -119,6 +119,35 @@ import Testing
         #expect(hits > 0 && reads > 1_000)
     }
 
+    /// The metrics follower writes transactions of its own between the writer's: they change no answer, so a kept
+    /// answer of a customer they do not touch survives them, and the writer's next commit after them (which would
+    /// otherwise look like a gap in the transactions the cache has seen) drops only what it changed.
+    @Test func theMetricsFollowersTransactionsLeaveKeptAnswers() throws {
+        let t = try TemporaryLedger()
+        let cache = AnswerCache<ClockedAnswer>(ledger: t.ledger)
+        let start = History.start
+        func purchase(_ id: String, _ user: String) -> [Fact] {
+            var p = TransactionFact(
+                transactionId: TransactionID(id), originalTransactionId: OriginalTransactionID(id), productId: "monthly",
+                purchaseDate: start)
+            p.expiresDate = start + 30 * History.day
+            p.type = .autoRenewable
+            let claim = BindingClaim(
+                appUserId: AppUserID(user), originalTransactionId: OriginalTransactionID(id), claimedAt: start,
+                everyEnvironment: false)
+            return [.transaction(p), .binding(claim)]
+        }
+        _ = try t.ledger.appendAndSettle(History.inputs(purchase("9100", "alice")))
+        _ = try cache.customer(AppUserID("alice"), environment: .production, at: start + 1, asOf: nil, answer: ClockedAnswer.init)
+        #expect(cache.count == 1)
+        for (i, id) in ["9200", "9300"].enumerated() {
+            // The writer's commit of bob's purchase, then a transaction summing it in (the follower's, or this one's
+            // when it got there first).
+            _ = try t.ledger.appendAndSettle(History.inputs(purchase(id, "bob\(i)")))
+            #expect(cache.count == 1, "alice's kept answer survives bob's commit \(i) and the follower's transaction")
+        }
+    }
+
     /// The kept answer of now is given again until the instant it changes, and no longer: at the end of a period it
     /// is made again (the entitlement no longer active), and a commit that refunds the period drops it at once.
     @Test func anExpiryAndARefundEndAKeptAnswer() throws {
