@@ -62,13 +62,9 @@ struct MetricDayKey: Hashable, Comparable {
 
 /// The value of a `metric_days` entry: counters and their sums.
 enum StoredMetricDay {
-    /// One counter's sum; a day's are kept in `order`.
-    typealias Sum = (counter: MetricCounter, sum: Int64)
-
-    /// The sums, in `order`, zero ones left out.
-    static func encode(_ sums: [Sum]) -> [UInt8] {
+    static func encode(_ sums: [MetricCounter: Int64]) -> [UInt8] {
         var w = BinaryWriter(capacity: 16 * sums.count + 2)
-        let nonzero = sums.filter { $0.sum != 0 }
+        let nonzero = sums.filter { $0.value != 0 }.sorted { order($0.key) < order($1.key) }
         w.writeVarint(UInt64(nonzero.count))
         for (counter, sum) in nonzero {
             write(counter, into: &w)
@@ -77,50 +73,18 @@ enum StoredMetricDay {
         return w.finish()
     }
 
-    /// The sums stored in `bytes`, in `order` (as `encode` wrote them).
-    static func decode(_ bytes: UnsafeRawBufferPointer) throws -> [Sum] {
+    /// Adds the sums stored in `bytes` to `sums`.
+    static func decode(_ bytes: UnsafeRawBufferPointer, into sums: inout [MetricCounter: Int64]) throws {
         do {
             var r = BinaryReader(bytes)
             let count = try r.readVarint()
-            var sums: [Sum] = []
             for _ in 0..<count {
                 let counter = try read(&r)
-                sums.append((counter, try r.readInt64()))
+                sums[counter, default: 0] &+= try r.readInt64()
             }
-            return sums
         } catch {
             throw LedgerError.corrupted("a metric_days value does not decode: \(error)")
         }
-    }
-
-    /// `a` and `b` (each in `order`) added counter by counter, zero sums left out.
-    static func merged(_ a: [Sum], _ b: [Sum]) -> [Sum] {
-        var out: [Sum] = []
-        out.reserveCapacity(a.count + b.count)
-        var i = 0
-        var j = 0
-        while i < a.count || j < b.count {
-            if j == b.count || (i < a.count && precedes(a[i].counter, b[j].counter)) {
-                out.append(a[i])
-                i += 1
-            } else if i == a.count || precedes(b[j].counter, a[i].counter) {
-                out.append(b[j])
-                j += 1
-            } else {
-                out.append((a[i].counter, a[i].sum &+ b[j].sum))
-                i += 1
-                j += 1
-            }
-        }
-        return out.filter { $0.sum != 0 }
-    }
-
-    /// Whether `a` comes before `b` in the order sums are kept and stored in.
-    static func precedes(_ a: MetricCounter, _ b: MetricCounter) -> Bool {
-        let (x, y) = (parts(a), parts(b))
-        if x.tag != y.tag { return x.tag < y.tag }
-        if x.text != y.text { return (x.text ?? "") < (y.text ?? "") }
-        return (x.number ?? 0) < (y.number ?? 0)
     }
 
     static func zigzag(_ n: Int64) -> UInt64 { UInt64(bitPattern: (n << 1) ^ (n >> 63)) }
@@ -198,6 +162,11 @@ enum StoredMetricDay {
         }
     }
 
+    /// A total order of counters, so that equal sums encode to equal bytes.
+    static func order(_ c: MetricCounter) -> (Int, String, Int) {
+        let (tag, text, number) = parts(c)
+        return (tag, text ?? "", number ?? 0)
+    }
 }
 
 /// The value of a `metric_points` entry: what one subscription's timeline contributed to `metric_days` when it was
@@ -239,7 +208,7 @@ struct MetricPoints: Equatable {
     static func precedes(_ a: Point, _ b: Point) -> Bool {
         if a.day != b.day { return a.day < b.day }
         if a.product != b.product { return (a.product ?? "") < (b.product ?? "") }
-        return StoredMetricDay.precedes(a.counter, b.counter)
+        return StoredMetricDay.order(a.counter) < StoredMetricDay.order(b.counter)
     }
 
     /// What changes from `before` to `now`: the points whose sums differ, with the difference (both in key order).

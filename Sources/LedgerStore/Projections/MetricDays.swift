@@ -82,9 +82,11 @@ enum MetricDays {
         let prefix = StoreLayout.environmentPrefix(environment)
         let cursor = try txn.cursor(layout.metricDays)
         var entry = try cursor.seek(prefix)
+        var day: [MetricCounter: Int64] = [:]
         while let e = entry {
             guard let key = e.key.withUnsafeBytes({ MetricDayKey($0, of: environment) }) else { break }
-            let day = try e.value.withUnsafeBytes { try StoredMetricDay.decode($0) }
+            day.removeAll(keepingCapacity: true)
+            try e.value.withUnsafeBytes { try StoredMetricDay.decode($0, into: &day) }
             let product = key.product.isEmpty ? nil : key.product
             for (counter, delta) in day {
                 figures.add(key.day &* MetricDayKey.millisPerDay, product: product, counter, delta)
@@ -141,16 +143,16 @@ enum MetricDays {
             expected.add(try p.value.withUnsafeBytes { try MetricPoints(decoding: $0) }.points, environment)
             point = try points.next()
         }
-        let sums = expected.days
+        let sums = expected.nonzero
         let days = try txn.cursor(layout.metricDays)
         var day = try days.first()
         var index = 0
         while let d = day {
             guard index < sums.count else { return "metric_days holds days no subscription's points sum to" }
-            let found = try d.value.withUnsafeBytes { try StoredMetricDay.decode($0) }
+            var found: [MetricCounter: Int64] = [:]
+            try d.value.withUnsafeBytes { try StoredMetricDay.decode($0, into: &found) }
             let (key, sum) = sums[index]
-            let same = found.count == sum.count && zip(found, sum).allSatisfy { $0.counter == $1.counter && $0.sum == $1.sum }
-            if !d.key.hasSameBytes(as: key.bytes) || !same {
+            if !d.key.hasSameBytes(as: key.bytes) || found != sum {
                 return "metric_days differs from the subscriptions' points on day \(key.day) of \(key.environment.rawValue)"
                     + (key.product.isEmpty ? "" : " for \(key.product)")
             }
@@ -160,43 +162,35 @@ enum MetricDays {
         return index == sums.count ? nil : "metric_days lacks \(sums.count - index) days the subscriptions' points sum to"
     }
 
-    /// Changes to `metric_days`: points of several subscriptions, summed by day, product and counter when read.
+    /// Changes to `metric_days`, by day.
     struct DayChanges {
-        private var points: [(environment: AppStoreEnvironment, point: MetricPoints.Point)] = []
+        private(set) var sums: [MetricDayKey: [MetricCounter: Int64]] = [:]
 
-        mutating func add(_ more: [MetricPoints.Point], _ environment: AppStoreEnvironment) {
-            for p in more { points.append((environment, p)) }
+        mutating func add(_ points: [MetricPoints.Point], _ environment: AppStoreEnvironment) {
+            for p in points {
+                let key = MetricDayKey(environment: environment, day: p.day, product: p.product ?? "")
+                sums[key, default: [:]][p.counter, default: 0] &+= p.sum
+            }
         }
 
-        /// The changed days in key order, each with its counters' sums in `StoredMetricDay`'s order, zero sums and
-        /// days with none left out.
-        var days: [(key: MetricDayKey, sums: [StoredMetricDay.Sum])] {
-            let keyed = points.map { (key: MetricDayKey(environment: $0.environment, day: $0.point.day, product: $0.point.product ?? ""), point: $0.point) }
-                .sorted { a, b in
-                    a.key != b.key ? a.key < b.key : StoredMetricDay.precedes(a.point.counter, b.point.counter)
-                }
-            var out: [(key: MetricDayKey, sums: [StoredMetricDay.Sum])] = []
-            for (key, p) in keyed {
-                if out.last?.key != key { out.append((key, [])) }
-                if let last = out[out.count - 1].sums.last, last.counter == p.counter {
-                    out[out.count - 1].sums[out[out.count - 1].sums.count - 1].sum = last.sum &+ p.sum
-                } else {
-                    out[out.count - 1].sums.append((p.counter, p.sum))
-                }
-            }
-            return out.compactMap { day in
-                let kept = day.sums.filter { $0.sum != 0 }
-                return kept.isEmpty ? nil : (day.key, kept)
+        /// The days with a nonzero sum, in key order, their zero sums left out.
+        var nonzero: [(key: MetricDayKey, day: [MetricCounter: Int64])] {
+            sums.sorted { $0.key < $1.key }.compactMap { key, day in
+                let kept = day.filter { $0.value != 0 }
+                return kept.isEmpty ? nil : (key, kept)
             }
         }
 
         /// Adds the changes to the stored days; a day left with no counter is deleted.
         func write(_ layout: StoreLayout, _ txn: Transaction) throws {
-            for (key, changes) in days {
+            for (key, changes) in sums.sorted(by: { $0.key < $1.key }) where changes.contains(where: { $0.value != 0 }) {
                 let bytes = key.bytes
-                let stored = try txn.get(layout.metricDays, key: bytes).map { try $0.withUnsafeBytes { try StoredMetricDay.decode($0) } }
-                let day = StoredMetricDay.merged(stored ?? [], changes)
-                if day.isEmpty {
+                var day: [MetricCounter: Int64] = [:]
+                if let stored = try txn.get(layout.metricDays, key: bytes) {
+                    try stored.withUnsafeBytes { try StoredMetricDay.decode($0, into: &day) }
+                }
+                for (counter, delta) in changes { day[counter, default: 0] &+= delta }
+                if day.values.allSatisfy({ $0 == 0 }) {
                     _ = try txn.delete(layout.metricDays, key: bytes)
                 } else {
                     try txn.put(layout.metricDays, key: bytes, value: StoredMetricDay.encode(day))
