@@ -99,6 +99,7 @@ import Testing
         let now = Self.series([s])
         #expect(then[1].refunds == 0 && then[1].active == 1)
         #expect(now[1].refunds == 1 && now[1].refunded["USD"] == 9990)
+        #expect(now.map(\.purchases) == then.map(\.purchases) && now[1].purchases == 1, "February's renewal, refunded or not")
         #expect(now[1].active == 0 && now[1].churned == [.refunded: 1], "the refund ended access in February")
         #expect(now[2].reactivations == 1 && now[2].active == 1, "March's renewal brought it back")
         // January's own figures stand; its cohort's retention is restated (its second period was refunded).

@@ -69,11 +69,11 @@ struct MetricsCLITests {
 
         let csv = try await storeLedgerSucceeds(["metrics", "refunds", "--data", data, "--csv"] + range)
         #expect(
-            csv == "start,end,refunds,reversals,refunded_USD\r\n"
-                + "2024-01-01T00:00:00Z,2024-02-01T00:00:00Z,0,0,0\r\n"
-                + "2024-02-01T00:00:00Z,2024-03-01T00:00:00Z,1,0,9990\r\n"
-                + "2024-03-01T00:00:00Z,2024-04-01T00:00:00Z,0,0,0\r\n"
-                + "2024-04-01T00:00:00Z,2024-05-01T00:00:00Z,0,0,0\r\n")
+            csv == "start,end,refunds,reversals,purchases,refund_permille,refunded_USD\r\n"
+                + "2024-01-01T00:00:00Z,2024-02-01T00:00:00Z,0,0,1,0,0\r\n"
+                + "2024-02-01T00:00:00Z,2024-03-01T00:00:00Z,1,0,1,1000,9990\r\n"
+                + "2024-03-01T00:00:00Z,2024-04-01T00:00:00Z,0,0,1,0,0\r\n"
+                + "2024-04-01T00:00:00Z,2024-05-01T00:00:00Z,0,0,0,0,0\r\n")
     }
 
     @Test func badArgumentsAreRefusedWithTheirReason() async throws {

@@ -170,7 +170,7 @@ public struct MetricTable: Sendable {
         case .mrr:
             columns = currencies.map { "mrr_\($0)" } + ["unpriced"] + (rates.map { ["mrr_in_\($0.currency)", "unconverted"] } ?? [])
         case .refunds:
-            columns = ["refunds", "reversals"] + currencies.map { "refunded_\($0)" }
+            columns = ["refunds", "reversals", "purchases", "refund_permille"] + currencies.map { "refunded_\($0)" }
         case .retention:
             columns = (1...Metrics.retentionPeriods).map { "period_\($0)" }
         }
@@ -193,7 +193,8 @@ public struct MetricTable: Sendable {
                 }
                 values = v
             case .refunds:
-                values = [Int64(b.refunds), Int64(b.reversals)] + currencies.map { b.refunded[$0] ?? 0 }
+                let rate = b.purchases == 0 ? 0 : (Int64(b.refunds) * 1000 + Int64(b.purchases) / 2) / Int64(b.purchases)
+                values = [Int64(b.refunds), Int64(b.reversals), Int64(b.purchases), rate] + currencies.map { b.refunded[$0] ?? 0 }
             case .retention:
                 values = (0..<Metrics.retentionPeriods).map { Int64(b.retained.isEmpty ? 0 : b.retained[$0]) }
             }

@@ -9,7 +9,7 @@ public enum MetricCounter: Hashable, Sendable {
     case mrr(String)
     case priced(String)
     // Movements.
-    case new, renewals, reactivations, trialsEnded, trialsConverted, refunds, reversals
+    case new, renewals, reactivations, trialsEnded, trialsConverted, refunds, reversals, purchases
     case churned(ChurnReason)
     case refunded(String)
     /// A subscription whose first period began at the instant (its cohort's size, refunded or not), and the ones of
@@ -91,6 +91,7 @@ public struct MetricAccumulator: Sendable {
         case .trialsConverted: figures[b].trialsConverted += count
         case .refunds: figures[b].refunds += count
         case .reversals: figures[b].reversals += count
+        case .purchases: figures[b].purchases += count
         case .churned(let reason):
             figures[b].churned[reason, default: 0] += count
             if figures[b].churned[reason] == 0 { figures[b].churned[reason] = nil }

@@ -74,6 +74,9 @@ public struct MetricBucket: Hashable, Sendable {
     public var refunds = 0
     public var refunded: [String: Int64] = [:]
     public var reversals = 0
+    /// Periods that began in the bucket (every purchase and renewal, a period shared through Family Sharing
+    /// excepted): what a refund rate divides by.
+    public var purchases = 0
 
     public init(start: UnixMillis, end: UnixMillis) {
         self.start = start
@@ -212,6 +215,7 @@ public enum Metrics {
             }
         }
         for (index, p) in periods.enumerated() {
+            if p.terms?.ownershipType != "FAMILY_SHARED" { add(p.start, p.productId, .purchases, 1) }
             if index == 0 {
                 add(p.start, p.productId, .new, 1)
             } else if liveBefore(p.start) {

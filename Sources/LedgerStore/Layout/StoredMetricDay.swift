@@ -105,7 +105,7 @@ enum StoredMetricDay {
     static func read(_ r: inout BinaryReader) throws(FactDecodingError) -> MetricCounter {
         let tag = try r.readVarint()
         switch tag {
-        case 0...6, 9...15, 25: return try simple(tag)
+        case 0...6, 9...15, 25, 27: return try simple(tag)
         case 7: return .mrr(try r.readString())
         case 8: return .priced(try r.readString())
         case 16...20: return .churned(ChurnReason.allCases[Int(tag - 16)])
@@ -132,6 +132,7 @@ enum StoredMetricDay {
         case 14: .refunds
         case 15: .reversals
         case 25: .cohort
+        case 27: .purchases
         default: throw FactDecodingError("metric counter \(tag) is unknown")
         }
     }
@@ -159,6 +160,7 @@ enum StoredMetricDay {
         case .refunded(let currency): (21, currency, nil)
         case .cohort: (25, nil, nil)
         case .retained(let n): (26, nil, n)
+        case .purchases: (27, nil, nil)
         }
     }
 
