@@ -183,7 +183,11 @@ public enum ConsolePage {
                 ]),
             table: monthTable(
                 o.months,
-                columns: [("refunds", { String($0.refunds) }), ("reversals", { String($0.reversals) })]
+                columns: [
+                    ("refunds", { String($0.refunds) }), ("reversals", { String($0.reversals) }),
+                    ("purchases", { String($0.purchases) }),
+                    ("rate", { $0.purchases == 0 ? "-" : "\((Int64($0.refunds) * 1000 / Int64($0.purchases) + 5) / 10)%" }),
+                ]
                     + Set(o.months.flatMap { $0.refunded.keys }).sorted().map { c in
                         ("refunded \(c)", { money($0.refunded[c] ?? 0) })
                     }))
