@@ -171,7 +171,7 @@ public enum ConsolePage {
                 o.months,
                 columns: [
                     ("trials ended", { String($0.trialsEnded) }), ("converted", { String($0.trialsConverted) }),
-                    ("rate", { $0.trialsEnded == 0 ? "-" : "\(($0.trialsConverted * 1000 / $0.trialsEnded + 5) / 10)%" }),
+                    ("rate", { percent($0.trialsConverted, of: $0.trialsEnded) }),
                 ]))
         b += section(
             "Refunds",
@@ -186,7 +186,7 @@ public enum ConsolePage {
                 columns: [
                     ("refunds", { String($0.refunds) }), ("reversals", { String($0.reversals) }),
                     ("purchases", { String($0.purchases) }),
-                    ("rate", { $0.purchases == 0 ? "-" : "\((Int64($0.refunds) * 1000 / Int64($0.purchases) + 5) / 10)%" }),
+                    ("rate", { percent($0.refunds, of: $0.purchases) }),
                 ]
                     + Set(o.months.flatMap { $0.refunded.keys }).sorted().map { c in
                         ("refunded \(c)", { money($0.refunded[c] ?? 0) })
@@ -508,6 +508,11 @@ public enum ConsolePage {
             out += "<option\(e == selected ? " selected" : "")>\(e.rawValue)</option>"
         }
         return out + "</select>\n"
+    }
+
+    /// `part` of `whole` as a whole percentage, rounded (`-` of nothing).
+    static func percent(_ part: Int, of whole: Int) -> String {
+        whole == 0 ? "-" : "\((Int64(part) * 1000 / Int64(whole) + 5) / 10)%"
     }
 
     /// Milliunits as units with two decimals (`9990` → `9.99`).
