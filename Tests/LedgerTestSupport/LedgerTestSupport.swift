@@ -63,46 +63,154 @@ private let inheritedEnvironment = ProcessInfo.processInfo.environment
 
 /// Runs `executable` with `arguments`, feeding `input` on stdin, and waits for it; with `deadline`, kills it (SIGKILL)
 /// after that many seconds.
+///
+/// Started with `posix_spawn` itself rather than Foundation's `Process`: `Process.run` crashed the suite now and then
+/// (a copy from unmapped memory inside it, with launches already serialized and the environment passed in), and this
+/// is the helper most tests start processes through. The child gets the three pipes and no other descriptor of this
+/// process (as `Process` arranges), and the environment this process had when it first launched one.
 public func runProcess(
     _ executable: String, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
     deadline: Double? = nil
 ) throws -> ProcessOutput {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    let out = Pipe(), err = Pipe(), inPipe = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = inPipe
-    try launch(process)
+    let child = try SpawnedChild(executable, arguments, environment: environment ?? launchEnvironment())
     // Read both pipes while the child runs, so a large output cannot block it.
     let outData = LockedData(), errData = LockedData()
     let group = DispatchGroup()
-    for (pipe, sink) in [(out, outData), (err, errData)] {
+    for (fd, sink) in [(child.stdout, outData), (child.stderr, errData)] {
         group.enter()
         DispatchQueue.global().async {
-            sink.set(readToEnd(pipe.fileHandleForReading.fileDescriptor))
+            sink.set(readToEnd(fd))
             group.leave()
         }
     }
-    if let input { inPipe.fileHandleForWriting.write(input) }
-    try? inPipe.fileHandleForWriting.close()
+    if let input {
+        input.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let n = write(child.stdin, bytes.baseAddress! + offset, bytes.count - offset)
+                if n > 0 { offset += n } else if n < 0 && errno == EINTR { continue } else { break }
+            }
+        }
+    }
+    close(child.stdin)
     var killed = false
     if let deadline {
         let end = Date().addingTimeInterval(deadline)
-        while process.isRunning && Date() < end { Thread.sleep(forTimeInterval: 0.02) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
+        while child.poll() == nil && Date() < end { Thread.sleep(forTimeInterval: 0.02) }
+        if child.poll() == nil {
+            kill(child.pid, SIGKILL)
             killed = true
         }
     }
-    process.waitUntilExit()
+    let status = child.wait()
     group.wait()
+    close(child.stdout)
+    close(child.stderr)
+    let exited = status & 0x7f == 0
     return ProcessOutput(
-        status: process.terminationStatus, stdout: String(decoding: outData.get(), as: UTF8.self),
-        stderr: String(decoding: errData.get(), as: UTF8.self), exited: process.terminationReason == .exit && !killed,
-        killed: killed)
+        status: exited ? (status >> 8) & 0xff : status & 0x7f, stdout: String(decoding: outData.get(), as: UTF8.self),
+        stderr: String(decoding: errData.get(), as: UTF8.self), exited: exited && !killed, killed: killed)
+}
+
+/// The environment a launched process gets when its test gives none (read once, under the launch lock).
+func launchEnvironment() -> [String: String] {
+    launching.lock()
+    defer { launching.unlock() }
+    return inheritedEnvironment
+}
+
+/// A child started with `posix_spawn`: its pid and this side of its three pipes.
+struct SpawnedChild {
+    let pid: pid_t
+    let stdin: Int32
+    let stdout: Int32
+    let stderr: Int32
+    private let exitStatus = LockedStatus()
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc module does not
+    /// declare: the child closes every descriptor from 3 on.
+    private static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
+
+    struct SpawnError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    init(_ executable: String, _ arguments: [String], environment: [String: String]) throws {
+        // Pipes whose ends are closed on exec: the child keeps only what dup2 puts at 0, 1 and 2.
+        var pipes: [[Int32]] = []
+        for _ in 0..<3 {
+            var fds: [Int32] = [0, 0]
+            // Under the launch lock, so no other launch inherits these ends between pipe and FD_CLOEXEC.
+            launching.lock()
+            defer { launching.unlock() }
+            guard pipe(&fds) == 0 else { throw SpawnError(description: "pipe: errno \(errno)") }
+            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            pipes.append(fds)
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, pipes[0][0], 0)
+        posix_spawn_file_actions_adddup2(&actions, pipes[1][1], 1)
+        posix_spawn_file_actions_adddup2(&actions, pipes[2][1], 2)
+        if let closeFrom = Self.addCloseFrom { _ = closeFrom(&actions, 3) }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // Its own process group, as Foundation's Process starts children.
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for p in argv { free(p) }
+            for p in envp { free(p) }
+        }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        close(pipes[0][0])
+        close(pipes[1][1])
+        close(pipes[2][1])
+        guard result == 0 else {
+            close(pipes[0][1])
+            close(pipes[1][0])
+            close(pipes[2][0])
+            throw SpawnError(description: "posix_spawn \(executable): errno \(result)")
+        }
+        self.pid = pid
+        stdin = pipes[0][1]
+        stdout = pipes[1][0]
+        stderr = pipes[2][0]
+    }
+
+    /// The wait status once the child has ended, without waiting; nil while it runs.
+    func poll() -> Int32? {
+        if let status = exitStatus.get() { return status }
+        var status: Int32 = 0
+        let r = waitpid(pid, &status, WNOHANG)
+        guard r == pid else { return nil }
+        exitStatus.set(status)
+        return status
+    }
+
+    /// Waits for the child to end; its wait status.
+    func wait() -> Int32 {
+        if let status = exitStatus.get() { return status }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        exitStatus.set(status)
+        return status
+    }
+}
+
+/// A wait status handed between threads.
+final class LockedStatus: @unchecked Sendable {
+    private let lock = NSLock()
+    private var status: Int32?
+    func get() -> Int32? { lock.withLock { status } }
+    func set(_ s: Int32) { lock.withLock { status = s } }
 }
 
 /// Everything `fd` gives until its end, a read interrupted by a signal retried. (FileHandle's `readDataToEndOfFile`
