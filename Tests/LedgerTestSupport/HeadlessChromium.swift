@@ -31,25 +31,10 @@ public enum HeadlessChromium {
         ]
         if let screenshot { arguments.append("--screenshot=" + screenshot) } else { arguments.append("--dump-dom") }
         arguments.append(URL(fileURLWithPath: file).absoluteString)
-        // Its output goes to files, read once it has exited: reading a pipe with FileHandle traps on EINTR, which the
-        // suite's other tests cause (they start and kill processes, and their SIGCHLD interrupts the read).
-        let outFile = profile + ".out"
-        let errFile = profile + ".err"
-        FileManager.default.createFile(atPath: outFile, contents: nil)
-        FileManager.default.createFile(atPath: errFile, contents: nil)
-        defer {
-            try? FileManager.default.removeItem(atPath: outFile)
-            try? FileManager.default.removeItem(atPath: errFile)
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: chromium)
-        process.arguments = arguments
-        process.standardOutput = FileHandle(forWritingAtPath: outFile)
-        process.standardError = FileHandle(forWritingAtPath: errFile)
-        try launch(process)
-        process.waitUntilExit()
-        let stdout = (try? Data(contentsOf: URL(fileURLWithPath: outFile))) ?? Data()
-        let stderr = (try? Data(contentsOf: URL(fileURLWithPath: errFile))) ?? Data()
+        // Through `runProcess` (posix_spawn, its output read as it comes, reads interrupted by signals retried).
+        let run = try runProcess(chromium, arguments, deadline: 120)
+        let stdout = Data(run.stdout.utf8)
+        let stderr = Data(run.stderr.utf8)
         let lines = String(decoding: stderr, as: UTF8.self).split(separator: "\n").map(String.init)
         let page = URL(fileURLWithPath: file).absoluteString
         let loadMark = "FileURLLoader::Start: "

@@ -127,17 +127,6 @@ struct SpawnedChild {
     let stderr: Int32
     private let exitStatus = LockedStatus()
 
-    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc module does not
-    /// declare: the child closes every descriptor from 3 on.
-    private static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
-        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
-    }()
-
-    struct SpawnError: Error, CustomStringConvertible {
-        var description: String
-    }
-
     init(_ executable: String, _ arguments: [String], environment: [String: String]) throws {
         // Pipes whose ends are closed on exec: the child keeps only what dup2 puts at 0, 1 and 2.
         var pipes: [[Int32]] = []
@@ -150,36 +139,19 @@ struct SpawnedChild {
             for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
             pipes.append(fds)
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, pipes[0][0], 0)
-        posix_spawn_file_actions_adddup2(&actions, pipes[1][1], 1)
-        posix_spawn_file_actions_adddup2(&actions, pipes[2][1], 2)
-        if let closeFrom = Self.addCloseFrom { _ = closeFrom(&actions, 3) }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // Its own process group, as Foundation's Process starts children.
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for p in argv { free(p) }
-            for p in envp { free(p) }
+        do {
+            pid = try spawn(executable, arguments, environment: environment) { actions in
+                posix_spawn_file_actions_adddup2(&actions, pipes[0][0], 0)
+                posix_spawn_file_actions_adddup2(&actions, pipes[1][1], 1)
+                posix_spawn_file_actions_adddup2(&actions, pipes[2][1], 2)
+            }
+        } catch {
+            for fds in pipes { for fd in fds { close(fd) } }
+            throw error
         }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
         close(pipes[0][0])
         close(pipes[1][1])
         close(pipes[2][1])
-        guard result == 0 else {
-            close(pipes[0][1])
-            close(pipes[1][0])
-            close(pipes[2][0])
-            throw SpawnError(description: "posix_spawn \(executable): errno \(result)")
-        }
-        self.pid = pid
         stdin = pipes[0][1]
         stdout = pipes[1][0]
         stderr = pipes[2][0]
@@ -203,6 +175,89 @@ struct SpawnedChild {
         exitStatus.set(status)
         return status
     }
+}
+
+struct SpawnError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc module does not declare.
+private let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+    guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+}()
+
+/// Starts `executable` with `posix_spawn`, in a process group of its own, with the file actions `redirect` adds for
+/// descriptors 0, 1 and 2, and every other descriptor of this process closed in the child (as Foundation's `Process`
+/// arranges); its pid.
+func spawn(
+    _ executable: String, _ arguments: [String], environment: [String: String],
+    redirect: (inout posix_spawn_file_actions_t) -> Void
+) throws -> pid_t {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    redirect(&actions)
+    if let addCloseFrom { _ = addCloseFrom(&actions, 3) }
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer {
+        for p in argv { free(p) }
+        for p in envp { free(p) }
+    }
+    var pid: pid_t = 0
+    let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+    guard result == 0 else { throw SpawnError(description: "posix_spawn \(executable): errno \(result)") }
+    return pid
+}
+
+/// A long-running child (a server, a proxy) started with `posix_spawn`: stdin from /dev/null, stdout and stderr
+/// appended to files (or /dev/null); the parts of Foundation's `Process` the tests use.
+public final class ChildProcess: @unchecked Sendable {
+    public let processIdentifier: pid_t
+    private let exitStatus = LockedStatus()
+
+    public init(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, stdout: String? = nil,
+        stderr: String? = nil
+    ) throws {
+        processIdentifier = try spawn(executable, arguments, environment: environment ?? launchEnvironment()) { actions in
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 1, stdout ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o644)
+            posix_spawn_file_actions_addopen(&actions, 2, stderr ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        }
+    }
+
+    /// The wait status once it has ended (reaped here); nil while it runs.
+    private func poll() -> Int32? {
+        if let status = exitStatus.get() { return status }
+        var status: Int32 = 0
+        guard waitpid(processIdentifier, &status, WNOHANG) == processIdentifier else { return nil }
+        exitStatus.set(status)
+        return status
+    }
+
+    public var isRunning: Bool { poll() == nil }
+
+    public func waitUntilExit() {
+        if exitStatus.get() != nil { return }
+        var status: Int32 = 0
+        while waitpid(processIdentifier, &status, 0) == -1 && errno == EINTR {}
+        exitStatus.set(status)
+    }
+
+    /// Its exit status, or the signal that ended it (after `waitUntilExit`, or once `isRunning` is false).
+    public var terminationStatus: Int32 {
+        let status = exitStatus.get() ?? 0
+        return status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
+    }
+
+    /// Whether it exited rather than being ended by a signal.
+    public var exited: Bool { (exitStatus.get() ?? 0) & 0x7f == 0 }
 }
 
 /// A wait status handed between threads.

@@ -11,7 +11,7 @@ import Testing
 
 /// One `storeledger serve` process.
 final class ServerProcess {
-    let process = Process()
+    let process: ChildProcess
     let socketPath: String
     let stderrPath: String
 
@@ -20,12 +20,9 @@ final class ServerProcess {
         socketPath = data + "/ledger.sock"
         stderrPath = data + ".serve-\(UInt32.random(in: 0...UInt32.max)).log"
         FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: storeledgerExecutable())
-        process.arguments = ["serve", "--data", data] + arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: stderrPath)
-        process.environment = ["STORELEDGER_LOG_LEVEL": "warning"].merging(environment) { $1 }
-        try launch(process)
+        process = try ChildProcess(
+            storeledgerExecutable(), ["serve", "--data", data] + arguments,
+            environment: ["STORELEDGER_LOG_LEVEL": "warning"].merging(environment) { $1 }, stderr: stderrPath)
     }
 
     /// Waits until `/v1/health` answers (or the process dies).
