@@ -258,6 +258,8 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Whether it exited rather than being ended by a signal.
     public var exited: Bool { (exitStatus.get() ?? 0) & 0x7f == 0 }
+
+    public var terminationReason: Process.TerminationReason { exited ? .exit : .uncaughtSignal }
 }
 
 /// A wait status handed between threads.

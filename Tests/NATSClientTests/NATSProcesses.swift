@@ -36,7 +36,7 @@ final class NATSCluster: @unchecked Sendable {
         var port: Int
         var clusterPort: Int
         var config: String
-        var process: Process?
+        var process: ChildProcess?
     }
 
     let scratch: String
@@ -82,17 +82,9 @@ final class NATSCluster: @unchecked Sendable {
     var url: String { servers.map(\.description).joined(separator: ",") }
 
     func start(_ index: Int) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: natsServerPath!)
-        process.arguments = ["-c", nodes[index].config]
-        process.standardOutput = FileHandle.nullDevice
+        // Its log appended to across restarts.
         let log = scratch + "/" + nodes[index].name + ".log"
-        if !FileManager.default.fileExists(atPath: log) { FileManager.default.createFile(atPath: log, contents: nil) }
-        let handle = FileHandle(forWritingAtPath: log)
-        handle?.seekToEndOfFile()
-        process.standardError = handle
-        try launch(process)
-        nodes[index].process = process
+        nodes[index].process = try ChildProcess(natsServerPath!, ["-c", nodes[index].config], stderr: log)
     }
 
     /// kill -9, and waits for the process to be gone.

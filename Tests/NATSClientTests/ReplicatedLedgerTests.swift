@@ -14,7 +14,7 @@ final class ReplicaProcess: @unchecked Sendable {
     let arguments: [String]
     let socketPath: String
     let logPath: String
-    private var process: Process?
+    private var process: ChildProcess?
 
     init(data: String, arguments: [String]) throws {
         self.data = data
@@ -26,16 +26,10 @@ final class ReplicaProcess: @unchecked Sendable {
     }
 
     func start() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: storeledgerExecutable())
-        process.arguments = ["serve", "--data", data] + arguments
-        process.standardOutput = FileHandle.nullDevice
-        let handle = FileHandle(forWritingAtPath: logPath)
-        handle?.seekToEndOfFile()
-        process.standardError = handle
-        process.environment = ["STORELEDGER_LOG_LEVEL": "notice"]
-        try launch(process)
-        self.process = process
+        // Its log appended to across restarts.
+        process = try ChildProcess(
+            storeledgerExecutable(), ["serve", "--data", data] + arguments,
+            environment: ["STORELEDGER_LOG_LEVEL": "notice"], stderr: logPath)
     }
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }

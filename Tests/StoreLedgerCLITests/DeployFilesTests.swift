@@ -44,14 +44,9 @@ extension LiveProcesses {
             for path in replacements.keys { #expect(words.contains(path), "ExecStart no longer names \(path)") }
             let command = words.map { replacements[$0] ?? $0 }
 
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: command[0])
-            process.arguments = Array(command.dropFirst())
-            process.standardOutput = FileHandle.nullDevice
-            FileManager.default.createFile(atPath: scratch.file("serve.log"), contents: nil)
-            process.standardError = FileHandle(forWritingAtPath: scratch.file("serve.log"))
-            process.environment = ["STORELEDGER_LOG_LEVEL": "warning"]
-            try launch(process)
+            let process = try ChildProcess(
+                command[0], Array(command.dropFirst()), environment: ["STORELEDGER_LOG_LEVEL": "warning"],
+                stderr: scratch.file("serve.log"))
             defer {
                 if process.isRunning {
                     kill(process.processIdentifier, SIGKILL)

@@ -108,12 +108,7 @@ func statsIfOpen(_ dir: String) throws -> [String: Any]? {
         let count = 60_000
         try (0..<count).map { transactionLine($0) }.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: storeledgerExecutable())
-        process.arguments = ["ingest", "--data", ledger, file]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try launch(process)
+        let process = try ChildProcess(storeledgerExecutable(), ["ingest", "--data", ledger, file])
         // Wait until some chunks are committed, then kill without warning.
         let deadline = Date().addingTimeInterval(60)
         var seen = 0

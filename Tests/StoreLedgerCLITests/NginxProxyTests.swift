@@ -64,7 +64,7 @@ struct NginxRecipe {
 
 /// One nginx master process running a scratch configuration in the foreground.
 final class NginxProcess {
-    let process = Process()
+    let process: ChildProcess
     let errorLog: String
 
     init(executable: String, prefix: String, configuration: String) throws {
@@ -74,11 +74,7 @@ final class NginxProcess {
         guard check.status == 0 else {
             throw NginxRecipe.RecipeChanged(description: "nginx -t refused the configuration: \(check.stderr)")
         }
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-p", prefix, "-c", configuration, "-e", errorLog]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try launch(process)
+        process = try ChildProcess(executable, ["-p", prefix, "-c", configuration, "-e", errorLog])
     }
 
     /// SIGTERM is nginx's fast shutdown; the workers exit with the master.

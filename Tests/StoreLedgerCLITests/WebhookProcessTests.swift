@@ -55,7 +55,7 @@ server.serve_forever()
 
 /// One webhook receiver process.
 private final class Receiver {
-    let process = Process()
+    let process: ChildProcess
     let log: String
     let port: Int
 
@@ -64,13 +64,12 @@ private final class Receiver {
         try receiverScript.write(toFile: script, atomically: true, encoding: .utf8)
         log = directory.file("received.ndjson")
         let portFile = directory.file("receiver.port")
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", script, portFile, log, LiveProcesses.WebhookProcessTests.secret, "\(failFirst)", "\(holdRequest)", "\(holdSeconds)",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try launch(process)
+        process = try ChildProcess(
+            "/usr/bin/env",
+            [
+                "python3", script, portFile, log, LiveProcesses.WebhookProcessTests.secret, "\(failFirst)", "\(holdRequest)",
+                "\(holdSeconds)",
+            ])
         let deadline = ContinuousClock.now + .seconds(30)
         while !FileManager.default.fileExists(atPath: portFile), ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
