@@ -220,7 +220,7 @@ import Testing
 extension Ledger {
     /// `appendAndWait`, then the maintained metrics summed in: the metrics follower's transactions, which the cache
     /// passes over, then come before the test's reads rather than among them (a read from a snapshot newer than the
-    /// cache has heard of is answered but not kept).
+    /// cache has heard of is answered but not kept). For the tests that count kept answers.
     func appendAndSettle(_ inputs: [LedgerInput]) throws -> [AppendResult] {
         let results = try appendAndWait(inputs)
         try catchUpMetrics()

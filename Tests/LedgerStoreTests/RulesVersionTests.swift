@@ -28,7 +28,7 @@ import Testing
     @Test func aChangeOfRulesEndsEveryKeptAnswer() throws {
         let t = try TemporaryLedger(rules: Self.premiumOnly)
         let cache = AnswerCache<ClockedAnswer>(ledger: t.ledger)
-        _ = try t.ledger.appendAndWait([
+        _ = try t.ledger.appendAndSettle([
             WhatIfAndWhyTests.purchase("1001", at: Self.start), WhatIfAndWhyTests.claim("alice", "1001", at: Self.start),
         ])
         let at = Self.start + Self.day
