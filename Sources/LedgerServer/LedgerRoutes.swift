@@ -410,9 +410,19 @@ struct ErrorMiddleware: RouterMiddleware {
     static func answer(_ error: any Error, method: HTTPRequest.Method, path: @autoclosure () -> String, logger: Logger)
         -> BufferedResponse
     {
+        let refusal = refusal(error, method: method, path: path(), logger: logger)
+        return HTTPErrors.buffered(refusal.error, status: refusal.status, closesConnection: refusal.closesConnection)
+    }
+
+    /// What `error` refuses a request with: its code and message, and the status and connection handling when they
+    /// are not the code's own (`HTTPErrors.answer(for:)`). The JSON answers and the console's error pages both say
+    /// this.
+    static func refusal(_ error: any Error, method: HTTPRequest.Method, path: @autoclosure () -> String, logger: Logger)
+        -> (error: CodedError, status: HTTPResponse.Status?, closesConnection: Bool?)
+    {
         switch error {
         case let error as CodedError:
-            return HTTPErrors.buffered(error)
+            return (error, nil, nil)
         case let error as HTTPError:
             // Hummingbird's own refusals (no route, wrong method) keep their status, under the code it names.
             let code: ErrorCode
@@ -426,12 +436,12 @@ struct ErrorMiddleware: RouterMiddleware {
             let message =
                 error.body
                 ?? (error.status == .notFound ? "no route for \(method) \(path())" : error.status.reasonPhrase)
-            return HTTPErrors.buffered(CodedError(code, message), status: error.status, closesConnection: false)
+            return (CodedError(code, message), error.status, false)
         case let error as HTTPParserError:
             // A body that does not parse, on a route that does not read it through `collectBody`: the caller's fault.
-            return HTTPErrors.buffered(CodedError(.invalidBody, "the request does not parse (\(error))"))
+            return (CodedError(.invalidBody, "the request does not parse (\(error))"), nil, nil)
         case is NIOTooManyBytesError:
-            return HTTPErrors.buffered(CodedError(.tooLarge, "the request body is too large"), closesConnection: false)
+            return (CodedError(.tooLarge, "the request body is too large"), nil, false)
         default:
             // A store or LMDB failure answers with its own code (`corrupted` on a damaged page, `storage_error`, …),
             // not a bare `internal`: the operator reading it knows what to do.
@@ -439,8 +449,8 @@ struct ErrorMiddleware: RouterMiddleware {
             logger.error(
                 "request failed",
                 metadata: ["method": "\(method)", "path": "\(path())", "code": "\(failure.code)", "error": "\(error)"])
-            guard failure.code == .failed else { return HTTPErrors.buffered(CodedError(failure)) }
-            return HTTPErrors.buffered(CodedError(.internal, "\(error)"))
+            guard failure.code == .failed else { return (CodedError(failure), nil, nil) }
+            return (CodedError(.internal, "\(error)"), nil, nil)
         }
     }
 }

@@ -4,7 +4,6 @@ import LedgerAPI
 import LedgerCore
 import LedgerErrors
 import LedgerStore
-import Logging
 
 // MARK: - GET /console/…: the read-only web console
 
@@ -16,23 +15,16 @@ extension LedgerRoutes {
 
     /// A console page, or the page that says what went wrong with the status its code has in the API (400 for a bad
     /// query, 404 for an unknown subscription).
-    func consolePage(_ body: () throws -> String) -> Response {
+    func consolePage(path: String, _ body: () throws -> String) -> Response {
         do {
             return Self.html(.ok, try body())
         } catch {
-            let coded: CodedError
-            if let e = error as? CodedError {
-                coded = e
-            } else if let e = error as? LedgerError {
-                coded = CodedError(e)
-            } else {
-                coded = CodedError(.internal, "\(error)")
-            }
-            let status = HTTPErrors.answer(for: coded.code).status
-            if status == .internalServerError || status == .serviceUnavailable {
-                logger.error("console page failed", metadata: ["code": "\(coded.code)", "message": "\(coded.message)"])
-            }
-            let page = ConsolePage.problem(title: "\(status.code) \(status.reasonPhrase)", code: coded.code.rawValue, message: coded.message)
+            // Refused as the JSON routes refuse (the same code and status), as a page.
+            let refusal = ErrorMiddleware.refusal(error, method: .get, path: path, logger: logger)
+            let status = refusal.status ?? HTTPErrors.answer(for: refusal.error.code).status
+            let page = ConsolePage.problem(
+                title: "\(status.code) \(status.reasonPhrase)", code: refusal.error.code.rawValue,
+                message: refusal.error.message)
             return Self.html(status, page)
         }
     }
@@ -89,20 +81,21 @@ extension LedgerRoutes {
             if let last = try read({ try ledger.lastMetricDay(environment: environment) }), last < end { end = last }
         }
         let (days, months) = ConsolePage.overviewBoundaries(through: end)
-        let (byDay, byMonth, lastSeq) = try read {
+        // Both sets of buckets in one read, as known at the same log position.
+        let (figures, lastSeq) = try read {
             (
                 try ledger.metrics(
-                    environment: environment, boundaries: days, product: product, entitlement: entitlement, asOf: asOf),
-                try ledger.metrics(
-                    environment: environment, boundaries: months, product: product, entitlement: entitlement, asOf: asOf),
+                    environment: environment, bucketings: [days, months], product: product, entitlement: entitlement,
+                    asOf: asOf),
                 try ledger.lastSeq()
             )
         }
+        let (byDay, byMonth) = (figures[0], figures[1])
         return ConsolePage.overview(
             .init(
                 environment: environment, productId: product, entitlement: entitlement, asOf: byDay.asOf,
                 lastSeq: lastSeq,
-                maintained: byDay.maintained && byMonth.maintained, days: byDay.buckets, months: byMonth.buckets,
+                maintained: byDay.maintained, days: byDay.buckets, months: byMonth.buckets,
                 end: days[days.count - 2], rates: configuration.revenueRates))
     }
 
@@ -116,7 +109,8 @@ extension LedgerRoutes {
             return ConsolePage.lookup(environment: environment)
         }
         let at = clocks.at ?? currentMillis()
-        let asOf = clocks.asOf
+        // Every part of the page as known at one log position, though it is read in several transactions.
+        let asOf = try clocks.asOf ?? read { try ledger.lastSeq() }
         return try read {
             let id = AppUserID(user)
             let view = try ledger.customer(id, environment: environment, at: at, asOf: asOf)
@@ -128,7 +122,7 @@ extension LedgerRoutes {
             }
             let lifecycle = try view.subscriptions.flatMap {
                 try ledger.lifecycleEvents(of: OriginalTransactionID($0), environment: environment)
-                    .filter { ($0.appUserId == nil || $0.appUserId == user) && $0.seq <= (asOf ?? .max) }
+                    .filter { ($0.appUserId == nil || $0.appUserId == user) && $0.seq <= asOf }
             }
             .sorted { ($0.seq, $0.id) > ($1.seq, $1.id) }
             return ConsolePage.customer(
@@ -148,14 +142,15 @@ extension LedgerRoutes {
         let clocks = try Self.consoleClocks { query[Substring($0)] }
         let id = OriginalTransactionID(otid)
         return try read {
+            // Every part of the page as known at one log position, though it is read in several transactions.
+            let asOf = try clocks.asOf ?? ledger.lastSeq()
             guard
-                let view = try ledger.timeline(
-                    id, environment: environment, at: clocks.at ?? currentMillis(), asOf: clocks.asOf)
+                let view = try ledger.timeline(id, environment: environment, at: clocks.at ?? currentMillis(), asOf: asOf)
             else {
                 throw CodedError(.notFound, "no \(environment.rawValue) subscription \(otid) is known")
             }
             var raws: [UInt64: String] = [:]
-            let events = try ledger.events(original: id, environment: environment, upTo: clocks.asOf).compactMap { event -> ConsolePage.Event? in
+            let events = try ledger.events(original: id, environment: environment, upTo: asOf).compactMap { event -> ConsolePage.Event? in
                 guard let stored = try ledger.event(seq: event.seq) else { return nil }
                 let e = stored.event
                 if raws[stored.rawKey] == nil {
@@ -173,21 +168,21 @@ extension LedgerRoutes {
                 .init(
                     view: view, events: events,
                     lifecycle: try ledger.lifecycleEvents(of: id, environment: environment)
-                        .filter { $0.seq <= (clocks.asOf ?? .max) }.reversed(),
+                        .filter { $0.seq <= asOf }.reversed(),
                     lastSeq: try ledger.lastSeq(), clocks: clocks))
         }
     }
 
     func addConsoleRoutes(to router: Router<LedgerRequestContext>) {
         router.get(RouterPath(stringLiteral: Self.consoleRoute)) { request, _ in
-            self.consolePage { try self.consoleOverview(request) }
+            self.consolePage(path: request.uri.path) { try self.consoleOverview(request) }
         }
         router.get(RouterPath(stringLiteral: Self.consoleCustomersRoute)) { request, _ in
-            self.consolePage { try self.consoleCustomer(request) }
+            self.consolePage(path: request.uri.path) { try self.consoleCustomer(request) }
         }
         router.get(RouterPath(stringLiteral: Self.consoleSubscriptionRoute)) { request, context in
             let otid = try context.parameters.require("otid")
-            return self.consolePage { try self.consoleSubscription(otid: otid, request) }
+            return self.consolePage(path: request.uri.path) { try self.consoleSubscription(otid: otid, request) }
         }
     }
 }

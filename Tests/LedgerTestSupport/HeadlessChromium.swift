@@ -33,13 +33,11 @@ public enum HeadlessChromium {
         arguments.append(URL(fileURLWithPath: file).absoluteString)
         // Through `runProcess` (posix_spawn, its output read as it comes, reads interrupted by signals retried).
         let run = try runProcess(chromium, arguments, deadline: 120)
-        let stdout = Data(run.stdout.utf8)
-        let stderr = Data(run.stderr.utf8)
-        let lines = String(decoding: stderr, as: UTF8.self).split(separator: "\n").map(String.init)
+        let lines = run.stderr.split(separator: "\n").map(String.init)
         let page = URL(fileURLWithPath: file).absoluteString
         let loadMark = "FileURLLoader::Start: "
         return Load(
-            dom: String(decoding: stdout, as: UTF8.self),
+            dom: run.stdout,
             consoleMessages: lines.filter { $0.contains(":CONSOLE") },
             otherLoads: lines.compactMap { line in
                 guard let r = line.range(of: loadMark) else { return nil }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import Synchronization
 
 // MARK: - Temporary directories and the built executable
 
@@ -96,20 +97,19 @@ public func runProcess(
     var killed = false
     if let deadline {
         let end = Date().addingTimeInterval(deadline)
-        while child.poll() == nil && Date() < end { Thread.sleep(forTimeInterval: 0.02) }
-        if child.poll() == nil {
-            kill(child.pid, SIGKILL)
+        while child.process.isRunning && Date() < end { Thread.sleep(forTimeInterval: 0.02) }
+        if child.process.isRunning {
+            kill(child.process.processIdentifier, SIGKILL)
             killed = true
         }
     }
-    let status = child.wait()
+    child.process.waitUntilExit()
     group.wait()
     close(child.stdout)
     close(child.stderr)
-    let exited = status & 0x7f == 0
     return ProcessOutput(
-        status: exited ? (status >> 8) & 0xff : status & 0x7f, stdout: String(decoding: outData.get(), as: UTF8.self),
-        stderr: String(decoding: errData.get(), as: UTF8.self), exited: exited && !killed, killed: killed)
+        status: child.process.terminationStatus, stdout: String(decoding: outData.get(), as: UTF8.self),
+        stderr: String(decoding: errData.get(), as: UTF8.self), exited: child.process.exited && !killed, killed: killed)
 }
 
 /// The environment a launched process gets when its test gives none (read once, under the launch lock).
@@ -119,13 +119,12 @@ func launchEnvironment() -> [String: String] {
     return inheritedEnvironment
 }
 
-/// A child started with `posix_spawn`: its pid and this side of its three pipes.
+/// A child started with `posix_spawn`: the process, and this side of its three pipes.
 struct SpawnedChild {
-    let pid: pid_t
+    let process: ChildProcess
     let stdin: Int32
     let stdout: Int32
     let stderr: Int32
-    private let exitStatus = LockedStatus()
 
     init(_ executable: String, _ arguments: [String], environment: [String: String]) throws {
         // Pipes whose ends are closed on exec: the child keeps only what dup2 puts at 0, 1 and 2.
@@ -140,11 +139,12 @@ struct SpawnedChild {
             pipes.append(fds)
         }
         do {
-            pid = try spawn(executable, arguments, environment: environment) { actions in
+            let pid = try spawn(executable, arguments, environment: environment) { actions in
                 posix_spawn_file_actions_adddup2(&actions, pipes[0][0], 0)
                 posix_spawn_file_actions_adddup2(&actions, pipes[1][1], 1)
                 posix_spawn_file_actions_adddup2(&actions, pipes[2][1], 2)
             }
+            process = ChildProcess(pid: pid)
         } catch {
             for fds in pipes { for fd in fds { close(fd) } }
             throw error
@@ -157,24 +157,6 @@ struct SpawnedChild {
         stderr = pipes[2][0]
     }
 
-    /// The wait status once the child has ended, without waiting; nil while it runs.
-    func poll() -> Int32? {
-        if let status = exitStatus.get() { return status }
-        var status: Int32 = 0
-        let r = waitpid(pid, &status, WNOHANG)
-        guard r == pid else { return nil }
-        exitStatus.set(status)
-        return status
-    }
-
-    /// Waits for the child to end; its wait status.
-    func wait() -> Int32 {
-        if let status = exitStatus.get() { return status }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        exitStatus.set(status)
-        return status
-    }
 }
 
 struct SpawnError: Error, CustomStringConvertible {
@@ -219,7 +201,10 @@ func spawn(
 /// appended to files (or /dev/null); the parts of Foundation's `Process` the tests use.
 public final class ChildProcess: @unchecked Sendable {
     public let processIdentifier: pid_t
-    private let exitStatus = LockedStatus()
+    /// The wait status, once it has been reaped here.
+    private let exitStatus = Mutex<Int32?>(nil)
+
+    init(pid: pid_t) { processIdentifier = pid }
 
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil, stdout: String? = nil,
@@ -234,40 +219,32 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// The wait status once it has ended (reaped here); nil while it runs.
     private func poll() -> Int32? {
-        if let status = exitStatus.get() { return status }
+        if let status = exitStatus.withLock({ $0 }) { return status }
         var status: Int32 = 0
         guard waitpid(processIdentifier, &status, WNOHANG) == processIdentifier else { return nil }
-        exitStatus.set(status)
+        exitStatus.withLock { $0 = status }
         return status
     }
 
     public var isRunning: Bool { poll() == nil }
 
     public func waitUntilExit() {
-        if exitStatus.get() != nil { return }
+        if exitStatus.withLock({ $0 }) != nil { return }
         var status: Int32 = 0
         while waitpid(processIdentifier, &status, 0) == -1 && errno == EINTR {}
-        exitStatus.set(status)
+        exitStatus.withLock { $0 = status }
     }
 
     /// Its exit status, or the signal that ended it (after `waitUntilExit`, or once `isRunning` is false).
     public var terminationStatus: Int32 {
-        let status = exitStatus.get() ?? 0
+        let status = exitStatus.withLock { $0 } ?? 0
         return status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
     }
 
     /// Whether it exited rather than being ended by a signal.
-    public var exited: Bool { (exitStatus.get() ?? 0) & 0x7f == 0 }
+    public var exited: Bool { (exitStatus.withLock { $0 } ?? 0) & 0x7f == 0 }
 
     public var terminationReason: Process.TerminationReason { exited ? .exit : .uncaughtSignal }
-}
-
-/// A wait status handed between threads.
-final class LockedStatus: @unchecked Sendable {
-    private let lock = NSLock()
-    private var status: Int32?
-    func get() -> Int32? { lock.withLock { status } }
-    func set(_ s: Int32) { lock.withLock { status = s } }
 }
 
 /// Everything `fd` gives until its end, a read interrupted by a signal retried. (FileHandle's `readDataToEndOfFile`

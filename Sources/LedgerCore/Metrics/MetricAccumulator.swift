@@ -17,6 +17,12 @@ public enum MetricCounter: Hashable, Sendable {
     case cohort
     case retained(Int)
 
+    /// The counters without an argument.
+    public static let plain: [MetricCounter] = [
+        .live, .active, .trials, .offers, .inGracePeriod, .inBillingRetry, .unpriced, .new, .renewals, .reactivations,
+        .trialsEnded, .trialsConverted, .refunds, .reversals, .purchases, .cohort,
+    ]
+
     /// Whether the counter is a snapshot (summed from the beginning of time) rather than a movement.
     public var isSnapshot: Bool {
         switch self {

@@ -115,18 +115,21 @@ public enum Metrics {
     public static func series(
         timelines: [Timeline], environment: AppStoreEnvironment, boundaries: [UnixMillis], product: String? = nil
     ) -> [MetricBucket] {
-        series(timelines: timelines, environment: environment, boundaries: boundaries, products: product.map { [$0] })
+        var figures = [MetricAccumulator(boundaries: boundaries, product: product)]
+        sum(timelines, environment: environment, into: &figures)
+        return figures[0].buckets()
     }
 
-    /// `series` of the periods of `products` (nil: every product): one product, or those that grant an entitlement.
-    public static func series(
-        timelines: [Timeline], environment: AppStoreEnvironment, boundaries: [UnixMillis], products: Set<String>?
-    ) -> [MetricBucket] {
-        var figures = MetricAccumulator(boundaries: boundaries, products: products)
+    /// Every change of `timelines` of `environment` added to each of `figures` (several sets of buckets folded from
+    /// one pass over the timelines).
+    public static func sum(
+        _ timelines: some Sequence<Timeline>, environment: AppStoreEnvironment, into figures: inout [MetricAccumulator]
+    ) {
         for t in timelines where t.environment == environment {
-            contributions(of: t) { figures.add($0, product: $1, $2, $3) }
+            contributions(of: t) { instant, product, counter, delta in
+                for i in figures.indices { figures[i].add(instant, product: product, counter, delta) }
+            }
         }
-        return figures.buckets()
     }
 
     /// What one subscription adds to the figures, as changes at instants of valid time: `add(instant, product,

@@ -30,9 +30,6 @@ struct MetricDayKey: Hashable, Comparable {
         return k
     }
 
-    /// The key of the first day of `environment` (every day of it sorts at or after).
-    static func first(of environment: AppStoreEnvironment) -> [UInt8] { StoreLayout.environmentPrefix(environment) }
-
     init(environment: AppStoreEnvironment, day: Int64, product: String) {
         self.environment = environment
         self.day = day
@@ -104,8 +101,8 @@ enum StoredMetricDay {
 
     static func read(_ r: inout BinaryReader) throws(FactDecodingError) -> MetricCounter {
         let tag = try r.readVarint()
+        if let counter = plainByTag[tag] { return counter }
         switch tag {
-        case 0...6, 9...15, 25, 27: return try simple(tag)
         case 7: return .mrr(try r.readString())
         case 8: return .priced(try r.readString())
         case 16...20: return .churned(ChurnReason.allCases[Int(tag - 16)])
@@ -115,27 +112,9 @@ enum StoredMetricDay {
         }
     }
 
-    private static func simple(_ tag: UInt64) throws(FactDecodingError) -> MetricCounter {
-        switch tag {
-        case 0: .live
-        case 1: .active
-        case 2: .trials
-        case 3: .offers
-        case 4: .inGracePeriod
-        case 5: .inBillingRetry
-        case 6: .unpriced
-        case 9: .new
-        case 10: .renewals
-        case 11: .reactivations
-        case 12: .trialsEnded
-        case 13: .trialsConverted
-        case 14: .refunds
-        case 15: .reversals
-        case 25: .cohort
-        case 27: .purchases
-        default: throw FactDecodingError("metric counter \(tag) is unknown")
-        }
-    }
+    /// The counters without an argument by their tag, from `parts`, the one place tags are given.
+    private static let plainByTag: [UInt64: MetricCounter] = Dictionary(
+        uniqueKeysWithValues: MetricCounter.plain.map { (UInt64(parts($0).tag), $0) })
 
     /// A counter's tag and its argument.
     private static func parts(_ c: MetricCounter) -> (tag: Int, text: String?, number: Int?) {

@@ -45,7 +45,7 @@ extension Ledger {
     /// Buckets of whole UTC days (by day, ISO week or month in UTC) as known now are summed from `metric_days`, which
     /// the write path keeps: O(days of the environment × products), whatever the number of subscriptions. Any other
     /// question (a past `asOf`, buckets in another time zone, or `folding`) is folded on demand from every
-    /// subscription (`Metrics.series`): a report, not a hot read. Both give the same figures.
+    /// subscription (`Metrics.sum`): a report, not a hot read. Both give the same figures.
     ///
     /// `entitlement` keeps the periods of the products that grant it in the catalog the log holds as known at
     /// `asOf` (an unconfigured product grants the entitlement named after it; with `product`, that product if it
@@ -54,6 +54,17 @@ extension Ledger {
         environment env: AppStoreEnvironment = .production, boundaries: [UnixMillis], product: String? = nil,
         entitlement: String? = nil, asOf: UInt64? = nil, folding: Bool = false
     ) throws -> MetricFigures {
+        try metrics(
+            environment: env, bucketings: [boundaries], product: product, entitlement: entitlement, asOf: asOf,
+            folding: folding)[0]
+    }
+
+    /// `metrics(environment:boundaries:…)` for several sets of boundaries (a year by day and by month), in one read:
+    /// every set as known at the same log position, the days or the timelines read once for all of them.
+    public func metrics(
+        environment env: AppStoreEnvironment = .production, bucketings: [[UnixMillis]], product: String? = nil,
+        entitlement: String? = nil, asOf: UInt64? = nil, folding: Bool = false
+    ) throws -> [MetricFigures] {
         try environment.read { txn in
             let last = try batch.lastSeq(txn)
             let knownAsOf = min(asOf ?? last, last)
@@ -67,16 +78,15 @@ extension Ledger {
                 if grants(entitlement) { granting.insert(entitlement) }
                 products = products.map { $0.intersection(granting) } ?? granting
             }
-            let wholeDays = boundaries.allSatisfy { $0 % MetricDayKey.millisPerDay == 0 }
-            if !folding && knownAsOf == last && wholeDays {
-                var figures = MetricAccumulator(boundaries: boundaries, products: products)
+            var figures = bucketings.map { MetricAccumulator(boundaries: $0, products: products) }
+            let wholeDays = bucketings.allSatisfy { $0.allSatisfy { $0 % MetricDayKey.millisPerDay == 0 } }
+            let maintained = !folding && knownAsOf == last && wholeDays
+            if maintained {
                 try MetricDays.sum(env, into: &figures, layout, txn)
-                return MetricFigures(buckets: figures.buckets(), asOf: knownAsOf, maintained: true)
+            } else {
+                Metrics.sum(try everyTimeline(env, asOf: asOf, txn), environment: env, into: &figures)
             }
-            let timelines = try everyTimeline(env, asOf: asOf, txn)
-            return MetricFigures(
-                buckets: Metrics.series(timelines: timelines, environment: env, boundaries: boundaries, products: products),
-                asOf: knownAsOf, maintained: false)
+            return figures.map { MetricFigures(buckets: $0.buckets(), asOf: knownAsOf, maintained: maintained) }
         }
     }
 
@@ -85,7 +95,7 @@ extension Ledger {
     public func lastMetricDay(environment env: AppStoreEnvironment) throws -> UnixMillis? {
         try environment.read { txn in
             let cursor = try txn.cursor(layout.metricDays)
-            var entry = try cursor.seek(MetricDayKey.first(of: env))
+            var entry = try cursor.seek(StoreLayout.environmentPrefix(env))
             var last: Int64?
             while let e = entry, let key = e.key.withUnsafeBytes({ MetricDayKey($0, of: env) }) {
                 last = key.day
@@ -96,7 +106,7 @@ extension Ledger {
     }
 
     /// Sums every subscription the write path marked into the maintained metrics (`MetricDays`), in write
-    /// transactions of `MetricsFollower.chunk` subscriptions; how many it summed. A server's follower does this after
+    /// transactions of 512 subscriptions; how many it summed. A server's follower does this after
     /// each commit; a command that appended many inputs calls it before it returns, so that the next read finds them
     /// summed.
     @discardableResult

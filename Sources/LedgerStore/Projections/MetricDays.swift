@@ -73,10 +73,10 @@ enum MetricDays {
         }
     }
 
-    /// Every day of `environment`, summed into `figures` (each day's changes dated at its first instant), corrected
+    /// Every day of `environment`, summed into each of `figures` (each day's changes dated at its first instant), corrected
     /// for the subscriptions still marked.
     static func sum(
-        _ environment: AppStoreEnvironment, into figures: inout MetricAccumulator, _ layout: StoreLayout,
+        _ environment: AppStoreEnvironment, into figures: inout [MetricAccumulator], _ layout: StoreLayout,
         _ txn: Transaction
     ) throws {
         let prefix = StoreLayout.environmentPrefix(environment)
@@ -89,7 +89,7 @@ enum MetricDays {
             try e.value.withUnsafeBytes { try StoredMetricDay.decode($0, into: &day) }
             let product = key.product.isEmpty ? nil : key.product
             for (counter, delta) in day {
-                figures.add(key.day &* MetricDayKey.millisPerDay, product: product, counter, delta)
+                for i in figures.indices { figures[i].add(key.day &* MetricDayKey.millisPerDay, product: product, counter, delta) }
             }
             entry = try cursor.next()
         }
@@ -101,7 +101,9 @@ enum MetricDays {
                 let (before, now) = try pointsBeforeAndNow(key, layout, txn)
                 for (points, sign) in [(before, Int64(-1)), (now, 1)] {
                     for p in points.points {
-                        figures.add(p.day &* MetricDayKey.millisPerDay, product: p.product, p.counter, sign &* p.sum)
+                        for i in figures.indices {
+                            figures[i].add(p.day &* MetricDayKey.millisPerDay, product: p.product, p.counter, sign &* p.sum)
+                        }
                     }
                 }
             }
