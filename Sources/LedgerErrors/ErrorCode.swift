@@ -150,6 +150,10 @@ extension ErrorCode {
     public static let invalidPath = ErrorCode("invalid_path")
     /// A directory that holds something other than a ledger.
     public static let notALedger = ErrorCode("not_a_ledger")
+    /// The ledger's identities are sealed with a key `identity.key` does not hold (the file is missing or older).
+    public static let identityKeyMissing = ErrorCode("identity_key_missing")
+    /// A ledger made before pseudonyms keeps personal values in its log and cannot forget them.
+    public static let cannotForget = ErrorCode("cannot_forget")
     /// Any other failure.
     public static let failed = ErrorCode("failed")
 }

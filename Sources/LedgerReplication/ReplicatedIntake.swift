@@ -134,7 +134,7 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
             switch input {
             case .rejected:
                 refused.append((index, input))
-            case .facts(let facts, let metadata, _):
+            case .facts(let facts, let metadata, _, _):
                 let partition = settings.partitioning.partition(of: facts)
                 if !settings.partitioning.holds(partition) {
                     let message =

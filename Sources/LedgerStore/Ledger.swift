@@ -42,6 +42,9 @@ public final class Ledger: Sendable {
         /// while LMDB's lock file or a journal remains is otherwise refused as `corrupted` (its events are gone, and
         /// a new ledger opened over them would pass its own checks). The old journal is moved aside, not deleted.
         public var initialize = false
+        /// A new ledger names people by pseudonyms and keeps their values apart, so that it can forget them
+        /// (`forget`, docs/privacy.md). Read when the ledger is made; a ledger keeps the choice it was made with.
+        public var pseudonyms = false
         public init() {}
     }
 
@@ -54,6 +57,8 @@ public final class Ledger: Sendable {
     let environment: Environment
     let layout: StoreLayout
     let batch: AppendBatch
+    /// The personal values behind the log's pseudonyms.
+    let identities: Identities
     private let writer: Writer?
     let observers = CommitObservers()
     /// The data file's lock (writers only); released after the environment closes.
@@ -96,14 +101,23 @@ public final class Ledger: Sendable {
         dataFileLock = lock
         let history = RulesHistory(configured: rules)
         self.history = history
-        let (environment, layout, upgrade, walked) = try Self.open(directory, options)
+        let identities: Identities
+        do {
+            identities = try Identities(directory: directory)
+        } catch {
+            throw LedgerError.cannotOpen(directory, error)
+        }
+        self.identities = identities
+        let (environment, layout, upgrade, walked) = try Self.open(directory, options, identities)
         self.environment = environment
         lastWalk = LastWalk(walked)
         if environment.staleReadersCleared > 0 {
             logger.notice("cleared stale LMDB readers", metadata: ["count": "\(environment.staleReadersCleared)"])
         }
         self.layout = layout
-        let batch = AppendBatch(layout: layout, projections: ProjectionEngine(layout: layout, history: history))
+        let batch = AppendBatch(
+            layout: layout, projections: ProjectionEngine(layout: layout, history: history, identities: identities),
+            identities: identities)
         self.batch = batch
         var journal: Journal?
         if let lock {
@@ -174,7 +188,7 @@ public final class Ledger: Sendable {
     }
 
     /// The environment, its databases, and whether the schema needs an upgrade; every failure as a `LedgerError`.
-    private static func open(_ directory: String, _ options: Options) throws
+    private static func open(_ directory: String, _ options: Options, _ identities: Identities) throws
         -> (Environment, StoreLayout, UInt64?, Structure)
     {
         do {
@@ -212,7 +226,11 @@ public final class Ledger: Sendable {
                     code: .notALedger,
                     message: "\(directory) holds an LMDB environment without the ledger's databases (not a ledger, or its catalog page is damaged)")
             }
-            let upgrade = options.readOnly ? nil : try checkSchema(environment, layout.meta, readOnly: false)
+            let upgrade =
+                options.readOnly
+                ? nil
+                : try checkSchema(
+                    environment, layout.meta, readOnly: false, identities: options.pseudonyms ? identities : nil)
             return (environment, layout, upgrade, walked)
         } catch let error as LMDBError {
             // LMDB names the directory, not which of its files is of the wrong kind.
@@ -234,7 +252,12 @@ public final class Ledger: Sendable {
     /// Checks the ledger's schema version; the version found when it is an older schema opened for writing, to be
     /// upgraded, else nil.
     @discardableResult
-    private static func checkSchema(_ env: Environment, _ meta: Database, readOnly: Bool) throws -> UInt64? {
+    /// A new ledger (no schema yet) is made here, naming people by pseudonyms from its first event: the first
+    /// generation of `identity.key` is written before the transaction that records it, so a crash between the two
+    /// leaves a ledger that is still new.
+    private static func checkSchema(
+        _ env: Environment, _ meta: Database, readOnly: Bool, identities: Identities? = nil
+    ) throws -> UInt64? {
         let found = try env.read { txn in
             try txn.get(meta, key: StoreLayout.metaSchema).map { v throws(LedgerError) in
                 try BigEndian.uint64(value: v, of: "meta", name: "key `schema`")
@@ -245,8 +268,12 @@ public final class Ledger: Sendable {
             guard found < StoreLayout.schemaVersion, !readOnly else { throw LedgerError.schemaMismatch(found: found) }
             return found
         } else if !readOnly {
+            let generation = try identities.map { try $0.newGeneration(after: nil, keeping: []) }
             try env.write { txn in
                 try txn.put(meta, key: StoreLayout.metaSchema, value: BigEndian.bytes(StoreLayout.schemaVersion))
+                if let generation {
+                    try txn.put(meta, key: StoreLayout.metaIdentityGeneration, value: BigEndian.bytes(generation.number))
+                }
             }
         }
         return nil
@@ -270,7 +297,7 @@ public final class Ledger: Sendable {
     public func append(_ inputs: [LedgerInput]) async throws -> [AppendResult] {
         guard let writer else { throw LedgerError.readOnly }
         return try await withCheckedThrowingContinuation { continuation in
-            writer.submit(inputs) { continuation.resume(with: $0) }
+            writer.submit(inputs.map { $0.seeded() }) { continuation.resume(with: $0) }
         }
     }
 
@@ -280,14 +307,14 @@ public final class Ledger: Sendable {
         _ inputs: [LedgerInput], completion: @escaping @Sendable (Result<[AppendResult], LedgerError>) -> Void
     ) {
         guard let writer else { return completion(.failure(.readOnly)) }
-        writer.submit(inputs, completion: completion)
+        writer.submit(inputs.map { $0.seeded() }, completion: completion)
     }
 
     /// Blocking form of `append`, for command-line tools and threads outside Swift concurrency.
     public func appendAndWait(_ inputs: [LedgerInput]) throws -> [AppendResult] {
         guard let writer else { throw LedgerError.readOnly }
         let box = ResultBox()
-        writer.submit(inputs) { box.set($0) }
+        writer.submit(inputs.map { $0.seeded() }) { box.set($0) }
         return try box.wait().get()
     }
 

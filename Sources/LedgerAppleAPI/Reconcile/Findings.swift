@@ -69,7 +69,7 @@ struct Findings {
     mutating func notification(_ item: NotificationHistoryItem) throws {
         let raw = Array(("{\"signedPayload\":" + APITokenSigner.quoted(item.signedPayload) + "}").utf8)
         let input = reconciler.pipeline.prepare(raw, options: options, now: checkedAt)
-        guard case .facts(let facts, _, _) = input else {
+        guard case .facts(let facts, _, _, _) = input else {
             refuse(Reconciler.refusal(input, what: "a notification"))
             return
         }
@@ -110,7 +110,7 @@ struct Findings {
     /// this check already brings it as Apple first signed it.
     mutating func transaction(_ jws: String, from what: String, refund: Bool = false) throws {
         let input = reconciler.pipeline.prepare(Array(jws.utf8), options: options, now: checkedAt)
-        guard case .facts(let facts, _, _) = input else {
+        guard case .facts(let facts, _, _, _) = input else {
             refuse(Reconciler.refusal(input, what: what))
             return
         }
@@ -128,7 +128,7 @@ struct Findings {
     /// subscription differs; appended unless a notification of this check brings the same.
     mutating func renewal(_ jws: String) throws {
         let input = reconciler.pipeline.prepare(Array(jws.utf8), options: options, now: checkedAt)
-        guard case .facts(let facts, _, _) = input else {
+        guard case .facts(let facts, _, _, _) = input else {
             refuse(Reconciler.refusal(input, what: "a subscription status"))
             return
         }

@@ -230,7 +230,7 @@ public struct Reconciler: Sendable {
         var anchor: (transactionId: String, otid: OriginalTransactionID)?
         for jws in lookup.signedTransactions {
             let input = pipeline.prepare(Array(jws.utf8), options: .init(receivedAt: started), now: started)
-            guard case .facts(let facts, _, _) = input, case .transaction(let t)? = facts.first else {
+            guard case .facts(let facts, _, _, _) = input, case .transaction(let t)? = facts.first else {
                 report.refused.append(Self.refusal(input, what: "a transaction of order \(orderId)"))
                 continue
             }
@@ -339,7 +339,7 @@ public struct Reconciler: Sendable {
     }
 
     static func describe(_ input: LedgerInput) -> String {
-        guard case .facts(let facts, _, _) = input, let first = facts.first else { return "an input" }
+        guard case .facts(let facts, _, _, _) = input, let first = facts.first else { return "an input" }
         switch first {
         case .notification(let n): return "notification \(n.notificationUUID)"
         case .transaction(let t): return "transaction \(t.transactionId.rawValue)"

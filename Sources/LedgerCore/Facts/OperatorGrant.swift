@@ -43,7 +43,9 @@ public struct OperatorGrant: Hashable, Codable, Sendable {
     }
 
     /// The event key of a user's grants and revokes: all of them are revisions of this one key, in log order.
-    public static func eventKey(_ user: AppUserID) -> String { "grant:" + user.rawValue }
+    public static func eventKey(_ user: AppUserID) -> String { keyPrefix + user.rawValue }
+    /// What every grant's event key starts with.
+    public static let keyPrefix = "grant:"
 }
 
 /// One grant as known at a log position: what the operator granted, and when (if ever) a revoke ended it early.

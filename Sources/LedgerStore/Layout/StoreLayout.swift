@@ -21,6 +21,12 @@ import LedgerCore
 /// | `metric_days` | environment ‖ UTC day (8) ‖ product | `StoredMetricDay`: the subscriptions' metric changes summed |
 /// | `metric_points` | environment (1) ‖ OTID             | `MetricPoints`: what the subscription's timeline added when summed in |
 /// | `metric_dirty` | environment (1) ‖ OTID              | empty: the timeline changed since it was summed in    |
+/// | `identities` | pseudonym (UTF-8)                     | generation (BE, 8) ‖ the value and its data key, sealed (`Identities`) |
+/// | `identity_index` | SHA-256(index key ‖ value)        | the value's pseudonym                            |
+/// | `raw_sealed` | first seq of the input (BE, 8)        | an input that names a person, sealed (`SealedRaw`); not in `raw` |
+///
+/// The log names people by pseudonyms only; the values behind them are in `identities`, sealed with a key kept
+/// beside the data file (`identity.key`), so that `forget` can make them unreadable (docs/privacy.md).
 ///
 /// A claim that names no environment is indexed in `bindings_any`, and in `by_otid` and `by_user` under every
 /// environment where its subscription is known; when the subscription appears in another environment later, the
@@ -42,8 +48,10 @@ struct StoreLayout {
     /// expiry, a receipt's `in_app` copies speak from its creation.
     /// 7: the subscription metrics summed by UTC day (`metric_days`, `metric_points`, `metric_dirty`), maintained as
     /// the timelines change.
+    /// 8: personal values kept apart (`identities`, `identity_index`, `raw_sealed`); a ledger made by an older build
+    /// keeps the values in its log and reads as before (`meta` has no `identity_generation`).
     /// An older ledger opened for writing is upgraded by rebuilding its projections from the log.
-    static let schemaVersion: UInt64 = 7
+    static let schemaVersion: UInt64 = 8
 
     let meta: Database
     let raw: Database
@@ -59,6 +67,9 @@ struct StoreLayout {
     let metricDays: Database
     let metricPoints: Database
     let metricDirty: Database
+    let identities: Database
+    let identityIndex: Database
+    let rawSealed: Database
 
     init(environment: Environment) throws {
         // One transaction: a ledger being created is never seen (by `stats` in another process) half made.
@@ -66,17 +77,19 @@ struct StoreLayout {
             ("meta", []), ("raw", []), ("events", []), ("log", []), ("by_otid", [.dupSort]), ("by_user", [.dupSort]),
             ("timelines", []), ("rejected", []), ("bindings_any", [.dupSort]), ("lifecycle", []),
             ("webhook_dead", []), ("metric_days", []),
-            ("metric_points", []), ("metric_dirty", []),
+            ("metric_points", []), ("metric_dirty", []), ("identities", []), ("identity_index", []),
+            ("raw_sealed", []),
         ])
         (meta, raw, events, log) = (dbs[0], dbs[1], dbs[2], dbs[3])
         (byOTID, byUser, timelines, rejected, bindingsAny) = (dbs[4], dbs[5], dbs[6], dbs[7], dbs[8])
         lifecycle = dbs[9]
         webhookDead = dbs[10]
         (metricDays, metricPoints, metricDirty) = (dbs[11], dbs[12], dbs[13])
+        (identities, identityIndex, rawSealed) = (dbs[14], dbs[15], dbs[16])
     }
 
     /// Every database, for statistics and verification.
-    var all: [Database] { [meta, raw, events, log, byOTID, byUser, timelines, rejected, bindingsAny, lifecycle, webhookDead, metricDays, metricPoints, metricDirty] }
+    var all: [Database] { [meta, raw, events, log, byOTID, byUser, timelines, rejected, bindingsAny, lifecycle, webhookDead, metricDays, metricPoints, metricDirty, identities, identityIndex, rawSealed] }
 
     // MARK: - Meta keys
 
@@ -91,4 +104,7 @@ struct StoreLayout {
     static let metaRejectedHead = Array("rejected_head".utf8)
     /// The `lifecycle` key of the last event the outbound webhook delivered or gave up on.
     static let metaWebhookPosition = Array("webhook_position".utf8)
+    /// The generation of `identity.key` the `identities` rows are sealed with (BE, 8); absent in a ledger whose log
+    /// keeps personal values as they came.
+    static let metaIdentityGeneration = Array("identity_generation".utf8)
 }

@@ -11,6 +11,7 @@ import LedgerErrors
 struct AppendBatch {
     let layout: StoreLayout
     let projections: ProjectionEngine
+    let identities: Identities
 
     /// The head of the log as this transaction advances it.
     private struct Pending {
@@ -34,13 +35,16 @@ struct AppendBatch {
         var written: [LedgerEvent] = []
         // The input of each written event: the seq of its first event (its raw key).
         var inputOf: [UInt64] = []
+        var naming = try identities.generation(layout, txn).map {
+            Pseudonymizer(identities: identities, generation: $0, layout: layout)
+        }
 
         for input in inputs {
             switch input {
             case .rejected(let rejection):
                 try reject(rejection, &state, txn)
                 results.append(.rejected(code: rejection.code, message: rejection.message))
-            case .facts(let facts, var metadata, let raw):
+            case .facts(var facts, var metadata, let raw, let seed):
                 if let problem = Self.problem(in: facts) {
                     try reject(
                         RejectedInput(raw: raw, code: problem.code, message: problem.message, receivedAt: metadata.receivedAt),
@@ -49,6 +53,9 @@ struct AppendBatch {
                     continue
                 }
                 metadata.rawDigest = sha256(raw)
+                // The log names people by pseudonyms; an input that names anyone is kept sealed with their keys.
+                var people: [Identities.Identity] = []
+                if naming != nil { (facts, metadata, people) = try naming!.rename(facts, metadata, seed: seed, txn) }
                 var writtenForInput: [AppendResult.WrittenEvent] = []
                 var rawKey: UInt64? = nil
                 for fact in facts {
@@ -60,7 +67,13 @@ struct AppendBatch {
                     if rawKey == nil {
                         // The raw input is stored once, under the seq of the first event it produced.
                         rawKey = seq
-                        try txn.put(layout.raw, key: StoreLayout.rawKey(seq), value: raw, flags: .append)
+                        if people.isEmpty {
+                            try txn.put(layout.raw, key: StoreLayout.rawKey(seq), value: raw, flags: .append)
+                        } else {
+                            try txn.put(
+                                layout.rawSealed, key: StoreLayout.rawKey(seq), value: try SealedRaw.seal(raw, for: people),
+                                flags: .append)
+                        }
                     }
                     let stored = LedgerEvent.encode(factBytes: factBytes, metadata: metadata)
                     try txn.put(layout.events, key: StoreLayout.revisionKey(key.utf8, seq: seq), value: stored)
@@ -80,12 +93,13 @@ struct AppendBatch {
                             value: EventReference.encode(seq: seq, eventKey: key), flags: .appendDuplicate)
                         if case .binding(let claim) = fact {
                             try index(
-                                user: claim.appUserId, otid: claim.originalTransactionId, claim.environment, txn,
-                                changes: &changes)
+                                user: claim.appUserId, shown: naming?.valueOf[claim.appUserId.rawValue],
+                                otid: claim.originalTransactionId, claim.environment, txn, changes: &changes)
                         }
                     } else if case .grant(let grant) = fact {
                         // Found by its key (`OperatorGrant.eventKey`); the customer's kept answer is no longer true.
-                        changes.customers.insert(StoreLayout.userKey(grant.environment, grant.appUserId))
+                        let shown = naming?.valueOf[grant.appUserId.rawValue].map { AppUserID($0) } ?? grant.appUserId
+                        changes.customers.insert(StoreLayout.userKey(grant.environment, shown))
                     }
                     written.append(LedgerEvent(seq: seq, fact: fact, metadata: metadata))
                     inputOf.append(rawKey!)
@@ -173,12 +187,14 @@ struct AppendBatch {
         return last + 1
     }
 
+    /// Indexes `user`'s claim of `otid`; `shown` is the value the user's pseudonym stands for, by which readers ask
+    /// (and the answer cache keeps their answers).
     func index(
-        user: AppUserID, otid: OriginalTransactionID, _ environment: AppStoreEnvironment, _ txn: Transaction,
-        changes: inout CommitChanges
+        user: AppUserID, shown: String?, otid: OriginalTransactionID, _ environment: AppStoreEnvironment,
+        _ txn: Transaction, changes: inout CommitChanges
     ) throws {
         let key = StoreLayout.userKey(environment, user)
-        changes.customers.insert(key)
+        changes.customers.insert(shown.map { StoreLayout.userKey(environment, AppUserID($0)) } ?? key)
         do {
             try txn.put(
                 layout.byUser, key: key, value: StoreLayout.subscriptionKey(environment, otid), flags: .noDuplicateData)

@@ -25,7 +25,7 @@ struct JournalRecord {
     var inputs: [LedgerInput]
 
     /// Tagged binary: 1–4 the positions (varints), then per input 5 (facts: nested 1 raw bytes, 2 each fact as a
-    /// stored event with the input's metadata) or 6 (a refusal: `RejectedInput.encoded()`).
+    /// stored event with the input's metadata, 3 its identity seed) or 6 (a refusal: `RejectedInput.encoded()`).
     func encoded() -> [UInt8] {
         var w = BinaryWriter(capacity: 64 + inputs.count * 1_024)
         w.write(1, before.seq)
@@ -34,10 +34,11 @@ struct JournalRecord {
         w.write(4, after.rejected)
         for input in inputs {
             switch input {
-            case .facts(let facts, let metadata, let raw):
+            case .facts(let facts, let metadata, let raw, let seed):
                 var inner = BinaryWriter(capacity: raw.count + facts.count * 256)
                 inner.write(1, bytes: raw)
                 for fact in facts { inner.write(2, bytes: LedgerEvent.encode(fact: fact, metadata: metadata)) }
+                if let seed { inner.write(3, bytes: seed) }
                 inner.withBytes { w.write(5, bytes: $0) }
             case .rejected(let rejection):
                 w.write(6, bytes: rejection.encoded())
@@ -59,6 +60,7 @@ struct JournalRecord {
                 var raw: [UInt8] = []
                 var facts: [Fact] = []
                 var metadata: FactMetadata?
+                var seed: [UInt8]?
                 while let (innerTag, innerWire) = try inner.nextField() {
                     switch (innerTag, innerWire) {
                     case (1, .bytes): raw = Array(try inner.readBytes())
@@ -66,11 +68,12 @@ struct JournalRecord {
                         let event = try LedgerEvent(seq: 0, decoding: try inner.readBytes())
                         facts.append(event.fact)
                         metadata = event.metadata
+                    case (3, .bytes): seed = Array(try inner.readBytes())
                     default: throw FactDecodingError("journal input field \(innerTag) is unknown")
                     }
                 }
                 guard let metadata else { throw FactDecodingError("journal input without facts") }
-                inputs.append(.facts(facts, metadata: metadata, raw: raw))
+                inputs.append(.facts(facts, metadata: metadata, raw: raw, identitySeed: seed))
             case (6, .bytes):
                 inputs.append(.rejected(try RejectedInput(number: 0, decoding: try r.readBytes())))
             default: throw FactDecodingError("journal record field \(tag) is unknown")

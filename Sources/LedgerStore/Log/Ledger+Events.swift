@@ -1,3 +1,4 @@
+import Crypto
 import LMDB
 import LedgerCore
 
@@ -15,8 +16,11 @@ extension Ledger {
             let cursor = try txn.cursor(layout.log)
             var out: [StoredEvent] = []
             var entry = try cursor.seek(StoreLayout.logKey(after &+ 1))
+            let names = try IdentityNames(identities, layout, txn)
             while let e = entry, out.count < limit {
-                out.append(try storedEvent(seq: BigEndian.uint64(key: e.key, of: "log"), logValue: e.value, txn))
+                var stored = try storedEvent(seq: BigEndian.uint64(key: e.key, of: "log"), logValue: e.value, txn)
+                stored.event = try names.shown(stored.event)
+                out.append(stored)
                 entry = try cursor.next()
             }
             return out
@@ -27,7 +31,9 @@ extension Ledger {
     public func event(seq: UInt64) throws -> StoredEvent? {
         try environment.read { txn in
             guard let v = try txn.get(layout.log, key: StoreLayout.logKey(seq)) else { return nil }
-            return try storedEvent(seq: seq, logValue: v, txn)
+            var stored = try storedEvent(seq: seq, logValue: v, txn)
+            stored.event = try IdentityNames(identities, layout, txn).shown(stored.event)
+            return stored
         }
     }
 
@@ -36,8 +42,12 @@ extension Ledger {
     public func events(key: String) throws -> [StoredEvent] {
         try environment.read { txn in
             var out: [StoredEvent] = []
-            try layout.forEachRevision(of: key, txn) { seq, stored in
-                let event = try StoreLayout.decodeEvent(seq: seq, stored)
+            let names = try IdentityNames(identities, layout, txn)
+            // A grant's key names its user: asked for as the log names them.
+            let logKey = key.hasPrefix(OperatorGrant.keyPrefix)
+                ? OperatorGrant.keyPrefix + (try names.asked(String(key.dropFirst(OperatorGrant.keyPrefix.count)))) : key
+            try layout.forEachRevision(of: logKey, txn) { seq, stored in
+                let event = try names.shown(try StoreLayout.decodeEvent(seq: seq, stored))
                 guard let logValue = try txn.get(layout.log, key: StoreLayout.logKey(seq)) else {
                     throw LedgerError.corrupted("event \(seq) of \(key) has no `log` entry")
                 }
@@ -53,12 +63,46 @@ extension Ledger {
     public func events(original otid: OriginalTransactionID, environment env: AppStoreEnvironment, upTo asOf: UInt64? = nil)
         throws -> [LedgerEvent]
     {
-        try environment.read { txn in try SubscriptionScan.events(layout, env, otid, upTo: asOf, txn) }
+        try environment.read { txn in
+            let names = try IdentityNames(identities, layout, txn)
+            return try SubscriptionScan.events(layout, env, otid, upTo: asOf, txn).map { try names.shown($0) }
+        }
     }
 
-    /// The raw bytes an event was decoded from, exactly as received.
+    /// The raw bytes an event was decoded from, exactly as received; nil when they are not stored, or name a person
+    /// the ledger forgot (`rawInput(of:)` tells which).
     public func raw(of event: StoredEvent) throws -> [UInt8]? {
-        try environment.read { txn in try txn.value(layout.raw, key: StoreLayout.rawKey(event.rawKey)) }
+        if case .bytes(let raw) = try rawInput(of: event.rawKey) { return raw }
+        return nil
+    }
+
+    /// What is kept of an input's raw bytes.
+    public enum RawInput: Sendable, Equatable {
+        case bytes([UInt8])
+        /// Sealed for people of whom one or more was forgotten (their pseudonyms): unreadable.
+        case erased(pseudonyms: [String])
+        case missing
+    }
+
+    /// The raw input stored under `rawKey` (the seq of its first event).
+    public func rawInput(of rawKey: UInt64) throws -> RawInput {
+        try environment.read { txn in try rawInput(of: rawKey, txn) }
+    }
+
+    func rawInput(of rawKey: UInt64, _ txn: Transaction) throws -> RawInput {
+        if let raw = try txn.value(layout.raw, key: StoreLayout.rawKey(rawKey)) { return .bytes(raw) }
+        guard let sealed = try txn.value(layout.rawSealed, key: StoreLayout.rawKey(rawKey)) else { return .missing }
+        let (pseudonyms, from) = try SealedRaw.people(sealed)
+        guard let generation = try identities.generation(layout, txn) else {
+            throw LedgerError.corrupted("raw input \(rawKey) is sealed in a ledger without identities")
+        }
+        var keys: [SymmetricKey] = []
+        var forgotten: [String] = []
+        for p in pseudonyms {
+            if let row = try identities.row(p, generation, layout, txn) { keys.append(row.dataKey) } else { forgotten.append(p) }
+        }
+        guard forgotten.isEmpty else { return .erased(pseudonyms: forgotten) }
+        return .bytes(try SealedRaw.open(sealed, sealedFrom: from, keys: keys))
     }
 
     /// Refused inputs with number > `after`, oldest first.

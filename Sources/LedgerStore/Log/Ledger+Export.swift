@@ -34,8 +34,11 @@ extension Ledger {
                 guard let stored = try txn.get(layout.events, key: log.revisionKey(seq: seq)) else {
                     throw LedgerError.corrupted("log seq \(seq) names an event that is missing")
                 }
-                guard let raw = try txn.value(layout.raw, key: StoreLayout.rawKey(log.rawKey)) else {
-                    throw LedgerError.corrupted("raw input of event \(seq) is missing")
+                let raw: [UInt8]
+                switch try rawInput(of: log.rawKey, txn) {
+                case .bytes(let bytes): raw = bytes
+                case .erased: raw = []
+                case .missing: throw LedgerError.corrupted("raw input of event \(seq) is missing")
                 }
                 let event = try StoreLayout.decodeEvent(seq: seq, stored)
                 out.append(

@@ -220,8 +220,8 @@ public final class LedgerImport {
                         value: EventReference.encode(seq: e.seq, eventKey: key), flags: .appendDuplicate)
                     if case .binding(let claim) = fact {
                         try batch.index(
-                            user: claim.appUserId, otid: claim.originalTransactionId, claim.environment, txn,
-                            changes: &changes)
+                            user: claim.appUserId, shown: nil, otid: claim.originalTransactionId, claim.environment,
+                            txn, changes: &changes)
                     }
                 }
                 written.append(event)

@@ -28,7 +28,7 @@ extension Ledger {
                 // One `events` cursor per kind of key (`StoreLayout.eventKeyKinds`).
                 let events = ForwardCursors(txn, layout.events, count: StoreLayout.eventKeyKinds)
                 let raws = try txn.cursor(layout.raw)
-                var rawInput: (key: UInt64, bytes: MappedBytes)? = nil
+                var rawInput: (key: UInt64, bytes: ScannedRaw)? = nil
                 var entry = try log.seek(StoreLayout.logKey(next))
                 var count = 0
                 while let e = entry, count < batchSize {
@@ -44,15 +44,23 @@ extension Ledger {
                     }
                     if rawInput?.key != record.rawKey {
                         let key = StoreLayout.rawKey(record.rawKey)
-                        guard let found = try key.withUnsafeBytes({ try raws.findForward($0) })?.value else {
-                            throw LedgerError.corrupted("raw input of event \(seq) is missing")
+                        if let found = try key.withUnsafeBytes({ try raws.findForward($0) })?.value {
+                            rawInput = (record.rawKey, .mapped(found))
+                        } else {
+                            switch try self.rawInput(of: record.rawKey, txn) {
+                            case .bytes(let raw): rawInput = (record.rawKey, .opened(raw))
+                            case .erased: rawInput = (record.rawKey, .opened([]))
+                            case .missing: throw LedgerError.corrupted("raw input of event \(seq) is missing")
+                            }
                         }
-                        rawInput = (record.rawKey, found)
                     }
                     let event = try StoreLayout.decodeEvent(seq: seq, bytes, strings: &strings)
                     let stored = StoredEvent(event: event, chainHash: record.link, rawKey: record.rawKey)
                     try bytes.withUnsafeBytes { bytes in
-                        try rawInput!.bytes.withUnsafeBytes { raw in try body(stored, bytes, raw) }
+                        switch rawInput!.bytes {
+                        case .mapped(let raw): try raw.withUnsafeBytes { raw in try body(stored, bytes, raw) }
+                        case .opened(let raw): try raw.withUnsafeBytes { raw in try body(stored, bytes, raw) }
+                        }
                     }
                     next = seq &+ 1
                     count += 1
@@ -63,4 +71,10 @@ extension Ledger {
             if visited < batchSize { return }
         }
     }
+}
+
+/// A raw input as a scan of the log reads it: where the map holds it, or opened from its sealed form.
+private enum ScannedRaw {
+    case mapped(MappedBytes)
+    case opened([UInt8])
 }

@@ -20,6 +20,7 @@ extension Ledger {
         try environment.read { txn in
             let cursor = try txn.cursor(layout.lifecycle)
             var out: [LifecycleEvent] = []
+            let names = try IdentityNames(identities, layout, txn)
             var entry = try cursor.seek(BigEndian.bytes(after &+ 1))
             while let e = entry {
                 let seq = try BigEndian.uint64(key: e.key, of: "lifecycle", length: StoreLayout.lifecycleKeyLength)
@@ -27,11 +28,11 @@ extension Ledger {
                     return LifecyclePage(events: out, next: last.seq)
                 }
                 do {
-                    out.append(
-                        try e.value.withUnsafeBytes { (bytes) throws(FactDecodingError) in
-                            try LifecycleEvent(decoding: bytes)
-                        })
-                } catch {
+                    let event = try e.value.withUnsafeBytes { (bytes) throws(FactDecodingError) in
+                        try LifecycleEvent(decoding: bytes)
+                    }
+                    out.append(try names.shown(event))
+                } catch let error as FactDecodingError {
                     throw LedgerError.corrupted("the lifecycle event at seq \(seq) does not decode: \(error)")
                 }
                 entry = try cursor.next()
@@ -55,7 +56,9 @@ extension Ledger {
             guard !events.isEmpty else { return [] }
             let inputs = try LifecycleReplay.inputs(of: events, layout, txn)
             let rules = try history.rules(asOf: try batch.lastSeq(txn), layout, txn)
-            return LifecycleReplay.entries(events, inputs: inputs, otid: otid, environment: env, rules: rules).map(\.event)
+            let names = try IdentityNames(identities, layout, txn)
+            return try LifecycleReplay.entries(events, inputs: inputs, otid: otid, environment: env, rules: rules)
+                .map { try names.shown($0.event) }
         }
     }
 }

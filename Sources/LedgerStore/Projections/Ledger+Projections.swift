@@ -87,21 +87,23 @@ extension Ledger {
     ) {
         let last = try batch.lastSeq(txn)
         let knownAsOf = min(asOf ?? last, last)
-        let owned = try userTimelines(user, env, asOf: asOf, txn)
+        let names = try IdentityNames(identities, layout, txn)
+        let stored = try names.asked(user)
+        let owned = try userTimelines(stored, env, asOf: asOf, txn, names)
         let timelines = owned.timelines.map(\.timeline)
         let subscriptions = owned.keys
-        let grants = OperatorGrants.fold(try grantEvents(user, env, asOf: knownAsOf, txn).map { ($0.seq, $0.grant) })
+        let grants = OperatorGrants.fold(try grantEvents(stored, env, asOf: knownAsOf, txn).map { ($0.seq, $0.grant) })
         let view = Entitlements.customer(
             user: user, environment: env, timelines: timelines, grants: grants, at: at, asOf: knownAsOf,
             rules: try history.rules(asOf: knownAsOf, layout, txn))
         return (view, timelines, grants, subscriptions, last)
     }
 
-    /// The subscriptions `by_user` names for `user` in `env` (its entries: subscription keys), and the timelines of
-    /// those known, as known after `asOf`.
-    func userTimelines(_ user: AppUserID, _ env: AppStoreEnvironment, asOf: UInt64?, _ txn: Transaction) throws
-        -> (keys: [[UInt8]], timelines: [(otid: OriginalTransactionID, timeline: Timeline)])
-    {
+    /// The subscriptions `by_user` names for `user` (as the log names them) in `env` (its entries: subscription
+    /// keys), and the timelines of those known, as known after `asOf`, naming people as `names` shows them.
+    func userTimelines(
+        _ user: AppUserID, _ env: AppStoreEnvironment, asOf: UInt64?, _ txn: Transaction, _ names: IdentityNames
+    ) throws -> (keys: [[UInt8]], timelines: [(otid: OriginalTransactionID, timeline: Timeline)]) {
         var keys: [[UInt8]] = []
         var timelines: [(otid: OriginalTransactionID, timeline: Timeline)] = []
         let cursor = try txn.cursor(layout.byUser)
@@ -109,17 +111,17 @@ extension Ledger {
         while let e = entry {
             keys.append(Array(e.value))
             if let (_, otid) = StoreLayout.decodeSubscriptionKey(e.value),
-                let (timeline, _) = try timeline(env, otid, asOf: asOf, txn)
+                let (timeline, _) = try storedTimeline(env, otid, asOf: asOf, txn)
             {
-                timelines.append((otid, timeline))
+                timelines.append((otid, try names.shown(timeline)))
             }
             entry = try cursor.nextDuplicate()
         }
         return (keys, timelines)
     }
 
-    /// The operator's grants and revokes for `user` in `env` with seq ≤ `asOf`, in log order: the revisions of
-    /// `grant:<appUserId>` (one seek when there are none).
+    /// The operator's grants and revokes for `user` (as the log names them) in `env` with seq ≤ `asOf`, in log
+    /// order: the revisions of `grant:<appUserId>` (one seek when there are none).
     func grantEvents(_ user: AppUserID, _ env: AppStoreEnvironment, asOf: UInt64, _ txn: Transaction) throws
         -> [(seq: UInt64, grant: OperatorGrant, event: LedgerEvent)]
     {
@@ -138,7 +140,8 @@ extension Ledger {
         throws -> [GrantRecord]
     {
         try environment.read { txn in
-            OperatorGrants.fold(try grantEvents(user, env, asOf: asOf ?? .max, txn).map { ($0.seq, $0.grant) })
+            let stored = try IdentityNames(identities, layout, txn).asked(user)
+            return OperatorGrants.fold(try grantEvents(stored, env, asOf: asOf ?? .max, txn).map { ($0.seq, $0.grant) })
         }
     }
 
@@ -151,16 +154,18 @@ extension Ledger {
         try environment.read { txn in
             let last = try batch.lastSeq(txn)
             let knownAsOf = min(asOf ?? last, last)
-            let owned = try userTimelines(user, env, asOf: asOf, txn).timelines
+            let names = try IdentityNames(identities, layout, txn)
+            let stored = try names.asked(user)
+            let owned = try userTimelines(stored, env, asOf: asOf, txn, names).timelines
             let timelines = owned.map(\.timeline)
             var events: [UInt64: LedgerEvent] = [:]
             for (otid, _) in owned {
                 for event in try SubscriptionScan.events(layout, env, otid, upTo: knownAsOf, txn) {
-                    events[event.seq] = event
+                    events[event.seq] = try names.shown(event)
                 }
             }
-            let grantEvents = try grantEvents(user, env, asOf: knownAsOf, txn)
-            for g in grantEvents { events[g.seq] = g.event }
+            let grantEvents = try grantEvents(stored, env, asOf: knownAsOf, txn)
+            for g in grantEvents { events[g.seq] = try names.shown(g.event) }
             return Entitlements.explain(
                 entitlement: entitlement, user: user, environment: env, timelines: timelines,
                 grants: OperatorGrants.fold(grantEvents.map { ($0.seq, $0.grant) }), events: events, at: at,
@@ -233,9 +238,16 @@ extension Ledger {
         return try appendRules(RulesChange(rules: rules, appliedAt: instant), raw: raw)
     }
 
-    /// The timeline of (env, otid) as known after `asOf`, and the seq it reflects.
+    /// The timeline of (env, otid) as known after `asOf`, and the seq it reflects, naming people as answers show them.
     func timeline(_ env: AppStoreEnvironment, _ otid: OriginalTransactionID, asOf: UInt64?, _ txn: Transaction) throws
         -> (Timeline, UInt64)?
+    {
+        try storedTimeline(env, otid, asOf: asOf, txn).map { (try IdentityNames(identities, layout, txn).shown($0.0), $0.1) }
+    }
+
+    /// The timeline of (env, otid) as known after `asOf`, and the seq it reflects, naming people as the log does.
+    func storedTimeline(_ env: AppStoreEnvironment, _ otid: OriginalTransactionID, asOf: UInt64?, _ txn: Transaction)
+        throws -> (Timeline, UInt64)?
     {
         let key = StoreLayout.subscriptionKey(env, otid)
         guard let stored = try txn.get(layout.timelines, key: key) else { return nil }

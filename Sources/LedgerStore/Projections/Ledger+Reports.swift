@@ -18,12 +18,19 @@ extension Ledger {
         try environment.read { txn in
             let last = try batch.lastSeq(txn)
             let knownAsOf = min(asOf ?? last, last)
+            let names = try IdentityNames(identities, layout, txn)
+            let stored = try user.map { try names.asked($0) }
             let timelines =
-                try user.map { try userTimelines($0, env, asOf: asOf, txn).timelines.map(\.timeline) }
+                try stored.map { try userTimelines($0, env, asOf: asOf, txn, names).timelines.map(\.timeline) }
                 ?? everyTimeline(env, asOf: asOf, txn)
-            return Revenue.summary(
+            // Every subscription's timeline names people as the log does; its entries' buyers are shown after.
+            var summary = Revenue.summary(
                 timelines: timelines, environment: env, from: from, to: to, asOf: knownAsOf, user: user,
                 product: product)
+            for i in summary.entries.indices {
+                if let buyer = summary.entries[i].appUserId { summary.entries[i].appUserId = try names.shown(buyer) }
+            }
+            return summary
         }
     }
 }
@@ -123,13 +130,14 @@ extension Ledger {
 
     /// Every subscription of `env`, folded as known after `asOf` (its stored timeline when `asOf` is nil or the last
     /// seq).
+    /// Every timeline of `env` as known after `asOf`, naming people as the log does.
     func everyTimeline(_ env: AppStoreEnvironment, asOf: UInt64?, _ txn: Transaction) throws -> [Timeline] {
         var timelines: [Timeline] = []
         let cursor = try txn.cursor(layout.timelines)
         var entry = try cursor.first()
         while let e = entry {
             if let (environment, otid) = e.key.withUnsafeBytes({ StoreLayout.decodeSubscriptionKey($0) }),
-                environment == env, let (timeline, _) = try timeline(env, otid, asOf: asOf, txn)
+                environment == env, let (timeline, _) = try storedTimeline(env, otid, asOf: asOf, txn)
             {
                 timelines.append(timeline)
             }

@@ -156,7 +156,9 @@ extension Ledger {
             return "the chain head is missing"
         }
         if try txn.statistics(layout.events).entries != Int(last) { return "events holds entries the log lacks" }
-        if try txn.statistics(layout.raw).entries != rawInputs { return "raw holds inputs no event came from" }
+        if try txn.statistics(layout.raw).entries + txn.statistics(layout.rawSealed).entries != rawInputs {
+            return "raw holds inputs no event came from"
+        }
         var withOTID = withOTID
         var bindings = bindings
         let byOTID = try txn.cursor(layout.byOTID)

@@ -91,9 +91,10 @@ extension Ledger {
                 return e
             } ?? cursor.first()
             var out: [(position: LifecyclePosition, event: LifecycleEvent)] = []
+            let names = try IdentityNames(identities, layout, txn)
             while let e = entry, out.count < limit {
                 let p = try LifecyclePosition(key: e.key, of: "lifecycle")
-                out.append((p, try Self.decodeLifecycle(e.value, at: p)))
+                out.append((p, try names.shown(try Self.decodeLifecycle(e.value, at: p))))
                 entry = try cursor.next()
             }
             return out
@@ -133,6 +134,7 @@ extension Ledger {
         try environment.read { txn in
             let cursor = try txn.cursor(layout.webhookDead)
             var out: [DeadLetter] = []
+            let names = try IdentityNames(identities, layout, txn)
             var entry = try cursor.first()
             while let e = entry {
                 let p = try LifecyclePosition(key: e.key, of: "webhook_dead")
@@ -142,7 +144,8 @@ extension Ledger {
                 }
                 out.append(
                     DeadLetter(
-                        position: p, event: try Self.decodeLifecycle(said, at: p), attempts: attempts, failedAt: failedAt,
+                        position: p, event: try names.shown(try Self.decodeLifecycle(said, at: p)), attempts: attempts,
+                        failedAt: failedAt,
                         reason: reason, replayRequested: replay))
                 entry = try cursor.next()
             }

@@ -74,6 +74,12 @@ extension Ledger {
                     at: at, asOf: limit, rules: alternative)
                 differences += Entitlements.differences(before: was, after: would)
             }
+            // Each customer as answers name them, in their order.
+            let names = try IdentityNames(identities, layout, txn)
+            for i in differences.indices { differences[i].appUserId = try names.shown(differences[i].appUserId) }
+            differences = differences.enumerated().sorted {
+                ($0.element.environment, $0.element.appUserId, $0.offset) < ($1.element.environment, $1.element.appUserId, $1.offset)
+            }.map(\.element)
             return WhatIfReport(
                 at: at, asOf: limit, subscriptions: before.count, customers: customers.count, differences: differences)
         }

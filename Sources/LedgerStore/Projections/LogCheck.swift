@@ -99,7 +99,7 @@ extension Ledger {
         var revisionKey: [UInt8] = []
         revisionKey.reserveCapacity(64)
         var strings = RepeatedStrings()
-        var rawInput: (key: UInt64, digest: SHA256Digest)? = nil
+        var rawInput: (key: UInt64, digest: SHA256Digest?)? = nil
         var next = first
         while let e = entry, next <= last {
             let seq: UInt64
@@ -168,15 +168,26 @@ extension Ledger {
             guard rawKey <= seq else { return fault(seq, "raw input of event \(seq) is missing") }
             if rawInput?.key != rawKey {
                 let found = try StoreLayout.rawKey(rawKey).withUnsafeBytes { try raws.findForward($0) }
-                guard let raw = found?.value else { return fault(seq, "raw input of event \(seq) is missing") }
-                var digest = SHA256()
-                raw.withUnsafeBytes { digest.update(bufferPointer: $0) }
-                rawInput = (rawKey, digest.finalize())
+                if let raw = found?.value {
+                    var digest = SHA256()
+                    raw.withUnsafeBytes { digest.update(bufferPointer: $0) }
+                    rawInput = (rawKey, digest.finalize())
+                } else {
+                    // An input that names people is sealed; one that names a person forgotten since cannot be read,
+                    // and its digest, which the chain holds, is all that is left of it.
+                    switch try self.rawInput(of: rawKey, txn) {
+                    case .bytes(let raw): rawInput = (rawKey, SHA256.hash(data: raw))
+                    case .erased: rawInput = (rawKey, nil)
+                    case .missing: return fault(seq, "raw input of event \(seq) is missing")
+                    }
+                }
             }
-            guard let digestRange = stored.withUnsafeBytes(StoreLayout.rawDigestRange),
-                rawInput!.digest.withUnsafeBytes({ stored.extracting(digestRange).hasSameBytes(as: $0) })
-            else {
-                return fault(seq, "raw input of event \(seq) was altered")
+            if let digest = rawInput!.digest {
+                guard let digestRange = stored.withUnsafeBytes(StoreLayout.rawDigestRange),
+                    digest.withUnsafeBytes({ stored.extracting(digestRange).hasSameBytes(as: $0) })
+                else {
+                    return fault(seq, "raw input of event \(seq) was altered")
+                }
             }
             if rawKey == seq { check.rawInputs += 1 }
 

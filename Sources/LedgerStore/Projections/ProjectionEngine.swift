@@ -12,6 +12,8 @@ struct ProjectionEngine {
     let layout: StoreLayout
     /// The rules in force (the log's latest change, else the configuration's), read in each write transaction.
     let history: RulesHistory
+    /// To tell the answer cache whose answers changed, by the values readers ask with.
+    let identities: Identities
 
     /// Brings the timelines of every subscription `events` touch up to date, and writes the lifecycle events each
     /// input said about each of them (`Lifecycle.events`, at the input's last seq about the subscription); `events`
@@ -204,7 +206,8 @@ struct ProjectionEngine {
         _ claim: BindingClaim, seq: UInt64, in environment: AppStoreEnvironment, _ txn: Transaction,
         changes: inout CommitChanges
     ) throws {
-        changes.customers.insert(StoreLayout.userKey(environment, claim.appUserId))
+        let shown = try identities.shown(claim.appUserId.rawValue, layout, txn)
+        changes.customers.insert(StoreLayout.userKey(environment, AppUserID(shown)))
         for (database, key, value) in [
             (
                 layout.byOTID, StoreLayout.subscriptionKey(environment, claim.originalTransactionId),

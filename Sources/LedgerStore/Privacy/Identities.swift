@@ -1,0 +1,246 @@
+import Crypto
+import Foundation
+import LedgerErrors
+import LMDB
+import LedgerCore
+import Synchronization
+
+/// The personal values of a ledger (app user ids, `appAccountToken`s) and the pseudonyms the log holds in their
+/// place (docs/privacy.md).
+///
+/// - `identities`: pseudonym → generation (BE, 8) ‖ AES-GCM sealed (data key (32) ‖ the value), sealed with the key
+///   of that generation in `identity.key`.
+/// - `identity_index`: SHA-256(index key of the generation ‖ value) → pseudonym, so that the writer finds a known
+///   value's pseudonym without the value being a key of the data file.
+/// - `meta` `identity_generation`: the generation every row is sealed with. Absent: a ledger written before
+///   pseudonyms, whose log holds the values themselves (it is read as it is, and cannot forget).
+///
+/// A pseudonym is `anon-` and 24 base-32 digits of HMAC-SHA-256(the input's identity seed, value): the seed is random,
+/// chosen once per input where it enters (`Ledger.append`, or the replicated intake's publisher) and carried in the
+/// journal and the intake stream, never in the data file, so every replica and every recovery names a value alike and
+/// nobody can test a guess against a pseudonym. The data key seals the raw inputs that name the value
+/// (`SealedRaw`); forgetting the value deletes its row and re-seals the others under a new generation.
+final class Identities: Sendable {
+    static let pseudonymPrefix = "anon-"
+
+    let directory: String
+    private let keys: Mutex<[UInt64: Generation]>
+
+    /// One generation's keys: the file's key seals rows; the index key is derived from it.
+    struct Generation: @unchecked Sendable {
+        let number: UInt64
+        let sealing: SymmetricKey
+        let index: SymmetricKey
+
+        init(number: UInt64, key: SymmetricKey) {
+            self.number = number
+            sealing = key
+            index = SymmetricKey(data: HMAC<SHA256>.authenticationCode(for: Array("identity index".utf8), using: key))
+        }
+
+        /// The `identity_index` key of `value`.
+        func indexKey(_ value: String) -> [UInt8] {
+            var h = SHA256()
+            index.withUnsafeBytes { h.update(bufferPointer: $0) }
+            h.update(data: Array(value.utf8))
+            return Array(h.finalize())
+        }
+    }
+
+    /// A value's pseudonym and data key.
+    struct Identity: @unchecked Sendable {
+        var pseudonym: String
+        var dataKey: SymmetricKey
+    }
+
+    init(directory: String) throws(LedgerError) {
+        self.directory = directory
+        var loaded: [UInt64: Generation] = [:]
+        for (number, key) in try IdentityKeyFile.read(directory) { loaded[number] = Generation(number: number, key: key) }
+        keys = Mutex(loaded)
+    }
+
+    // MARK: - Generations
+
+    /// The generation the ledger seals with, as `txn` sees it; nil for a ledger that keeps the values themselves.
+    func generation(_ layout: StoreLayout, _ txn: Transaction) throws -> Generation? {
+        guard let stored = try txn.get(layout.meta, key: StoreLayout.metaIdentityGeneration) else { return nil }
+        let number = try BigEndian.uint64(value: stored, of: "meta", name: "key `identity_generation`")
+        return try generation(number)
+    }
+
+    /// Generation `number`'s keys, read again from the file when not loaded (another process may have written it).
+    func generation(_ number: UInt64) throws(LedgerError) -> Generation {
+        if let known = keys.withLock({ $0[number] }) { return known }
+        let file = try IdentityKeyFile.read(directory)
+        guard let key = file[number] else {
+            throw LedgerError(
+                code: .identityKeyMissing,
+                message: "the ledger's identities are sealed with key generation \(number), which "
+                    + "\(IdentityKeyFile.path(directory)) does not hold: restore that file from the ledger's backup")
+        }
+        let generation = Generation(number: number, key: key)
+        keys.withLock { $0[number] = generation }
+        return generation
+    }
+
+    /// Makes a new generation, written to the key file beside those kept (`keeping`), and loads it.
+    func newGeneration(after last: UInt64?, keeping: [UInt64]) throws(LedgerError) -> Generation {
+        let number = (last ?? 0) + 1
+        let key = SymmetricKey(size: .bits256)
+        var file = try IdentityKeyFile.read(directory).filter { keeping.contains($0.key) }
+        file[number] = key
+        try IdentityKeyFile.write(directory, file.map { ($0.key, $0.value) })
+        let generation = Generation(number: number, key: key)
+        keys.withLock { $0[number] = generation }
+        return generation
+    }
+
+    /// Writes the key file with `number` alone: the other generations can no longer open anything.
+    func keepOnly(_ number: UInt64) throws(LedgerError) {
+        let file = try IdentityKeyFile.read(directory).filter { $0.key == number }
+        try IdentityKeyFile.write(directory, file.map { ($0.key, $0.value) })
+        keys.withLock { $0 = $0.filter { $0.key == number } }
+    }
+
+    // MARK: - Rows
+
+    /// The pseudonym of a value with `seed`.
+    static func pseudonym(of value: String, seed: [UInt8]) -> String {
+        let mac = HMAC<SHA256>.authenticationCode(for: Array(value.utf8), using: SymmetricKey(data: seed))
+        return pseudonymPrefix + base32(Array(mac).prefix(15))
+    }
+
+    /// Whether `text` has the form of a pseudonym.
+    static func looksLikePseudonym(_ text: String) -> Bool {
+        text.utf8.count == pseudonymPrefix.utf8.count + 24 && text.hasPrefix(pseudonymPrefix)
+    }
+
+    /// The row of `pseudonym`: its value and data key; nil when there is none (forgotten, or never one).
+    func row(_ pseudonym: String, _ generation: Generation, _ layout: StoreLayout, _ txn: Transaction) throws
+        -> (value: String, dataKey: SymmetricKey)?
+    {
+        guard let stored = try txn.value(layout.identities, key: Array(pseudonym.utf8)) else { return nil }
+        guard stored.count > 8 + 28 + 32 else {
+            throw LedgerError.corrupted("the identity row of \(pseudonym) is \(stored.count) bytes, too short")
+        }
+        let number = stored.withUnsafeBytes { BigEndian.uint64($0, at: 0) }
+        let key = number == generation.number ? generation : try self.generation(number)
+        let plain: [UInt8]
+        do {
+            plain = Array(try AES.GCM.open(AES.GCM.SealedBox(combined: stored[8...]), using: key.sealing))
+        } catch {
+            throw LedgerError.corrupted("the identity row of \(pseudonym) does not open with key generation \(number)")
+        }
+        guard plain.count >= 32 else { throw LedgerError.corrupted("the identity row of \(pseudonym) is too short") }
+        return (String(decoding: plain[32...], as: UTF8.self), SymmetricKey(data: plain[..<32]))
+    }
+
+    /// The pseudonym of `value` when the table knows it.
+    func pseudonym(of value: String, _ generation: Generation, _ layout: StoreLayout, _ txn: Transaction) throws
+        -> String?
+    {
+        try txn.get(layout.identityIndex, key: generation.indexKey(value)).map { String(decoding: Array($0), as: UTF8.self) }
+    }
+
+    /// Stores the row and index entry of a value.
+    func put(
+        _ value: String, _ identity: Identity, _ generation: Generation, _ layout: StoreLayout, _ txn: Transaction
+    ) throws {
+        var plain = identity.dataKey.withUnsafeBytes { Array($0) }
+        plain.append(contentsOf: value.utf8)
+        let sealed = try AES.GCM.seal(plain, using: generation.sealing).combined!  // The default nonce: combined.
+        var row = BigEndian.bytes(generation.number)
+        row.append(contentsOf: sealed)
+        try txn.put(layout.identities, key: Array(identity.pseudonym.utf8), value: row)
+        try txn.put(layout.identityIndex, key: generation.indexKey(value), value: Array(identity.pseudonym.utf8))
+    }
+
+    /// Base 32 (RFC 4648's alphabet, lowercase, no padding) of bytes whose bit count is a multiple of 5.
+    static func base32(_ bytes: some Collection<UInt8>) -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)
+        var out: [UInt8] = []
+        var buffer: UInt32 = 0
+        var bits = 0
+        for b in bytes {
+            buffer = buffer << 8 | UInt32(b)
+            bits += 8
+            while bits >= 5 {
+                out.append(alphabet[Int((buffer >> UInt32(bits - 5)) & 31)])
+                bits -= 5
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+extension Identities {
+    /// The value `name` stands for, as answers show it: the value of a known pseudonym; otherwise `name` itself (a
+    /// forgotten person's pseudonym, or a value a ledger without pseudonyms keeps as it came).
+    func shown(_ name: String, _ layout: StoreLayout, _ txn: Transaction) throws -> String {
+        guard Self.looksLikePseudonym(name), let generation = try generation(layout, txn),
+            let row = try row(name, generation, layout, txn)
+        else { return name }
+        return row.value
+    }
+}
+
+/// The writer's side of `Identities` in one write transaction: each personal value of an input replaced by its
+/// pseudonym, a new value given one (from the input's seed) and a row.
+struct Pseudonymizer {
+    let identities: Identities
+    let generation: Identities.Generation
+    let layout: StoreLayout
+    /// The values named so far in this transaction, and the value of each pseudonym among them.
+    private var byValue: [String: Identities.Identity] = [:]
+    private(set) var valueOf: [String: String] = [:]
+
+    init(identities: Identities, generation: Identities.Generation, layout: StoreLayout) {
+        self.identities = identities
+        self.generation = generation
+        self.layout = layout
+    }
+
+    /// The facts and metadata with their personal values renamed, and the people the input names (each once, in
+    /// the order first named).
+    mutating func rename(
+        _ facts: [Fact], _ metadata: FactMetadata, seed: [UInt8]?, _ txn: Transaction
+    ) throws -> (facts: [Fact], metadata: FactMetadata, people: [Identities.Identity]) {
+        var values: [String] = []
+        if let user = metadata.appUserId, !user.rawValue.isEmpty { values.append(user.rawValue) }
+        for fact in facts { fact.forEachPersonalValue { values.append($0) } }
+        guard !values.isEmpty else { return (facts, metadata, []) }
+        var people: [Identities.Identity] = []
+        var names: [String: String] = [:]
+        for value in values where names[value] == nil {
+            let identity = try identity(of: value, seed: seed, txn)
+            names[value] = identity.pseudonym
+            people.append(identity)
+        }
+        let rename = { (value: String) -> String in names[value] ?? value }
+        let renamedMetadata = metadata.renamingPersonalValues(rename)
+        let renamedFacts = facts.map { $0.renamingPersonalValues(rename) }
+        return (renamedFacts, renamedMetadata, people)
+    }
+
+    private mutating func identity(of value: String, seed: [UInt8]?, _ txn: Transaction) throws -> Identities.Identity {
+        if let known = byValue[value] { return known }
+        let identity: Identities.Identity
+        if let pseudonym = try identities.pseudonym(of: value, generation, layout, txn) {
+            guard let row = try identities.row(pseudonym, generation, layout, txn) else {
+                throw LedgerError.corrupted("identity_index names \(pseudonym), which has no row in `identities`")
+            }
+            identity = Identities.Identity(pseudonym: pseudonym, dataKey: row.dataKey)
+        } else {
+            guard let seed, !seed.isEmpty else {
+                throw LedgerError(code: .internal, message: "an input that names a person came without an identity seed")
+            }
+            identity = Identities.Identity(
+                pseudonym: Identities.pseudonym(of: value, seed: seed), dataKey: SymmetricKey(size: .bits256))
+            try identities.put(value, identity, generation, layout, txn)
+        }
+        byValue[value] = identity
+        valueOf[identity.pseudonym] = value
+        return identity
+    }
+}
