@@ -88,6 +88,8 @@ public enum FactBounds {
             case .grant(let g):
                 try checkInstant(g.from, g.action == .grant ? "from" : "at", of: "grant to \(g.appUserId.rawValue)")
                 try checkInstant(g.until, "until", of: "grant to \(g.appUserId.rawValue)")
+            case .erasure(let e):
+                try checkInstant(e.requestedAt, "requestedAt", of: "erasure")
             }
         }
         try checkInstant(receivedAt, "receivedAt")

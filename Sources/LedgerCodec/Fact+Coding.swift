@@ -559,6 +559,7 @@ extension Fact {
         case .reconciliation(let c): c.encode(into: &w)
         case .rules(let r): r.encode(into: &w)
         case .grant(let g): g.encode(into: &w)
+        case .erasure(let e): e.encode(into: &w)
         }
     }
 
@@ -592,6 +593,7 @@ extension Fact {
         case .reconciliation: self = .reconciliation(try ReconciliationFact(reading: &r))
         case .rules: self = .rules(try RulesChange(reading: &r))
         case .grant: self = .grant(try OperatorGrant(reading: &r))
+        case .erasure: self = .erasure(try Erasure(reading: &r))
         }
     }
 }

@@ -61,10 +61,12 @@ public final class Ledger: Sendable {
     let identities: Identities
     private let writer: Writer?
     let observers = CommitObservers()
+    /// One `forget` at a time: each makes the next key generation.
+    let forgetting = NSLock()
     /// The data file's lock (writers only); released after the environment closes.
     private let dataFileLock: DataFileLock?
     /// The background checkpoints of a journaled ledger.
-    private let checkpointer: JournalCheckpointer?
+    let checkpointer: JournalCheckpointer?
     /// Sums the subscriptions each commit changed into the maintained metrics (writable ledgers).
     private let metricsFollower: MetricsFollower?
     /// The last walk of the data file (`checkDataFile`), first the one at open.
@@ -165,8 +167,18 @@ public final class Ledger: Sendable {
                 "upgraded the ledger to schema \(StoreLayout.schemaVersion): projections rebuilt",
                 metadata: ["subscriptions": "\(report.subscriptions)", "events": "\(report.events)"])
         }
+        if !options.readOnly { try keepOnlyTheIdentityGenerationInForce() }
         checkpointer?.start()
         metricsFollower?.start()
+    }
+
+    /// A `forget` that stopped between its durable erasure and destroying the key generation before it leaves both
+    /// in `identity.key`: the one the ledger seals with is kept, any other destroyed.
+    private func keepOnlyTheIdentityGenerationInForce() throws {
+        guard let inForce = try environment.read({ txn in try identities.generation(layout, txn) }) else { return }
+        if try IdentityKeyFile.read(directory).keys.contains(where: { $0 != inForce.number }) {
+            try identities.keepOnly(inForce.number)
+        }
     }
 
     deinit { close() }

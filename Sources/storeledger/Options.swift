@@ -20,6 +20,11 @@ struct LedgerOptions: ParsableArguments {
         help: "Writers: start a new, empty ledger in DIR although its data file is missing or empty where a ledger lived (its lock file or journal remains); without it that is refused as corrupted.")
     var initialize = false
 
+    @Flag(
+        name: .long,
+        help: "Writers: a new ledger names people (app user ids, appAccountTokens) by pseudonyms and keeps their values apart, so that `storeledger forget` can erase them (docs/privacy.md). A ledger keeps the choice it was made with.")
+    var pseudonyms = false
+
     var directory: String {
         data ?? ProcessInfo.processInfo.environment["STORELEDGER_DATA"] ?? "./ledger-data"
     }
@@ -54,7 +59,7 @@ struct LedgerOptions: ParsableArguments {
     ) throws -> Ledger {
         try Self.openLedger(
             directory: directory, initialize: initialize, configuration, readOnly: readOnly, json: json,
-            journal: journal, adoptingRules: adoptingRules)
+            journal: journal, adoptingRules: adoptingRules, pseudonyms: pseudonyms)
     }
 
     /// `openLedger` for a directory given otherwise than by these options (`demo`). `rulesRecordedAt`: when a new
@@ -62,7 +67,7 @@ struct LedgerOptions: ParsableArguments {
     /// bytes on every run.
     static func openLedger(
         directory: String, initialize: Bool = false, _ configuration: LedgerConfiguration, readOnly: Bool, json: Bool,
-        journal: Bool = false, adoptingRules: Bool = true, rulesRecordedAt: UnixMillis? = nil
+        journal: Bool = false, adoptingRules: Bool = true, rulesRecordedAt: UnixMillis? = nil, pseudonyms: Bool = false
     ) throws -> Ledger {
         var isDirectory: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory)
@@ -77,6 +82,7 @@ struct LedgerOptions: ParsableArguments {
         options.maxQueuedInputs = configuration.limits.maxQueuedInputs
         options.journal = journal && !readOnly
         options.initialize = initialize
+        options.pseudonyms = pseudonyms
         let environment = ProcessInfo.processInfo.environment
         options.bootID = environment["STORELEDGER_TEST_BOOT_ID"]
         options.exitAfterJournalRecords = environment["STORELEDGER_TEST_EXIT_AFTER_JOURNAL_RECORDS"].flatMap { Int($0) }

@@ -42,6 +42,7 @@ public struct EventDocument: Encodable, Sendable {
         case reconciliation(ReconciliationFact)
         case rules(RulesChange)
         case grant(OperatorGrant)
+        case erasure(Erasure)
 
         public func encode(to encoder: any Encoder) throws {
             switch self {
@@ -51,6 +52,7 @@ public struct EventDocument: Encodable, Sendable {
             case .binding(let f): try f.encode(to: encoder)
             case .reconciliation(let f): try f.encode(to: encoder)
             case .grant(let f): try f.encode(to: encoder)
+            case .erasure(let f): try f.encode(to: encoder)
             case .rules(let f):
                 // The configuration file's own keys (`products`, `bindingPolicy`) and when they were applied.
                 var c = encoder.container(keyedBy: RulesKeys.self)
@@ -86,6 +88,7 @@ public struct EventDocument: Encodable, Sendable {
         case .reconciliation(let f): fact = .reconciliation(f)
         case .rules(let f): fact = .rules(f)
         case .grant(let f): fact = .grant(f)
+        case .erasure(let f): fact = .erasure(f)
         }
         self.raw = raw.map { Data($0).base64EncodedString() }
     }
@@ -169,6 +172,7 @@ extension EventDocument {
         case .reconciliation(let f): try json.encodable(f)
         case .rules(let f): try json.encodable(FactBody.rules(f))
         case .grant(let f): try json.encodable(f)
+        case .erasure(let f): try json.encodable(f)
         }
         json.key("key")
         json.string(e.fact.eventKey)

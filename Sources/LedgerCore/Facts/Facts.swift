@@ -279,6 +279,8 @@ public enum Fact: Hashable, Sendable {
     indirect case rules(RulesChange)
     /// The operator's grant (or revoke) of an entitlement to an app user: about a customer, on no timeline.
     indirect case grant(OperatorGrant)
+    /// The operator forgot people: about no subscription, on no timeline.
+    indirect case erasure(Erasure)
 
     /// The kind, as named on the wire and in `events`.
     public var kind: Kind {
@@ -290,13 +292,14 @@ public enum Fact: Hashable, Sendable {
         case .reconciliation: .reconciliation
         case .rules: .rules
         case .grant: .grant
+        case .erasure: .erasure
         }
     }
 
     /// The kinds of fact, in fold order: at one instant transactions fold first, then renewal infos, notifications
     /// and claims (`FoldPosition`). Rules changes are on no timeline: they decide which rules every fold uses.
     public enum Kind: String, Hashable, Codable, Sendable, CaseIterable, Comparable {
-        case transaction, renewal, notification, binding, reconciliation, rules, grant
+        case transaction, renewal, notification, binding, reconciliation, rules, grant, erasure
 
         /// The kind's place in the fold order, from 1; also its code where events and timelines are stored
         /// (LedgerCodec), so a code is never reused or renumbered. Inlinable, as `init(code:)`: the codec reads and
@@ -311,6 +314,7 @@ public enum Fact: Hashable, Sendable {
             case .reconciliation: 5
             case .rules: 6
             case .grant: 7
+            case .erasure: 8
             }
         }
 
@@ -335,6 +339,7 @@ public enum Fact: Hashable, Sendable {
         case .reconciliation(let c): ReconciliationFact.eventKey(c.originalTransactionId)
         case .rules: RulesChange.eventKey
         case .grant(let g): OperatorGrant.eventKey(g.appUserId)
+        case .erasure(let e): Erasure.eventKey(e.keyGeneration)
         }
     }
 
@@ -347,7 +352,7 @@ public enum Fact: Hashable, Sendable {
         case .renewal(let r): r.originalTransactionId
         case .notification(let n): n.originalTransactionId
         case .binding(let b): b.originalTransactionId
-        case .reconciliation, .rules, .grant: nil
+        case .reconciliation, .rules, .grant, .erasure: nil
         }
     }
 
@@ -370,6 +375,8 @@ public enum Fact: Hashable, Sendable {
         // About every environment; named Production only because every fact names one.
         case .rules: .production
         case .grant(let g): g.environment
+        // About every environment, as a change of rules.
+        case .erasure: .production
         }
     }
 
@@ -379,7 +386,7 @@ public enum Fact: Hashable, Sendable {
         case .transaction(let t): t.signedDate
         case .renewal(let r): r.signedDate
         case .notification(let n): n.signedDate
-        case .binding, .reconciliation, .rules, .grant: nil
+        case .binding, .reconciliation, .rules, .grant, .erasure: nil
         }
     }
 
@@ -390,7 +397,7 @@ public enum Fact: Hashable, Sendable {
         case .transaction(let t): t.statedDate
         case .renewal(let r): r.signedDate
         case .notification(let n): n.signedDate
-        case .binding, .reconciliation, .rules, .grant: nil
+        case .binding, .reconciliation, .rules, .grant, .erasure: nil
         }
     }
 }
@@ -415,6 +422,8 @@ public enum FactSource: String, Hashable, Codable, Sendable, CaseIterable {
     case configuration
     /// The operator's grant or revoke of an entitlement (`POST /v1/customers/{id}/grants`, `storeledger grant`).
     case grant
+    /// The operator's erasure of a person (`storeledger forget`, `POST /v1/customers/{id}/forget`).
+    case erasure
 }
 
 /// Whether a fact's signature was checked.

@@ -14,7 +14,8 @@ extension Fact {
             if !b.appUserId.rawValue.isEmpty { body(b.appUserId.rawValue) }
             if let v = b.appAccountToken, !v.isEmpty { body(v) }
         case .grant(let g): if !g.appUserId.rawValue.isEmpty { body(g.appUserId.rawValue) }
-        case .notification, .reconciliation, .rules: break
+        // An erasure names pseudonyms, never values.
+        case .notification, .reconciliation, .rules, .erasure: break
         }
     }
 
@@ -38,7 +39,7 @@ extension Fact {
         case .grant(var g):
             g.appUserId = try g.appUserId.renamed(rename)
             return .grant(g)
-        case .notification, .reconciliation, .rules:
+        case .notification, .reconciliation, .rules, .erasure:
             return self
         }
     }

@@ -29,6 +29,7 @@ package struct FoldPosition: Hashable, Sendable, Comparable {
             self.init(instant: c.checkedAt, kind: .reconciliation, id: CompactID(c.originalTransactionId.rawValue))
         case .rules(let r): self.init(instant: r.appliedAt, kind: .rules, id: .empty)
         case .grant(let g): self.init(instant: g.from, kind: .grant, id: CompactID(g.grantId ?? ""))
+        case .erasure(let e): self.init(instant: e.requestedAt, kind: .erasure, id: .empty)
         }
     }
 

@@ -219,7 +219,7 @@ extension Timeline {
         switch fact {
         case .transaction(let t): !isSurelyNew(t, oneTime: isOneTimePurchase(t, rules: rules))
         case .notification(let n): n.notificationType == "REFUND_REVERSED"
-        case .renewal, .binding, .reconciliation, .rules, .grant: false
+        case .renewal, .binding, .reconciliation, .rules, .grant, .erasure: false
         }
     }
 
@@ -249,7 +249,7 @@ extension Timeline {
         case .reconciliation:
             // A check of the subscription, never a step of its fold (`Fact.originalTransactionId`).
             return nil
-        case .rules, .grant: return nil
+        case .rules, .grant, .erasure: return nil
         }
     }
 
@@ -259,6 +259,7 @@ extension Timeline {
         }
         if case .reconciliation = fact { return false }
         if case .grant = fact { return false }
+        if case .erasure = fact { return false }
         return fact.environment == environment && fact.originalTransactionId == originalTransactionId
     }
 
@@ -271,7 +272,7 @@ extension Timeline {
         case .notification(let n): stepNotification(n, at: instant, seq: seq)
         case .binding(let b): stepClaim(b, seq: seq, policy: rules.bindingPolicy)
         case .reconciliation: break
-        case .rules, .grant: break  // On no timeline (`concerns` is false for them).
+        case .rules, .grant, .erasure: break  // On no timeline (`concerns` is false for them).
         }
     }
 

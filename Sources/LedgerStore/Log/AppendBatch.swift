@@ -96,6 +96,13 @@ struct AppendBatch {
                                 user: claim.appUserId, shown: naming?.valueOf[claim.appUserId.rawValue],
                                 otid: claim.originalTransactionId, claim.environment, txn, changes: &changes)
                         }
+                    } else if case .erasure(let erasure) = fact {
+                        // The people it names can no longer be told; every answer that showed them changes.
+                        try identities.erase(erasure, layout, txn)
+                        naming = try identities.generation(layout, txn).map {
+                            Pseudonymizer(identities: identities, generation: $0, layout: layout)
+                        }
+                        changes.everything = true
                     } else if case .grant(let grant) = fact {
                         // Found by its key (`OperatorGrant.eventKey`); the customer's kept answer is no longer true.
                         let shown = naming?.valueOf[grant.appUserId.rawValue].map { AppUserID($0) } ?? grant.appUserId

@@ -180,6 +180,34 @@ final class Journal: @unchecked Sendable {
 
     // MARK: - Segments (the checkpointer)
 
+    /// Overwrites the segment being written with zeros, durably. Only with writes paused, after a checkpoint at the
+    /// journal's position: every record in the segment is then before the checkpoint, and the next is written at
+    /// the same offset.
+    func zeroCurrentSegment() throws {
+        guard fd >= 0 else { return }
+        var size = stat()
+        guard fstat(fd, &size) == 0 else { throw Self.failure("stat the journal segment", errno) }
+        let chunk = [UInt8](repeating: 0, count: 1 << 20)
+        var written = 0
+        while written < Int(size.st_size) {
+            let n = chunk.withUnsafeBytes {
+                pwrite(fd, $0.baseAddress, min(chunk.count, Int(size.st_size) - written), off_t(written))
+            }
+            guard n > 0 else { throw Self.failure("zero the journal segment", errno) }
+            written += n
+        }
+        guard fdatasync(fd) == 0 else { throw Self.failure("sync the journal segment", errno) }
+    }
+
+    /// Deletes the spare, which may be a recycled segment that still holds its old records.
+    func discardSpare() throws {
+        lock.lock()
+        spareReady = false
+        lock.unlock()
+        if unlink(sparePath) != 0 && errno != ENOENT { throw Self.failure("delete the spare journal segment", errno) }
+        Self.syncDirectory(directory)
+    }
+
     /// Makes the next segment in advance: an obsolete segment renamed, or zeros written and synced. Returns at once
     /// when a spare is ready.
     func prepareSpare(recycling obsolete: String?) throws {

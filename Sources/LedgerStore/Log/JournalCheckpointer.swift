@@ -139,4 +139,38 @@ final class JournalCheckpointer: @unchecked Sendable {
             try journal.prepareSpare(recycling: nil)
         }
     }
+
+    /// A checkpoint after an erasure, that also leaves no record before it readable: with writes paused, LMDB is
+    /// synced, the checkpoint written at the journal's position, the current segment overwritten with zeros
+    /// (every record in it is before the checkpoint, which recovery starts from), the segments before it and the
+    /// spare (perhaps a recycled segment) deleted; a spare of zeros is made after. Holds the writer for one sync of
+    /// the data file and the zeroing of a segment: an erasure is rare.
+    func scrub() throws {
+        checkpointLock.lock()
+        defer { checkpointLock.unlock() }
+        let (newPin, position) = try environment.pausingWrites {
+            let newPin = try environment.pinSnapshot()
+            do {
+                let meta = try environment.currentMetaPage()
+                let position = journal.position
+                try environment.syncDataFile()
+                try JournalCheckpoint(clean: false, bootID: bootID, dataInode: dataInode, position: position, meta: meta)
+                    .write(journal.directory)
+                try journal.zeroCurrentSegment()
+                try journal.discardSpare()
+                return (newPin, position)
+            } catch {
+                newPin.release()
+                throw LedgerError.from(error)
+            }
+        }
+        pin?.release()
+        pin = newPin
+        lastPosition = position
+        for segment in Journal.segments(in: journal.directory) where segment.number < position.segment {
+            unlink(journal.path(segment.name))
+        }
+        Journal.syncDirectory(journal.directory)
+        try journal.prepareSpare(recycling: nil)
+    }
 }

@@ -244,3 +244,37 @@ struct Pseudonymizer {
         return identity
     }
 }
+
+// MARK: - Forgetting
+
+extension Identities {
+    /// What an erasure event does in its write transaction: deletes the rows of its pseudonyms, and seals every
+    /// other row (and makes the index again) with its key generation, which `meta` then names. Until the
+    /// generation before is destroyed (`keepOnly`, once the transaction is durable), the deleted rows' bytes could
+    /// still be opened where LMDB left them; after, nothing opens them.
+    /// - Complexity: O(identities): every row is sealed again, in memory first (a rare, operator-driven write).
+    func erase(_ erasure: Erasure, _ layout: StoreLayout, _ txn: Transaction) throws {
+        guard let current = try generation(layout, txn) else {
+            throw LedgerError(code: .cannotForget, message: "this ledger keeps personal values in its log: it cannot forget")
+        }
+        let next = try generation(erasure.keyGeneration)
+        let forgotten = Set(erasure.pseudonyms)
+        var kept: [(pseudonym: String, value: String, dataKey: SymmetricKey)] = []
+        let cursor = try txn.cursor(layout.identities)
+        var entry = try cursor.first()
+        while let e = entry {
+            let pseudonym = String(decoding: Array(e.key), as: UTF8.self)
+            if !forgotten.contains(pseudonym) {
+                guard let row = try row(pseudonym, current, layout, txn) else {
+                    throw LedgerError.corrupted("the identity row of \(pseudonym) vanished while read")
+                }
+                kept.append((pseudonym, row.value, row.dataKey))
+            }
+            entry = try cursor.next()
+        }
+        try txn.clear(layout.identities)
+        try txn.clear(layout.identityIndex)
+        for k in kept { try put(k.value, Identity(pseudonym: k.pseudonym, dataKey: k.dataKey), next, layout, txn) }
+        try txn.put(layout.meta, key: StoreLayout.metaIdentityGeneration, value: BigEndian.bytes(next.number))
+    }
+}

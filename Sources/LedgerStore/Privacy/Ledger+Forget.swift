@@ -1,0 +1,106 @@
+import Foundation
+import LMDB
+import LedgerCore
+import LedgerErrors
+
+// MARK: - Forgetting a person
+
+extension Ledger {
+    /// What `forget` did.
+    public struct ForgetReport: Sendable, Equatable {
+        /// The pseudonym the log names the person by, from now on their only name.
+        public var pseudonym: String
+        /// Every pseudonym forgotten: the person's and those of the `appAccountToken`s the ledger mapped to them.
+        public var pseudonyms: [String]
+        /// The subscriptions the person's claims named (their periods and revenue stay, under the pseudonym).
+        public var subscriptions: Int
+        /// The seq of the erasure event.
+        public var seq: UInt64
+    }
+
+    /// Forgets `user` (an app user id): deletes the values behind their pseudonym and the pseudonyms of the tokens
+    /// the ledger mapped to them, records the erasure as an event of the log (who asked, when, the pseudonyms), and
+    /// destroys the key generation that could still open the deleted rows once that event is durable; a journaled
+    /// ledger's journal is then emptied of every record before it (docs/privacy.md). Every other answer is
+    /// unchanged; the person's subscriptions keep their periods and revenue under the pseudonym.
+    ///
+    /// Throws `cannot_forget` for a ledger made without pseudonyms, `not_found` when the ledger knows no such user.
+    public func forget(_ user: AppUserID, requestedBy: String, reason: String? = nil, at instant: UnixMillis) throws
+        -> ForgetReport
+    {
+        forgetting.lock()
+        defer { forgetting.unlock() }
+        do {
+            let (current, pseudonym, tokens, subscriptions) = try environment.read { txn in
+                guard let generation = try identities.generation(layout, txn) else {
+                    throw LedgerError(
+                        code: .cannotForget,
+                        message: "this ledger was made without pseudonyms: its log holds personal values as they came "
+                            + "and cannot forget them (docs/privacy.md)")
+                }
+                guard !user.rawValue.isEmpty, let pseudonym = try identities.pseudonym(of: user.rawValue, generation, layout, txn)
+                else {
+                    throw LedgerError(code: .notFound, message: "the ledger knows no app user \(user.rawValue)")
+                }
+                let (tokens, subscriptions) = try tokensAndSubscriptions(of: pseudonym, txn)
+                return (generation.number, pseudonym, tokens, subscriptions)
+            }
+            let fileGenerations = try IdentityKeyFile.read(directory).keys
+            let next = try identities.newGeneration(
+                after: max(current, fileGenerations.max() ?? 0), keeping: [current])
+            let erasure = Erasure(
+                pseudonyms: [pseudonym] + tokens.filter { $0 != pseudonym }, requestedBy: requestedBy,
+                requestedAt: instant, reason: reason, keyGeneration: next.number)
+            let input = LedgerInput.facts(
+                [.erasure(erasure)], metadata: FactMetadata(source: .erasure, receivedAt: instant),
+                raw: Self.erasureRequest(erasure))
+            guard let result = try appendAndWait([input]).first else {
+                throw LedgerError(code: .storageError, message: "the erasure was not appended")
+            }
+            if let error = result.error { throw LedgerError(code: error.code, message: error.message) }
+            guard let seq = result.seq else {
+                throw LedgerError(code: .storageError, message: "the erasure was not appended")
+            }
+            // Durable first (a journaled ledger syncs LMDB now), then the generation that opens the deleted rows is
+            // destroyed, and the journal forgets the inputs it kept.
+            try checkpointer?.scrub()
+            try identities.keepOnly(next.number)
+            return ForgetReport(
+                pseudonym: pseudonym, pseudonyms: erasure.pseudonyms, subscriptions: subscriptions, seq: seq)
+        }
+    }
+
+    /// The raw input an erasure is recorded with: the request as the log may keep it, pseudonyms only.
+    static func erasureRequest(_ erasure: Erasure) -> [UInt8] {
+        var text = #"{"pseudonyms":["# + erasure.pseudonyms.map { "\"\($0)\"" }.joined(separator: ",") + "]"
+        text += #","requestedAt":\#(erasure.requestedAt),"keyGeneration":\#(erasure.keyGeneration)}"#
+        return Array(text.utf8)
+    }
+
+    /// The pseudonyms of the tokens the ledger maps to `pseudonym` on the subscriptions its claims name, and how many
+    /// subscriptions those are (in every environment).
+    private func tokensAndSubscriptions(of pseudonym: String, _ txn: Transaction) throws -> ([String], Int) {
+        var tokens: [String] = []
+        var subscriptions = 0
+        let cursor = try txn.cursor(layout.byUser)
+        for environment in AppStoreEnvironment.known {
+            var entry = try cursor.find(StoreLayout.userKey(environment, AppUserID(pseudonym)))
+            while let e = entry {
+                subscriptions += 1
+                if let stored = try txn.get(layout.timelines, key: Array(e.value)) {
+                    let timeline = try StoredTimeline.decode(stored)
+                    for (token, owner) in timeline.tokenUsers where owner.rawValue == pseudonym && !tokens.contains(token) {
+                        tokens.append(token)
+                    }
+                    if let claim = timeline.accountToken, claim.appUserId.rawValue == pseudonym,
+                        !tokens.contains(claim.token)
+                    {
+                        tokens.append(claim.token)
+                    }
+                }
+                entry = try cursor.nextDuplicate()
+            }
+        }
+        return (tokens, subscriptions)
+    }
+}

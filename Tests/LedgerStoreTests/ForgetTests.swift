@@ -1,0 +1,286 @@
+import Foundation
+import LedgerAPI
+import LedgerCore
+import LedgerErrors
+import LedgerStore
+import LedgerTestSupport
+import Testing
+
+/// Forgetting a person (docs/privacy.md): the log names people by pseudonyms, the values behind them can be erased,
+/// and nothing else changes.
+@Suite struct ForgetTests {
+    static let day: Int64 = 86_400_000
+    static let start: Int64 = 1_740_819_600_000  // 2025-03-01T09:00:00Z
+    static let monthly = "com.example.premium.monthly"
+    static let rules = FoldRules(
+        catalog: Catalog(products: [monthly: ProductConfiguration(type: .autoRenewable, entitlements: ["premium"])]),
+        bindingPolicy: .transfer)
+
+    static func user(_ n: Int) -> String { "user-\(n)@example.com" }
+    static func token(_ n: Int) -> String { "5a1e0000-0000-4000-8000-\(String(format: "%012d", n))" }
+
+    static func pseudonymized() throws -> TemporaryLedger {
+        var options = Ledger.Options()
+        options.pseudonyms = true
+        return try TemporaryLedger(options: options, rules: rules)
+    }
+
+    /// One input, the people whose ids it states (user numbers), whose tokens it carries, and whose tokens it maps
+    /// to them (a token with its user named).
+    struct Step {
+        var input: LedgerInput
+        var names: Set<Int>
+        var tokens: Set<Int> = []
+        var mapped: Set<Int> = []
+
+        func concerns(_ n: Int) -> Bool { names.contains(n) || tokens.contains(n) }
+    }
+
+    static func input(_ facts: [Fact], at: Int64, envelope: Int? = nil, names: Set<Int>, index: Int) -> Step {
+        Step(
+            input: .facts(
+                facts,
+                metadata: FactMetadata(
+                    source: .decodedJSON, receivedAt: at, appUserId: envelope.map { AppUserID(user($0)) }),
+                raw: Array("input \(index) received at \(at)\(envelope.map { " for \(user($0))" } ?? "")".utf8)),
+            names: names.union(envelope.map { [$0] } ?? []))
+    }
+
+    /// A random history of five subscriptions among six people: purchases and renewals that carry the buyer's
+    /// `appAccountToken` (with the claim the decoder states for it), an envelope's user now and then, restores by
+    /// others (claims), refunds and operator grants; delivered in a random order.
+    static func history(_ random: inout SplitMix64) -> [Step] {
+        var steps: [Step] = []
+        for s in 0..<5 {
+            let otid = "20000000000000\(s)"
+            let buyer = random.below(6)
+            let first = start + Int64(random.below(20)) * day
+            for month in 0..<(1 + random.below(4)) {
+                let at = first + Int64(month) * 30 * day
+                let tid = "\(otid)\(month)"
+                var t = TransactionFact(
+                    transactionId: TransactionID(tid), originalTransactionId: OriginalTransactionID(otid),
+                    productId: monthly, purchaseDate: at, environment: .production)
+                t.expiresDate = at + 30 * day
+                t.signedDate = at
+                t.webOrderLineItemId = "w" + tid
+                t.price = 4_990
+                t.currency = "EUR"
+                var facts: [Fact] = [.transaction(t)]
+                var tokens: Set<Int> = []
+                let envelope = random.chance(40) ? buyer : nil
+                if random.chance(70) {
+                    t.appAccountToken = token(buyer)
+                    facts = [.transaction(t)]
+                    facts.append(
+                        .binding(
+                            BindingClaim(
+                                appUserId: AppUserID(envelope.map(user) ?? token(buyer)),
+                                originalTransactionId: OriginalTransactionID(otid), claimedAt: at, cause: .appAccountToken,
+                                appAccountToken: token(buyer))))
+                    tokens.insert(buyer)
+                }
+                var step = input(facts, at: at, envelope: envelope, names: [], index: steps.count)
+                step.tokens = tokens
+                if envelope != nil { step.mapped = tokens }
+                steps.append(step)
+            }
+            // The buyer's own claim, and restores by others.
+            for _ in 0..<(1 + random.below(3)) {
+                let who = random.chance(50) ? buyer : random.below(6)
+                let at = first + Int64(random.below(90)) * day
+                let claim = BindingClaim(
+                    appUserId: AppUserID(user(who)), originalTransactionId: OriginalTransactionID(otid), claimedAt: at)
+                steps.append(input([.binding(claim)], at: at, names: [who], index: steps.count))
+            }
+            if random.chance(30) {
+                var refund = TransactionFact(
+                    transactionId: TransactionID("\(otid)0"), originalTransactionId: OriginalTransactionID(otid),
+                    productId: monthly, purchaseDate: first, environment: .production)
+                refund.expiresDate = first + 30 * day
+                refund.revocationDate = first + 5 * day
+                refund.revocationReason = 0
+                refund.signedDate = first + 5 * day
+                refund.webOrderLineItemId = "w\(otid)0"
+                steps.append(input([.transaction(refund)], at: first + 5 * day, names: [], index: steps.count))
+            }
+        }
+        for _ in 0..<random.below(3) {
+            let who = random.below(6)
+            let at = start + Int64(random.below(60)) * day
+            let grant = OperatorGrant(
+                action: .grant, appUserId: AppUserID(user(who)), grantId: "g\(steps.count)", entitlement: "premium",
+                from: at, until: at + 14 * day, reason: "support")
+            steps.append(input([.grant(grant)], at: at, names: [who], index: steps.count))
+        }
+        random.shuffle(&steps)
+        return steps
+    }
+
+    /// Every answer about everyone but `excluded`, as JSON text: each customer at several instants, each
+    /// subscription's timeline, and the revenue and the metrics of the whole ledger.
+    static func answers(_ ledger: Ledger, excluding excluded: Int?) throws -> [String: String] {
+        var out: [String: String] = [:]
+        let instants = (0..<8).map { start + Int64($0) * 20 * day }
+        for n in 0..<6 where n != excluded {
+            for at in instants {
+                let view = try ledger.customer(AppUserID(user(n)), at: at)
+                out["customer \(n) at \(at)"] = String(decoding: JSONWriter.bytes(of: view, sortedKeys: true), as: UTF8.self)
+            }
+        }
+        for s in 0..<5 {
+            for at in instants {
+                if let view = try ledger.timeline(OriginalTransactionID("20000000000000\(s)"), at: at) {
+                    out["timeline \(s) at \(at)"] = String(
+                        decoding: JSONWriter.bytes(of: view, sortedKeys: true), as: UTF8.self)
+                }
+            }
+        }
+        let revenue = try ledger.revenue()
+        out["revenue totals"] = "\(revenue.totals.sorted { $0.key < $1.key })"
+        let boundaries = (0..<12).map { start + Int64($0) * 30 * day }
+        try ledger.catchUpMetrics()
+        out["metrics"] = "\(try ledger.metrics(boundaries: boundaries).buckets)"
+        return out
+    }
+
+    /// `text` with each pseudonym replaced by the value it stood for.
+    static func named(_ text: String, _ values: [String: String]) -> String {
+        var t = text
+        for (pseudonym, value) in values { t = t.replacingOccurrences(of: pseudonym, with: value) }
+        return t
+    }
+
+    /// Every file of the ledger directory but the key beside it, as one byte string.
+    static func bytes(of directory: String) throws -> [UInt8] {
+        var all: [UInt8] = []
+        for name in try FileManager.default.subpathsOfDirectory(atPath: directory) where name != "identity.key" {
+            let path = (directory as NSString).appendingPathComponent(name)
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
+                continue
+            }
+            all += Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        }
+        return all
+    }
+
+    static func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
+        let n = Array(needle.utf8)
+        guard n.count <= haystack.count else { return false }
+        return haystack.withUnsafeBufferPointer { h in
+            (0...(h.count - n.count)).contains { i in h[i] == n[0] && Array(h[i..<(i + n.count)]) == n }
+        }
+    }
+
+    @Test func aLedgerWithPseudonymsAnswersAsOneWithout() throws {
+        var random = SplitMix64(seed: 7)
+        let steps = Self.history(&random)
+        let plain = try TemporaryLedger(rules: Self.rules)
+        let named = try Self.pseudonymized()
+        for step in steps {
+            _ = try plain.ledger.appendAndWait([step.input])
+            _ = try named.ledger.appendAndWait([step.input])
+        }
+        let expected = try Self.answers(plain.ledger, excluding: nil)
+        #expect(try Self.answers(named.ledger, excluding: nil) == expected)
+        // Events read back name people as they came (the log holds pseudonyms).
+        let plainEvents = try plain.ledger.events(after: 0, limit: 1_000).map(\.event.fact)
+        #expect(try named.ledger.events(after: 0, limit: 1_000).map(\.event.fact) == plainEvents)
+        for n in 0..<6 {
+            #expect(try named.ledger.grants(AppUserID(Self.user(n))) == plain.ledger.grants(AppUserID(Self.user(n))))
+        }
+        // Raw inputs read back as received.
+        for stored in try named.ledger.events(after: 0, limit: 1_000) {
+            let same = try #require(try plain.ledger.event(seq: stored.event.seq))
+            #expect(try named.ledger.raw(of: stored) == plain.ledger.raw(of: same))
+        }
+        #expect(try named.ledger.verify().fault == nil)
+        #expect(try named.ledger.replay(check: true).differences.isEmpty)
+        // No value a person is named by is in the data file.
+        let file = try Self.bytes(of: named.directory)
+        for n in 0..<6 {
+            #expect(!Self.contains(file, Self.user(n)), "\(Self.user(n)) is in the data file")
+            #expect(!Self.contains(file, Self.token(n)), "\(Self.token(n)) is in the data file")
+        }
+        #expect(Self.contains(try Self.bytes(of: plain.directory), Self.user(try #require(steps.flatMap(\.names).first))))
+    }
+
+    /// Forgetting any person at any point of a random history leaves every other person's answers, every
+    /// subscription's timeline and the ledger's figures as they are without the erasure: the same once each
+    /// pseudonym forgotten is read as the value it stood for. After the erasure the person is not named again
+    /// (a value that comes back is a new person: docs/privacy.md).
+    @Test(arguments: 0..<12)
+    func forgettingAnyoneAtAnyPointChangesNoOtherAnswer(seed: UInt64) throws {
+        var random = SplitMix64(seed: 1_000 + seed)
+        let steps = Self.history(&random)
+        let cut = random.below(steps.count + 1)
+        let named = Set(steps[..<cut].flatMap(\.names))
+        guard let forgotten = named.sorted().randomElement(using: &random) else { return }
+        let rest = steps[cut...].filter { !$0.concerns(forgotten) }
+        let tokenForgotten = steps[..<cut].contains { $0.mapped.contains(forgotten) }
+
+        // The reference takes the erasure's seq with an event that changes no answer (Apple's TEST notification),
+        // so that every seq and `asOf` is the same in both.
+        let reference = try Self.pseudonymized()
+        for step in steps[..<cut] { _ = try reference.ledger.appendAndWait([step.input]) }
+        let test = NotificationFact(notificationUUID: "a-test-notification", notificationType: "TEST")
+        _ = try reference.ledger.appendAndWait([Self.input([.notification(test)], at: Self.start, names: [], index: -1).input])
+        for step in rest { _ = try reference.ledger.appendAndWait([step.input]) }
+        let erased = try Self.pseudonymized()
+        for step in steps[..<cut] { _ = try erased.ledger.appendAndWait([step.input]) }
+        let report = try erased.ledger.forget(
+            AppUserID(Self.user(forgotten)), requestedBy: "ticket 42", reason: "Art. 17 request", at: Self.start)
+        for step in rest { _ = try erased.ledger.appendAndWait([step.input]) }
+
+        #expect(report.pseudonyms.first == report.pseudonym)
+        #expect(report.pseudonyms.count == (tokenForgotten ? 2 : 1), "the tokens forgotten: \(report.pseudonyms)")
+        var values = [report.pseudonym: Self.user(forgotten)]
+        for p in report.pseudonyms.dropFirst() { values[p] = Self.token(forgotten) }
+        let expected = try Self.answers(reference.ledger, excluding: forgotten)
+        let found = try Self.answers(erased.ledger, excluding: forgotten)
+        #expect(found.keys.sorted() == expected.keys.sorted())
+        for (key, text) in expected {
+            #expect(Self.named(found[key] ?? "", values) == text, "\(key) differs (cut \(cut), forgot \(forgotten))")
+        }
+        // Nothing of the person is told any more: no answer names them, no raw input that named them reads.
+        let customer = try erased.ledger.customer(AppUserID(Self.user(forgotten)), at: Self.start + 30 * Self.day)
+        #expect(customer.subscriptions.isEmpty && customer.entitlements.isEmpty && customer.bindings.isEmpty)
+        for (key, text) in found { #expect(!text.contains(Self.user(forgotten)), "\(key) names the forgotten user") }
+        var erasedInputs = Set<UInt64>()
+        for stored in try erased.ledger.events(after: 0, limit: 10_000) {
+            let described = "\(stored.event)"
+            #expect(!described.contains(Self.user(forgotten)))
+            if tokenForgotten { #expect(!described.contains(Self.token(forgotten))) }
+            if case .erased = try erased.ledger.rawInput(of: stored.rawKey) { erasedInputs.insert(stored.rawKey) }
+        }
+        #expect(erasedInputs.count == steps[..<cut].filter { $0.names.contains(forgotten) || (tokenForgotten && $0.tokens.contains(forgotten)) }.count)
+        // The erasure is an event of the log: who asked, when, which pseudonyms; never the value.
+        let erasure = try #require(try erased.ledger.event(seq: report.seq))
+        guard case .erasure(let e) = erasure.event.fact else {
+            Issue.record("seq \(report.seq) is \(erasure.event.fact.kind), not the erasure")
+            return
+        }
+        #expect(e.pseudonyms == report.pseudonyms && e.requestedBy == "ticket 42" && e.reason == "Art. 17 request")
+        #expect(!"\(e)".contains(Self.user(forgotten)))
+        // The chain verifies from genesis, and a replay makes the same projections.
+        #expect(try erased.ledger.verify().fault == nil)
+        #expect(try erased.ledger.replay(check: true).differences.isEmpty)
+        // Reopened (a restart), the ledger answers the same.
+        try erased.reopen()
+        #expect(try Self.answers(erased.ledger, excluding: forgotten) == found)
+    }
+
+    @Test func aLedgerWithoutPseudonymsCannotForget() throws {
+        let plain = try TemporaryLedger(rules: Self.rules)
+        var random = SplitMix64(seed: 3)
+        for step in Self.history(&random) { _ = try plain.ledger.appendAndWait([step.input]) }
+        #expect(throws: LedgerError(code: .cannotForget, message: "")) {
+            try plain.ledger.forget(AppUserID(Self.user(0)), requestedBy: "ops", at: Self.start)
+        }
+        let named = try Self.pseudonymized()
+        #expect(throws: LedgerError(code: .notFound, message: "")) {
+            try named.ledger.forget(AppUserID("nobody@example.com"), requestedBy: "ops", at: Self.start)
+        }
+    }
+}
