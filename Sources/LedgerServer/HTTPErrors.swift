@@ -40,6 +40,8 @@ enum HTTPErrors {
         .tooLarge: Answer(.contentTooLarge, closesConnection: true),
         .batchTooLarge: Answer(.contentTooLarge),
         .unsupportedMediaType: Answer(.unsupportedMediaType),
+        // A ledger made without pseudonyms: the request is sound, the ledger cannot do it (RFC 9110 §15.5.10).
+        .cannotForget: Answer(.conflict),
         // RFC 9112 §6.1: 501 for a transfer coding the server does not understand.
         .unsupportedTransferEncoding: Answer(.notImplemented, closesConnection: true),
         // Back-pressure and storage: retrying helps, after a while.

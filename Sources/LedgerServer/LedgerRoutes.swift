@@ -90,6 +90,7 @@ public final class LedgerRoutes: Sendable {
         addLifecycleRoutes(to: router)
         addRevenueRoutes(to: router)
         addGrantRoutes(to: router)
+        addForgetRoute(to: router)
         addOperationRoutes(to: router)
         addConsoleRoutes(to: router)
         return router
@@ -344,6 +345,7 @@ extension LedgerRoutes {
         ],
         "POST " + grantsRoute: ["receivedAt"],
         "GET " + grantsRoute: ["at", "asOf", "environment"],
+        "POST " + forgetRoute: [],
         "GET " + timelineSVGRoute: ["at", "asOf", "environment"],
         "GET " + timelineHTMLRoute: ["at", "asOf", "environment"],
         "GET /v1/transactions/{transactionId}": [],

@@ -344,9 +344,36 @@ public final class Ledger: Sendable {
     /// backup, safe while the writer runs.
     /// The file is walked first (`checkDataFile`): LMDB's copy reads every page it reaches without a check, and a
     /// backup must not carry damage, or fault on it.
+    ///
+    /// A ledger with pseudonyms gets its `identity.key` beside the copy, holding the generation the copy seals with
+    /// (and no other): the copy's data file alone cannot tell anyone's values.
     public func copy(to path: String, compact: Bool = false) throws {
         _ = try checkDataFile()
+        let keysBefore = try IdentityKeyFile.read(directory)
         try environment.copy(to: path, compact: compact)
+        guard let generation = try Self.identityGeneration(ofDataFileIn: path) else { return }
+        // Read again: a `forget` of a server writing meanwhile may have made the copy's generation since.
+        let keys = keysBefore.merging(try IdentityKeyFile.read(directory)) { a, _ in a }
+        guard let key = keys[generation] else {
+            throw LedgerError(
+                code: .identityKeyMissing,
+                message: "the copy seals its identities with key generation \(generation), which "
+                    + "\(IdentityKeyFile.path(directory)) no longer holds (an erasure ran during the copy): copy again")
+        }
+        try IdentityKeyFile.write(path, [(generation, key)])
+    }
+
+    /// The identity key generation the ledger whose data file is in `directory` seals with; nil without pseudonyms.
+    static func identityGeneration(ofDataFileIn directory: String) throws -> UInt64? {
+        var options = Environment.Options()
+        options.readOnly = true
+        let env = try Environment(path: directory, options: options)
+        let meta = try env.openDatabase("meta")
+        return try env.read { txn in
+            try txn.get(meta, key: StoreLayout.metaIdentityGeneration).map { v throws(LedgerError) in
+                try BigEndian.uint64(value: v, of: "meta", name: "key `identity_generation`")
+            }
+        }
     }
 
     // MARK: - The data file's structure

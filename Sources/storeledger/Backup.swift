@@ -141,7 +141,7 @@ struct Backup: ParsableCommand {
     private func copy(_ source: Ledger, _ configuration: LedgerConfiguration, written: inout [String]) throws -> CopyReport {
         let dataFile = (destination as NSString).appendingPathComponent("data.mdb")
         let lockFile = (destination as NSString).appendingPathComponent("lock.mdb")
-        written += [dataFile, lockFile]
+        written += [dataFile, lockFile, (destination as NSString).appendingPathComponent("identity.key")]
         try source.copy(to: destination, compact: true)
         syncFile(dataFile)
         let sourceConfig = (ledger.directory as NSString).appendingPathComponent("config.json")
@@ -266,6 +266,11 @@ struct Restore: ParsableCommand {
         do {
             try FileManager.default.copyItem(
                 atPath: dataFile, toPath: (staging as NSString).appendingPathComponent("data.mdb"))
+            let key = ((dataFile as NSString).deletingLastPathComponent as NSString).appendingPathComponent("identity.key")
+            if FileManager.default.fileExists(atPath: key) {
+                try FileManager.default.copyItem(
+                    atPath: key, toPath: (staging as NSString).appendingPathComponent("identity.key"))
+            }
         } catch {
             throw CommandFailure(
                 code: .unreadableFile, message: "cannot copy \(dataFile): \(error.localizedDescription)", json: json)

@@ -56,6 +56,8 @@ struct Import: ParsableCommand {
         var begun = false
         var complete = false
         var lines = 0
+        /// Whether an event names people by pseudonyms (`people`): the ledger is made with them.
+        var pseudonyms = false
     }
 
     /// Events, and the bytes they hold, per write transaction.
@@ -121,6 +123,7 @@ struct Import: ParsableCommand {
                         throw LedgerError(code: .invalidExport, message: "an event follows the refused inputs")
                     }
                     let decoded = try checked.check.check(event)
+                    if !event.people.isEmpty { checked.pseudonyms = true }
                     if let difference = fields.disagreement(with: decoded) {
                         throw LedgerError(code: .verificationFailed, message: "the line of seq \(event.seq) was altered: \(difference)")
                     }
@@ -183,6 +186,8 @@ struct Import: ParsableCommand {
         // One fsync at the end (`finish`) instead of one per batch: until the ledger is moved into DIR, a crash
         // loses nothing but the hidden directory.
         options.unsafeNoSync = true
+        // An export of a ledger with pseudonyms makes one: its events name people by them.
+        options.pseudonyms = checked.pseudonyms
         let store: Ledger
         do {
             // The exported log carries its own rules: the configuration's are not the imported ledger's.

@@ -99,6 +99,16 @@ final class StagedLedger {
             }
             throw CommandFailure(code: .storageError, message: "cannot move the ledger into \(final): \(reason)", json: json)
         }
+        // A ledger with pseudonyms reads its people's values with its key: installed with it, before the staging
+        // directory goes.
+        let stagedKey = (path as NSString).appendingPathComponent("identity.key")
+        if FileManager.default.fileExists(atPath: stagedKey) {
+            let finalKey = (target as NSString).appendingPathComponent("identity.key")
+            guard rename(stagedKey, finalKey) == 0 else {
+                let reason = String(cString: strerror(errno))
+                throw CommandFailure(code: .storageError, message: "cannot move the identity key into \(finalKey): \(reason)", json: json)
+            }
+        }
         try? FileManager.default.removeItem(atPath: path)
         syncFile(target)
     }

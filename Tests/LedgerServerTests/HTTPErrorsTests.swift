@@ -31,6 +31,7 @@ import Testing
         Row(.tooLarge, 413, nil, true),
         Row(.batchTooLarge, 413, nil, false),
         Row(.unsupportedMediaType, 415, nil, false),
+        Row(.cannotForget, 409, nil, false),
         Row(.wrongPartition, 421, nil, false),
         Row(.unsupportedTransferEncoding, 501, nil, true),
         Row(.overloaded, 503, 1, false),

@@ -81,7 +81,7 @@ struct OpenAPIDocumentTests {
             let pathItem = try #require(item.pathItemValue, "\(path.rawValue) is a reference; the document has none")
             for endpoint in pathItem.endpoints { documented.insert("\(endpoint.method.rawValue) \(path.rawValue)") }
         }
-        #expect(served.count == 23, "\(served.sorted())")
+        #expect(served.count == 24, "\(served.sorted())")
         #expect(
             served.subtracting(documented).isEmpty,
             "served but not documented: \(served.subtracting(documented).sorted())"
@@ -105,7 +105,7 @@ struct OpenAPIDocumentTests {
             }
         }
         let read = LedgerRoutes.queryParameters.mapValues(Set.init)
-        #expect(read.count == 23)
+        #expect(read.count == 24)
         #expect(
             Set(read.keys) == Set(documented.keys),
             "routes: read \(read.keys.sorted()), documented \(documented.keys.sorted())")

@@ -94,7 +94,7 @@ import Testing
         expectCorrupted(naming: naming) { try ledger.events(after: 0, limit: 100) }
         expectCorrupted(naming: naming) { try ledger.lastSeq() }
         expectCorrupted(naming: naming) { try ledger.exportedEvents(after: 0, limit: 100) }
-        expectCorrupted(naming: naming) { try ledger.forEachEvent(after: 0) { _, _, _ in } }
+        expectCorrupted(naming: naming) { try ledger.forEachEvent(after: 0) { _, _, _, _ in } }
         expectCorrupted(naming: naming) { try ledger.statistics() }
         expectCorrupted(naming: naming) { try ledger.lifecycleEvents(after: 0, limit: 1000) }
         expectCorrupted(naming: naming) { try ledger.verify() }
@@ -118,7 +118,7 @@ import Testing
         let naming = "key of `log` is 9 bytes, not 8"
         expectCorrupted(naming: naming) { try ledger.events(after: 0, limit: 100) }
         expectCorrupted(naming: naming) { try ledger.exportedEvents(after: 0, limit: 100) }
-        expectCorrupted(naming: naming) { try ledger.forEachEvent(after: 0) { _, _, _ in } }
+        expectCorrupted(naming: naming) { try ledger.forEachEvent(after: 0) { _, _, _, _ in } }
         let report = try ledger.verify()
         #expect(report.fault?.contains("`log`") == true, "\(report.fault ?? "no fault")")
     }
@@ -131,7 +131,7 @@ import Testing
         expectCorrupted(naming: naming) { try ledger.event(seq: 2) }
         expectCorrupted(naming: naming) { try ledger.events(key: copy.events[1].event.fact.eventKey) }
         expectCorrupted(naming: naming) { try ledger.exportedEvents(after: 0, limit: 100) }
-        expectCorrupted(naming: naming) { try ledger.forEachEvent(after: 0) { _, _, _ in } }
+        expectCorrupted(naming: naming) { try ledger.forEachEvent(after: 0) { _, _, _, _ in } }
         let report = try ledger.verify()
         #expect(report.fault?.contains("`log` entry 2") == true, "\(report.fault ?? "no fault")")
     }

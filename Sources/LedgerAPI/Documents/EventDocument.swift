@@ -150,7 +150,8 @@ extension EventDocument {
     /// string is made and no member is moved. The fact is written through its `Codable` form, as there. `raw` writes
     /// the raw input's base64 string (an export encodes each input once for all its events). `json` must sort keys.
     public static func writeExportLine(
-        _ stored: StoredEvent, bytes: UnsafeRawBufferPointer, to json: inout JSONWriter, raw: (inout JSONWriter) -> Void
+        _ stored: StoredEvent, bytes: UnsafeRawBufferPointer, people: [String: String?] = [:], to json: inout JSONWriter,
+        raw: (inout JSONWriter) -> Void
     ) throws {
         precondition(json.sortedKeys, "the export's documents have sorted keys")
         let e = stored.event
@@ -183,6 +184,17 @@ extension EventDocument {
         if let otid = e.fact.originalTransactionId {
             json.key("originalTransactionId")
             json.string(otid.rawValue)
+        }
+        // A ledger with pseudonyms: the people the input names, pseudonym → value (null: forgotten, and its raw
+        // bytes with them), so that an import seals it as the ledger did.
+        if !people.isEmpty {
+            json.key("people")
+            json.beginObject()
+            for (pseudonym, value) in people.sorted(by: { $0.key < $1.key }) {
+                json.key(pseudonym)
+                json.string(value)
+            }
+            json.endObject()
         }
         json.key("raw")
         raw(&json)

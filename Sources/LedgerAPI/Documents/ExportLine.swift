@@ -139,7 +139,9 @@ public struct ExportLineReader {
                 throw Self.invalid("event \(seq): `chainHash` is not 64 hex digits")
             }
             return .event(
-                ImportedEvent(seq: seq, key: key, bytes: [UInt8](bytes), rawKey: rawKey, raw: raw, chainHash: link),
+                ImportedEvent(
+                    seq: seq, key: key, bytes: [UInt8](bytes), rawKey: rawKey, raw: raw, chainHash: link,
+                    people: shape.people ?? [:]),
                 ExportLine.EventFields(key: key, kind: kind, receivedAt: receivedAt, rawDigest: rawDigest))
         }
         if let refusal = shape.rejected {
@@ -181,6 +183,7 @@ public struct ExportLineReader {
         var stored: String?
         var raw: String?
         var rawKey: UInt64?
+        var people: [String: String?]?
         var rejected: Refusal?
         var begin: ExportBeginLine.Header?
         var end: ExportEndLine.Summary?

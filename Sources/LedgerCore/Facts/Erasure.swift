@@ -25,6 +25,6 @@ public struct Erasure: Hashable, Codable, Sendable {
         self.unknownFields = UnknownFields()
     }
 
-    /// Each erasure seals with a new generation, so its key is its own.
-    public static func eventKey(_ generation: UInt64) -> String { "erasure:\(generation)" }
+    /// Under the first pseudonym it forgets: a person is forgotten once.
+    public static func eventKey(_ pseudonym: String) -> String { "erasure:" + pseudonym }
 }

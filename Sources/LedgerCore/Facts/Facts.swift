@@ -339,7 +339,7 @@ public enum Fact: Hashable, Sendable {
         case .reconciliation(let c): ReconciliationFact.eventKey(c.originalTransactionId)
         case .rules: RulesChange.eventKey
         case .grant(let g): OperatorGrant.eventKey(g.appUserId)
-        case .erasure(let e): Erasure.eventKey(e.keyGeneration)
+        case .erasure(let e): Erasure.eventKey(e.pseudonyms.first ?? "")
         }
     }
 

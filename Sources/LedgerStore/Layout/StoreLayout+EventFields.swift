@@ -79,7 +79,7 @@ extension Fact {
             return uuid.withUTF8 { prefixed("notification:", $0) }
         case .rules: return key.hasSameBytes(as: Array(RulesChange.eventKey.utf8))
         case .grant(let g): return key.hasSameBytes(as: Array(OperatorGrant.eventKey(g.appUserId).utf8))
-        case .erasure(let e): return key.hasSameBytes(as: Array(Erasure.eventKey(e.keyGeneration).utf8))
+        case .erasure(let e): return key.hasSameBytes(as: Array(Erasure.eventKey(e.pseudonyms.first ?? "").utf8))
         }
     }
 }

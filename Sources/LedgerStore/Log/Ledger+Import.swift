@@ -18,15 +18,24 @@ public struct ImportedEvent: Sendable {
     public var raw: [UInt8]?
     /// The hash-chain link the export states after this event.
     public var chainHash: [UInt8]
+    /// The people the input names, pseudonym → value (nil: forgotten, and the raw input with them: `raw` is empty).
+    public var people: [String: String?]
 
-    public init(seq: UInt64, key: String, bytes: [UInt8], rawKey: UInt64, raw: [UInt8]?, chainHash: [UInt8]) {
+    public init(
+        seq: UInt64, key: String, bytes: [UInt8], rawKey: UInt64, raw: [UInt8]?, chainHash: [UInt8],
+        people: [String: String?] = [:]
+    ) {
         self.seq = seq
         self.key = key
         self.bytes = bytes
         self.rawKey = rawKey
         self.raw = raw
         self.chainHash = chainHash
+        self.people = people
     }
+
+    /// Whether the input names someone forgotten: its raw bytes are gone, its digest is all that is left.
+    var erased: Bool { people.values.contains(where: { $0 == nil }) }
 }
 
 /// One refused input of an export (`storeledger export --complete`), to be written back byte for byte.
@@ -96,7 +105,9 @@ public struct ImportCheck: Sendable {
             throw Self.invalid("the event of seq \(e.seq) cannot be stored: \(problem.message)")
         }
         let recorded = event.metadata.rawDigest
-        if e.rawKey == e.seq {
+        if e.rawKey == e.seq, e.erased {
+            input = (e.seq, recorded)
+        } else if e.rawKey == e.seq {
             guard let raw = e.raw else { throw Self.invalid("the raw input of seq \(e.seq) is missing") }
             let digest = sha256(raw)
             guard digest == recorded else {
@@ -114,7 +125,7 @@ public struct ImportCheck: Sendable {
             guard recorded == current.digest else {
                 throw Self.altered("the event of seq \(e.seq) records another raw input than seq \(e.rawKey)'s")
             }
-            if let raw = e.raw, sha256(raw) != current.digest {
+            if let raw = e.raw, !e.erased, sha256(raw) != current.digest {
                 throw Self.altered("the raw input of seq \(e.seq) differs from seq \(e.rawKey)'s, which it shares")
             }
         }
@@ -202,7 +213,13 @@ public final class LedgerImport {
                 let fact = event.fact
                 let key = fact.eventKey
                 if e.rawKey == e.seq, let raw = e.raw {
-                    try txn.put(layout.raw, key: StoreLayout.rawKey(e.seq), value: raw, flags: .append)
+                    if e.people.isEmpty {
+                        try txn.put(layout.raw, key: StoreLayout.rawKey(e.seq), value: raw, flags: .append)
+                    } else {
+                        try txn.put(
+                            layout.rawSealed, key: StoreLayout.rawKey(e.seq),
+                            value: try ledger.sealForImport(raw, people: e.people, txn), flags: .append)
+                    }
                 }
                 try txn.put(layout.events, key: StoreLayout.revisionKey(key.utf8, seq: e.seq), value: e.bytes)
                 try txn.put(

@@ -15,7 +15,10 @@ extension Ledger {
     /// - Complexity: O(n) lookups for n events (each event is found under its key; `raw` is read in key order).
     public func forEachEvent(
         after: UInt64, batchSize: Int = 4_096,
-        _ body: (_ event: StoredEvent, _ bytes: UnsafeRawBufferPointer, _ raw: UnsafeRawBufferPointer) throws -> Void
+        _ body: (
+            _ event: StoredEvent, _ bytes: UnsafeRawBufferPointer, _ raw: UnsafeRawBufferPointer,
+            _ people: [String: String?]
+        ) throws -> Void
     ) throws {
         precondition(batchSize > 0, "a batch of no events")
         var next = after &+ 1
@@ -47,9 +50,10 @@ extension Ledger {
                         if let found = try key.withUnsafeBytes({ try raws.findForward($0) })?.value {
                             rawInput = (record.rawKey, .mapped(found))
                         } else {
+                            let people = try self.people(ofSealed: record.rawKey, txn)
                             switch try self.rawInput(of: record.rawKey, txn) {
-                            case .bytes(let raw): rawInput = (record.rawKey, .opened(raw))
-                            case .erased: rawInput = (record.rawKey, .opened([]))
+                            case .bytes(let raw): rawInput = (record.rawKey, .opened(raw, people: people))
+                            case .erased: rawInput = (record.rawKey, .opened([], people: people))
                             case .missing: throw LedgerError.corrupted("raw input of event \(seq) is missing")
                             }
                         }
@@ -58,8 +62,9 @@ extension Ledger {
                     let stored = StoredEvent(event: event, chainHash: record.link, rawKey: record.rawKey)
                     try bytes.withUnsafeBytes { bytes in
                         switch rawInput!.bytes {
-                        case .mapped(let raw): try raw.withUnsafeBytes { raw in try body(stored, bytes, raw) }
-                        case .opened(let raw): try raw.withUnsafeBytes { raw in try body(stored, bytes, raw) }
+                        case .mapped(let raw): try raw.withUnsafeBytes { raw in try body(stored, bytes, raw, [:]) }
+                        case .opened(let raw, let people):
+                            try raw.withUnsafeBytes { raw in try body(stored, bytes, raw, people) }
                         }
                     }
                     next = seq &+ 1
@@ -76,5 +81,6 @@ extension Ledger {
 /// A raw input as a scan of the log reads it: where the map holds it, or opened from its sealed form.
 private enum ScannedRaw {
     case mapped(MappedBytes)
-    case opened([UInt8])
+    /// With the people it names, pseudonym → value (nil: forgotten, and the bytes with them).
+    case opened([UInt8], people: [String: String?])
 }

@@ -278,3 +278,51 @@ extension Identities {
         try txn.put(layout.meta, key: StoreLayout.metaIdentityGeneration, value: BigEndian.bytes(next.number))
     }
 }
+
+// MARK: - Exports and imports
+
+extension Ledger {
+    /// The people a sealed raw input names, pseudonym → value (nil: forgotten), for an export.
+    func people(ofSealed rawKey: UInt64, _ txn: Transaction) throws -> [String: String?] {
+        guard let sealed = try txn.value(layout.rawSealed, key: StoreLayout.rawKey(rawKey)),
+            let generation = try identities.generation(layout, txn)
+        else { return [:] }
+        var out: [String: String?] = [:]
+        for p in try SealedRaw.people(sealed).pseudonyms {
+            // `updateValue`: a nil assigned through the subscript would remove the key, not record a forgotten one.
+            out.updateValue(try identities.row(p, generation, layout, txn)?.value, forKey: p)
+        }
+        return out
+    }
+
+    /// What an import stores for an input that names `people`: the raw bytes sealed for them (each given a row
+    /// under its pseudonym, with a new data key, the first time), or, when one of them was forgotten in the source,
+    /// their names alone: the bytes are gone there too.
+    func sealForImport(_ raw: [UInt8], people: [String: String?], _ txn: Transaction) throws -> [UInt8] {
+        guard let generation = try identities.generation(layout, txn) else {
+            throw LedgerError(
+                code: .invalidExport,
+                message: "the export names people by pseudonyms, and this ledger was made without them")
+        }
+        let names = people.keys.sorted()
+        var identities: [Identities.Identity] = []
+        for name in names {
+            if let row = try self.identities.row(name, generation, layout, txn) {
+                identities.append(Identities.Identity(pseudonym: name, dataKey: row.dataKey))
+            } else if case .some(.some(let value)) = people[name] {
+                let identity = Identities.Identity(pseudonym: name, dataKey: SymmetricKey(size: .bits256))
+                try self.identities.put(value, identity, generation, layout, txn)
+                identities.append(identity)
+            }
+        }
+        guard identities.count == names.count else {
+            var out: [UInt8] = [UInt8(names.count)]
+            for n in names {
+                out.append(UInt8(n.utf8.count))
+                out.append(contentsOf: n.utf8)
+            }
+            return out
+        }
+        return try SealedRaw.seal(raw, for: identities)
+    }
+}

@@ -1,0 +1,159 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import LedgerClient
+import LedgerTestSupport
+import Testing
+
+/// Forgetting a user of a served ledger (docs/privacy.md), as an operator does it: `storeledger serve --pseudonyms`,
+/// inputs over the socket, `POST /v1/customers/{id}/forget`, the server killed, then export, backup, restore, import,
+/// `replay --check` and `verify` as processes, and the files scanned byte by byte for the user's id and token.
+@Suite struct ForgetProcessTests {
+    static let day: Int64 = 86_400_000
+    static let start: Int64 = 1_740_819_600_000  // 2025-03-01T09:00:00Z
+    static let alice = "alice.forgotten@example.com"
+    static let aliceToken = "a11ce000-0000-4000-8000-000000000001"
+    static let bobToken = "b0b00000-0000-4000-8000-000000000002"
+
+    static func transaction(_ tid: String, otid: String, purchase: Int64, token: String?) -> String {
+        """
+        {"transactionId":"\(tid)","originalTransactionId":"\(otid)","webOrderLineItemId":"w\(tid)",\
+        "bundleId":"com.example.app","productId":"com.example.premium.monthly","purchaseDate":\(purchase),\
+        "originalPurchaseDate":\(start),"expiresDate":\(purchase + 30 * day),"quantity":1,\
+        "type":"Auto-Renewable Subscription","inAppOwnershipType":"PURCHASED","signedDate":\(purchase),\
+        "environment":"Production","price":4990,"currency":"EUR"\(token.map { #","appAccountToken":"\#($0)""# } ?? "")}
+        """
+    }
+
+    /// Alice buys 101 with her token and renews it; bob buys 202 with his; carol claims 303; bob restores alice's
+    /// 101 on his account; carol is granted a month by the operator.
+    static let inputs: [String] = [
+        #"{"type":"transaction","appUserId":"\#(alice)","receivedAt":\#(start),"payload":\#(transaction("1010", otid: "101", purchase: start, token: aliceToken))}"#,
+        #"{"type":"transaction","receivedAt":\#(start + 30 * day),"payload":\#(transaction("1011", otid: "101", purchase: start + 30 * day, token: aliceToken))}"#,
+        #"{"type":"transaction","appUserId":"bob","receivedAt":\#(start + day),"payload":\#(transaction("2020", otid: "202", purchase: start + day, token: bobToken))}"#,
+        #"{"type":"transaction","receivedAt":\#(start + 2 * day),"payload":\#(transaction("3030", otid: "303", purchase: start + 2 * day, token: nil))}"#,
+        #"{"type":"binding","receivedAt":\#(start + 3 * day),"payload":{"appUserId":"carol","originalTransactionId":"303","claimedAt":\#(start + 3 * day)}}"#,
+        #"{"type":"binding","receivedAt":\#(start + 45 * day),"payload":{"appUserId":"bob","originalTransactionId":"101","claimedAt":\#(start + 45 * day)}}"#,
+    ]
+
+    static func files(under directory: String) -> [String] {
+        let all = (try? FileManager.default.subpathsOfDirectory(atPath: directory)) ?? []
+        return all.map { (directory as NSString).appendingPathComponent($0) }.filter {
+            var isDirectory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: $0, isDirectory: &isDirectory) && !isDirectory.boolValue
+        }
+    }
+
+    /// The files under `paths` (files or directories) that hold `needle`'s bytes.
+    static func holding(_ needle: String, in paths: [String]) -> [String] {
+        let n = Data(needle.utf8)
+        return paths.flatMap { p -> [String] in
+            var isDirectory: ObjCBool = false
+            FileManager.default.fileExists(atPath: p, isDirectory: &isDirectory)
+            return isDirectory.boolValue ? files(under: p) : [p]
+        }.filter { (try? Data(contentsOf: URL(fileURLWithPath: $0)))?.range(of: n) != nil }
+    }
+
+    static func cli(_ arguments: [String]) throws -> ProcessOutput {
+        let out = try runProcess(storeledgerExecutable(), arguments, deadline: 120)
+        #expect(out.status == 0, "storeledger \(arguments.joined(separator: " ")): \(out.stderr)")
+        return out
+    }
+
+    /// Every answer about bob and carol the CLI gives, as known at `asOf`: their customers at three instants, why
+    /// they have the entitlement, their grants and revenue.
+    static func othersAnswers(_ ledger: String, asOf: UInt64) throws -> [String] {
+        var out: [String] = []
+        for user in ["bob", "carol"] {
+            for at in [start + 10 * day, start + 50 * day, start + 80 * day] {
+                out.append(try cli(["customer", user, "--data", ledger, "--json", "--at", "\(at)", "--as-of", "\(asOf)"]).stdout)
+            }
+            out.append(
+                try cli(["why", user, "premium", "--data", ledger, "--json", "--at", "\(start + 50 * day)", "--as-of", "\(asOf)"]).stdout)
+            out.append(try cli(["revenue", "--user", user, "--data", ledger, "--json", "--as-of", "\(asOf)"]).stdout)
+        }
+        return out
+    }
+
+    @Test func aForgottenUserIsInNoFileAndEveryOtherAnswerStays() async throws {
+        let dir = try TemporaryDirectory(prefix: "sl-forget")
+        defer { dir.remove() }
+        let ledger = dir.file("ledger")
+        let server = try ServerProcess(data: ledger, arguments: ["--pseudonyms"])
+        defer { server.killAndWait() }
+        try await server.waitUntilAnswering()
+        let client = try AsyncLedgerClient(socketPath: server.socketPath, timeoutSeconds: 30)
+        for input in Self.inputs {
+            let response = try await client.post("/v1/events", body: Array(input.utf8))
+            #expect(response.status == 200, "\(response.text)")
+        }
+        let grant = try await client.post(
+            "/v1/customers/carol/grants", body: Array(#"{"entitlement":"premium","duration":"P1M","reason":"support","from":\#(Self.start)}"#.utf8))
+        #expect(grant.status == 200, "\(grant.text)")
+        let lastSeq = try #require(
+            (try JSONSerialization.jsonObject(with: Data(try await client.get("/v1/health").body)) as? [String: Any])?["lastSeq"] as? Int)
+        let before = try Self.othersAnswers(ledger, asOf: UInt64(lastSeq))
+        #expect(before.contains { $0.contains("\"active\":true") }, "bob or carol has something to lose")
+        let aliceBefore = try await client.get("/v1/customers/\(Self.alice)?at=\(Self.start + 10 * Self.day)")
+        #expect(aliceBefore.text.contains("\"101\""), "alice owns 101 before: \(aliceBefore.text)")
+        // The journal holds her inputs as they came (the data file never does): the scan can find them.
+        #expect(!Self.holding(Self.alice, in: [ledger + "/journal"]).isEmpty, "the scan finds nothing even before")
+        #expect(Self.holding(Self.alice, in: [ledger + "/data.mdb"]).isEmpty)
+
+        // Only the ledger's owner may ask; a body must say who asked.
+        let refused = try await client.post("/v1/customers/\(Self.alice)/forget", body: Array("{}".utf8))
+        #expect(refused.status == 400, "\(refused.text)")
+        let forgot = try await client.post(
+            "/v1/customers/\(Self.alice)/forget", body: Array(#"{"requestedBy":"ticket 4711","reason":"GDPR Art. 17"}"#.utf8))
+        #expect(forgot.status == 200, "\(forgot.text)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(forgot.body)) as? [String: Any])
+        let pseudonym = try #require(report["pseudonym"] as? String)
+        #expect((report["pseudonyms"] as? [String])?.count == 2, "alice and her token: \(report)")
+        #expect(!forgot.text.contains(Self.alice))
+        // Answers now: alice is nobody; her subscription keeps its periods under the pseudonym.
+        let aliceAfter = try await client.get("/v1/customers/\(Self.alice)?at=\(Self.start + 10 * Self.day)")
+        #expect(!aliceAfter.text.contains("\"101\""), "\(aliceAfter.text)")
+        let timeline = try await client.get("/v1/subscriptions/101?at=\(Self.start + 10 * Self.day)")
+        #expect(timeline.text.contains(pseudonym) && !timeline.text.contains(Self.alice), "\(timeline.text)")
+        #expect(timeline.text.contains("\"1011\""), "the renewal is kept")
+        let again = try await client.post(
+            "/v1/customers/\(Self.alice)/forget", body: Array(#"{"requestedBy":"ticket 4711"}"#.utf8))
+        #expect(again.status == 404, "\(again.text)")
+        server.killAndWait()
+
+        // Killed: its journal and its data file, as they are on disk.
+        for needle in [Self.alice, Self.aliceToken] {
+            #expect(Self.holding(needle, in: [ledger]).isEmpty, "\(needle) in \(Self.holding(needle, in: [ledger]))")
+        }
+
+        _ = try Self.cli(["verify", "--data", ledger])
+        _ = try Self.cli(["replay", "--check", "--data", ledger])
+        let export = dir.file("export.ndjson")
+        try Self.cli(["export", "--complete", "--data", ledger]).stdout.write(toFile: export, atomically: true, encoding: .utf8)
+        let backup = dir.file("backup")
+        _ = try Self.cli(["backup", backup, "--data", ledger])
+        let restored = dir.file("restored")
+        _ = try Self.cli(["restore", backup, "--data", restored])
+        let imported = dir.file("imported")
+        _ = try Self.cli(["import", export, "--data", imported])
+        for copy in [backup, restored, imported] {
+            _ = try Self.cli(["verify", "--data", copy])
+        }
+        _ = try Self.cli(["replay", "--check", "--data", restored])
+        for needle in [Self.alice, Self.aliceToken] {
+            let found = Self.holding(needle, in: [ledger, export, backup, restored, imported])
+            #expect(found.isEmpty, "\(needle) is in \(found)")
+        }
+        // Bob's token and bob are still known (answers name them), but never in a data file.
+        #expect(Self.holding(Self.bobToken, in: [export]).count == 1, "the export carries bob's token for an import")
+        #expect(Self.holding(Self.bobToken, in: [ledger + "/data.mdb", backup + "/data.mdb", restored + "/data.mdb"]).isEmpty)
+
+        // Every answer about the others is the bytes it was, in the ledger and in each copy.
+        for copy in [ledger, restored, imported] {
+            #expect(try Self.othersAnswers(copy, asOf: UInt64(lastSeq)) == before, "\(copy) answers otherwise")
+        }
+        let erasure = try Self.cli(["events", "--data", restored, "--json", "--after", "\(lastSeq)"]).stdout
+        #expect(erasure.contains("\"erasure\"") && erasure.contains("ticket 4711") && !erasure.contains(Self.alice))
+    }
+}
