@@ -26,10 +26,17 @@ public struct IngestPipeline: Sendable {
         public var forcedType: InputType?
         public var appUserId: AppUserID?
         public var receivedAt: UnixMillis?
-        public init(forcedType: InputType? = nil, appUserId: AppUserID? = nil, receivedAt: UnixMillis? = nil) {
+        /// The seed of the pseudonyms of the people the input is the first to name (`LedgerInput.facts`); nil: a
+        /// random one, given by the ledger.
+        public var identitySeed: [UInt8]?
+        public init(
+            forcedType: InputType? = nil, appUserId: AppUserID? = nil, receivedAt: UnixMillis? = nil,
+            identitySeed: [UInt8]? = nil
+        ) {
             self.forcedType = forcedType
             self.appUserId = appUserId
             self.receivedAt = receivedAt
+            self.identitySeed = identitySeed
         }
     }
 
@@ -78,7 +85,7 @@ public struct IngestPipeline: Sendable {
         do {
             let decoded = try decoder.decode(
                 bytes, forcedType: options.forcedType, appUserId: options.appUserId, receivedAt: receivedAt)
-            return .facts(decoded.facts, metadata: decoded.metadata, raw: decoded.raw)
+            return .facts(decoded.facts, metadata: decoded.metadata, raw: decoded.raw, identitySeed: options.identitySeed)
         } catch {
             return .rejected(
                 RejectedInput(raw: bytes, code: error.code, message: error.message, receivedAt: receivedAt))

@@ -22,9 +22,14 @@ public struct IntakeMessage: Sendable, Equatable {
 
     /// The options, with the stream's timestamp as `receivedAt` when the caller named none (an envelope's own
     /// `receivedAt` still wins in the decoder).
+    ///
+    /// The identity seed (a ledger with pseudonyms, docs/privacy.md) is derived from the message, so that every
+    /// replica names the people it states alike: SHA-256 of a label and the payload, which the data file never
+    /// holds (its raw input is sealed there, and the chain keeps only the raw bytes' own digest).
     public func options(streamMillis: UnixMillis) -> IngestPipeline.Options {
         IngestPipeline.Options(
-            forcedType: type, appUserId: appUserId.map { AppUserID(rawValue: $0) }, receivedAt: receivedAt ?? streamMillis)
+            forcedType: type, appUserId: appUserId.map { AppUserID(rawValue: $0) }, receivedAt: receivedAt ?? streamMillis,
+            identitySeed: Array(SHA256.hash(data: Array("storeledger identity seed\n".utf8) + payload)).prefix(16).map { $0 })
     }
 
     private struct Header: Codable {

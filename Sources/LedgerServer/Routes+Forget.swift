@@ -35,6 +35,14 @@ extension LedgerRoutes {
                     "uid \(peer.uid) may not forget anyone: only the ledger's owner (uid \(getuid())) or root may")
             }
             try Self.checkQuery(request.uri.queryParameters.map(\.key), route: "POST " + Self.forgetRoute)
+            // Every replica must apply an erasure at the same place of the log: it would have to go through the
+            // stream, which it does not yet.
+            guard self.intake == nil else {
+                throw CodedError(
+                    .cannotForget,
+                    "this server appends through a replicated intake, and an erasure is not replicated yet: "
+                        + "forget on a ledger served without --intake (docs/privacy.md)")
+            }
             let user = try context.parameters.require("appUserId")
             guard !user.isEmpty else { throw CodedError(.invalidQuery, "the app user id must not be empty") }
             var received = ReceivedBody()

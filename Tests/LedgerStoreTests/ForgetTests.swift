@@ -210,7 +210,7 @@ import Testing
     /// subscription's timeline and the ledger's figures as they are without the erasure: the same once each
     /// pseudonym forgotten is read as the value it stood for. After the erasure the person is not named again
     /// (a value that comes back is a new person: docs/privacy.md).
-    @Test(arguments: 0..<12)
+    @Test(arguments: 0..<30)
     func forgettingAnyoneAtAnyPointChangesNoOtherAnswer(seed: UInt64) throws {
         var random = SplitMix64(seed: 1_000 + seed)
         let steps = Self.history(&random)
@@ -269,6 +269,57 @@ import Testing
         // Reopened (a restart), the ledger answers the same.
         try erased.reopen()
         #expect(try Self.answers(erased.ledger, excluding: forgotten) == found)
+    }
+
+    /// Replicas append the same inputs with the same seeds (derived from the stream's messages): the same events,
+    /// the same chain. Without a seed each ledger draws its own, and the pseudonyms differ.
+    @Test func theSameSeedsMakeTheSameChainAndRandomOnesDoNot() throws {
+        var random = SplitMix64(seed: 11)
+        let steps = Self.history(&random)
+        let (a, b, c) = (try Self.pseudonymized(), try Self.pseudonymized(), try Self.pseudonymized())
+        for (i, step) in steps.enumerated() {
+            guard case .facts(let facts, let metadata, let raw, nil) = step.input else { continue }
+            let seeded = LedgerInput.facts(facts, metadata: metadata, raw: raw, identitySeed: Array("seed \(i)".utf8))
+            _ = try a.ledger.appendAndWait([seeded])
+            _ = try b.ledger.appendAndWait([seeded])
+            _ = try c.ledger.appendAndWait([step.input])
+        }
+        let last = try a.ledger.lastSeq()
+        let head = try #require(try a.ledger.event(seq: last)).chainHash
+        #expect(try b.ledger.event(seq: last)?.chainHash == head)
+        #expect(try c.ledger.event(seq: last)?.chainHash != head)
+        #expect(try Self.answers(c.ledger, excluding: nil) == Self.answers(a.ledger, excluding: nil))
+    }
+
+    /// A forgotten person's history answers under their pseudonym; a pseudonym of someone still known names nobody
+    /// when asked for directly, so it cannot stand in for their id.
+    @Test func aForgottenPseudonymAnswersAndALiveOneNamesNobody() throws {
+        let named = try Self.pseudonymized()
+        var random = SplitMix64(seed: 5)
+        let steps = Self.history(&random)
+        for step in steps { _ = try named.ledger.appendAndWait([step.input]) }
+        let who = try #require(steps.flatMap(\.names).first)
+        let at = Self.start + 30 * Self.day
+        let before = try named.ledger.customer(AppUserID(Self.user(who)), at: at)
+        #expect(!before.subscriptions.isEmpty || !before.grants.isEmpty)
+        let report = try named.ledger.forget(AppUserID(Self.user(who)), requestedBy: "ops", at: Self.start)
+        var after = try named.ledger.customer(AppUserID(report.pseudonym), at: at)
+        #expect(after.appUserId == report.pseudonym)
+        after.appUserId = Self.user(who)
+        after.asOf = before.asOf
+        #expect(after == before, "the forgotten customer's answer under the pseudonym")
+        // Someone still known: their pseudonym, as the log holds it, names nobody.
+        let other = try #require(steps.flatMap(\.names).first { $0 != who })
+        var pseudonyms: [String: String] = [:]
+        try named.ledger.forEachEvent(after: 0) { _, _, _, people in
+            for (p, value) in people { if let value { pseudonyms[value] = p } }
+        }
+        let live = try #require(pseudonyms[Self.user(other)])
+        #expect(live.hasPrefix("anon-"))
+        let known = try named.ledger.customer(AppUserID(Self.user(other)), at: at)
+        let asked = try named.ledger.customer(AppUserID(live), at: at)
+        #expect(!known.subscriptions.isEmpty || !known.grants.isEmpty)
+        #expect(asked.subscriptions.isEmpty && asked.grants.isEmpty && asked.bindings.isEmpty)
     }
 
     @Test func aLedgerWithoutPseudonymsCannotForget() throws {
