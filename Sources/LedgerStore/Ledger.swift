@@ -142,6 +142,7 @@ public final class Ledger: Sendable {
             let follower = MetricsFollower(environment: environment, layout: layout, observers: observers, logger: logger)
             metricsFollower = follower
             observers.add { _ in follower.poke() }
+            observers.add { info in identities.remember(info.changes.identities) }
             let observers = self.observers
             writer = Writer(
                 environment: environment, batch: batch, journal: journal, logger: logger,

@@ -20,12 +20,14 @@ public struct TimelineChange: Hashable, Sendable {
         self.until = until
     }
 
-    /// The order changes are listed in: time, then kind (in declaration order), then detail (a total order on content).
+    /// The order changes are listed in: time, then kind (in declaration order), then the log's order, then detail.
     static func precedes(_ a: TimelineChange, _ b: TimelineChange) -> Bool {
         if a.at != b.at { return a.at < b.at }
         if a.kind != b.kind { return a.kind.position < b.kind.position }
-        if a.detail != b.detail { return (a.detail ?? "") < (b.detail ?? "") }
-        return a.seq < b.seq
+        // The log's order before the detail: a detail may name a person, and a person's name is not the same
+        // in every answer (a forgotten one reads as a pseudonym), while the order of what happened is.
+        if a.seq != b.seq { return a.seq < b.seq }
+        return (a.detail ?? "") < (b.detail ?? "")
     }
 }
 

@@ -98,6 +98,9 @@ struct AppendBatch {
                         }
                     } else if case .erasure(let erasure) = fact {
                         // The people it names can no longer be told; every answer that showed them changes.
+                        if let named = naming?.named { changes.identities.merge(named) { _, new in new } }
+                        let forgotten = Set(erasure.pseudonyms)
+                        changes.identities = changes.identities.filter { !forgotten.contains($0.value.pseudonym) }
                         try identities.erase(erasure, layout, txn)
                         naming = try identities.generation(layout, txn).map {
                             Pseudonymizer(identities: identities, generation: $0, layout: layout)
@@ -120,6 +123,7 @@ struct AppendBatch {
             }
         }
 
+        if let named = naming?.named { changes.identities.merge(named) { _, new in new } }
         if !written.isEmpty {
             try projections.apply(written, inputs: inputOf, in: txn, changes: &changes)
             try txn.put(layout.meta, key: StoreLayout.metaChainHead, value: ChainHead(last: state.seq, link: state.chainHead).encoded)

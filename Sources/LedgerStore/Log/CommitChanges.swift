@@ -11,4 +11,7 @@ struct CommitChanges: Sendable {
     var lastSeq: UInt64 = 0
     /// Whether the commit may have changed every answer: a change of rules, which refolds every subscription.
     var everything = false
+    /// The people the commit named for the first time (value → identity), for the writer's memory of them
+    /// (`Identities.remember`), which only holds what is committed.
+    var identities: [String: Identities.Identity] = [:]
 }

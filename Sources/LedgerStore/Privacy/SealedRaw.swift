@@ -2,7 +2,7 @@ import Crypto
 import LMDB
 
 /// The `raw_sealed` form of an input that names people: how many (1), each one's pseudonym (length (1) ‖ UTF-8),
-/// then the bytes received, AES-GCM sealed (nonce ‖ ciphertext ‖ tag) with the data key of the one person it names,
+/// then the bytes received, ChaCha20-Poly1305 sealed (nonce ‖ ciphertext ‖ tag) with the data key of the one person it names,
 /// or for several, SHA-256 of their data keys in the order listed. It opens only while every one of them is known:
 /// forgetting any of them leaves the bytes unreadable, wherever copies of the page remain. The hash chain holds the
 /// input's digest, not its bytes, so it verifies either way.
@@ -15,7 +15,7 @@ enum SealedRaw {
             out.append(UInt8(name.count))
             out.append(contentsOf: name)
         }
-        let sealed = try AES.GCM.seal(raw, using: key(people.map(\.dataKey))).combined!  // Default nonce: combined.
+        let sealed = try ChaChaPoly.seal(raw, using: key(people.map(\.dataKey))).combined
         out.append(contentsOf: sealed)
         return out
     }
@@ -39,7 +39,7 @@ enum SealedRaw {
     /// The bytes received, given the data keys of the people it names in their order.
     static func open(_ stored: [UInt8], sealedFrom: Int, keys: [SymmetricKey]) throws(LedgerError) -> [UInt8] {
         do {
-            return Array(try AES.GCM.open(AES.GCM.SealedBox(combined: stored[sealedFrom...]), using: key(keys)))
+            return Array(try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: stored[sealedFrom...]), using: key(keys)))
         } catch {
             throw LedgerError.corrupted("a sealed raw input does not open with the keys of the people it names")
         }
