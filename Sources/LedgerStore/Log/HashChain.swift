@@ -37,3 +37,26 @@ func hex(_ bytes: some Sequence<UInt8>) -> String {
     }
     return String(decoding: out, as: UTF8.self)
 }
+
+/// The bytes of a hex string (either case); nil when it is not one.
+package func bytes(ofHex text: some StringProtocol) -> [UInt8]? {
+    let digits = Array(text.utf8)
+    guard digits.count % 2 == 0 else { return nil }
+    func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+    var out: [UInt8] = []
+    out.reserveCapacity(digits.count / 2)
+    var i = 0
+    while i < digits.count {
+        guard let high = nibble(digits[i]), let low = nibble(digits[i + 1]) else { return nil }
+        out.append(high << 4 | low)
+        i += 2
+    }
+    return out
+}

@@ -27,7 +27,7 @@ struct IdentityKeyFile {
         var keys: [UInt64: SymmetricKey] = [:]
         for (number, line) in text.split(separator: "\n").enumerated() {
             let parts = line.split(separator: " ")
-            guard parts.count == 2, let generation = UInt64(parts[0]), let bytes = hexBytes(parts[1]), bytes.count == 32
+            guard parts.count == 2, let generation = UInt64(parts[0]), let bytes = bytes(ofHex: parts[1]), bytes.count == 32
             else {
                 throw LedgerError.corrupted("line \(number + 1) of the identity key \(path) is not `<generation> <64 hex digits>`")
             }
@@ -62,27 +62,5 @@ struct IdentityKeyFile {
     private static func failure(_ what: String) -> LedgerError {
         let reason = String(cString: strerror(errno))
         return LedgerError(code: errno == ENOSPC ? .storageFull : .storageError, message: "\(what): \(reason)")
-    }
-
-    private static func hexBytes(_ text: Substring) -> [UInt8]? {
-        let digits = Array(text.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(digits.count / 2)
-        var i = 0
-        while i < digits.count {
-            guard let high = nibble(digits[i]), let low = nibble(digits[i + 1]) else { return nil }
-            out.append(high << 4 | low)
-            i += 2
-        }
-        return out
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        default: nil
-        }
     }
 }
