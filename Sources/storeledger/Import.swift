@@ -130,6 +130,7 @@ struct Import: ParsableCommand {
                 case .refusal(let refusal, let fields):
                     sawRefusal = true
                     let decoded = try checked.check.check(refusal)
+                    if decoded.contentDigest != nil { checked.pseudonyms = true }
                     if let difference = fields.disagreement(with: decoded) {
                         throw LedgerError(
                             code: .verificationFailed,

@@ -79,6 +79,7 @@ import Testing
     static let databases = [
         "meta", "raw", "events", "log", "by_otid", "by_user", "timelines", "rejected", "bindings_any", "lifecycle",
         "webhook_dead", "metric_days", "metric_points", "metric_dirty", "identities", "identity_index", "raw_sealed",
+        "rejected_sealed",
     ]
 
     /// FNV-1a (64 bits) over every key and value of each database, in key order, each framed by its length.
@@ -124,6 +125,7 @@ import Testing
         "lifecycle": "9 b19334a9fb8c9035", "webhook_dead": "0 cbf29ce484222325", "metric_days": "9 fda1abe387f74699",
         "metric_points": "4 d348f1db7385a75", "metric_dirty": "0 cbf29ce484222325",
         "identities": "0 cbf29ce484222325", "identity_index": "0 cbf29ce484222325", "raw_sealed": "0 cbf29ce484222325",
+        "rejected_sealed": "0 cbf29ce484222325",
     ]
 
     @Test func aFixedHistoryIsStoredAsTheEarlierBuildStoredIt() throws {

@@ -88,6 +88,15 @@ import Testing
             let response = try await client.post("/v1/events", body: Array(input.utf8))
             #expect(response.status == 200, "\(response.text)")
         }
+        // Refused inputs that name her (a claim that does not parse; a request refused for its query) and bob.
+        for (body, query) in [
+            (#"{"type":"binding","payload":{"appUserId":"\#(Self.alice)","originalTransactionId":"101","claimedAt":"soon"}}"#, ""),
+            (#"{"type":"binding","payload":{"appUserId":"bob","originalTransactionId":"202","claimedAt":"soon"}}"#, ""),
+            (#"{"type":"binding","payload":{}}"#, "?appUserId=\(Self.alice)&bogus=1"),
+        ] {
+            let refused = try await client.post("/v1/events" + query, body: Array(body.utf8))
+            #expect(refused.status == 400 || refused.text.contains("wrong_type"), "\(refused.text)")
+        }
         let grant = try await client.post(
             "/v1/customers/carol/grants", body: Array(#"{"entitlement":"premium","duration":"P1M","reason":"support","from":\#(Self.start)}"#.utf8))
         #expect(grant.status == 200, "\(grant.text)")
@@ -152,6 +161,12 @@ import Testing
         // Every answer about the others is the bytes it was, in the ledger and in each copy.
         for copy in [ledger, restored, imported] {
             #expect(try Self.othersAnswers(copy, asOf: UInt64(lastSeq)) == before, "\(copy) answers otherwise")
+        }
+        // The refusals that named her are erased; bob's is kept whole, in the ledger and in each copy.
+        for copy in [ledger, restored, imported] {
+            let refusals = try Self.cli(["rejected", "--data", copy, "--json"]).stdout
+            #expect(refusals.components(separatedBy: "\"erased\":true").count - 1 == 2, "\(copy): \(refusals)")
+            #expect(refusals.contains(Data(#"{"type":"binding","payload":{"appUserId":"bob","originalTransactionId":"202","claimedAt":"soon"}}"#.utf8).base64EncodedString()))
         }
         let erasure = try Self.cli(["events", "--data", restored, "--json", "--after", "\(lastSeq)"]).stdout
         #expect(erasure.contains("\"erasure\"") && erasure.contains("ticket 4711") && !erasure.contains(Self.alice))

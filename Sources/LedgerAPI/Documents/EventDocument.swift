@@ -128,6 +128,9 @@ public struct RejectedDocument: Encodable, Sendable {
     public var headerBytes: Int?
     /// The record as the `rejected` store keeps it, base64: what `import` writes back (export only).
     public var record: String?
+    /// true: the refusal named a person the ledger forgot, and its message, bytes and request are gone
+    /// (docs/privacy.md); absent otherwise.
+    public var erased: Bool?
 
     public init(_ r: RejectedInput) {
         number = r.number
@@ -138,6 +141,7 @@ public struct RejectedDocument: Encodable, Sendable {
         raw = Data(r.raw).base64EncodedString()
         request = r.request
         headerBytes = r.headerBytes
+        erased = r.erased ? true : nil
     }
 }
 

@@ -94,11 +94,12 @@ public enum ExportLine: Sendable {
         public var receivedAt: Int64
         public var raw: [UInt8]
 
-        /// How the line disagrees with the record it carries (nil when it does not).
+        /// How the line disagrees with the record it carries (nil when it does not). A record sealed in a ledger
+        /// with pseudonyms holds its content's digest instead, which the import checks (`ImportCheck`).
         public func disagreement(with input: RejectedInput) -> String? {
             if code != input.code.rawValue { return "code '\(code)' is not its record's '\(input.code)'" }
             if receivedAt != input.receivedAt { return "receivedAt \(receivedAt) is not its record's \(input.receivedAt)" }
-            if raw != input.raw { return "its raw bytes are not its record's" }
+            if input.contentDigest == nil, raw != input.raw { return "its raw bytes are not its record's" }
             return nil
         }
     }
@@ -151,8 +152,16 @@ public struct ExportLineReader {
             guard let bytes = Data(base64Encoded: record), let raw = Data(base64Encoded: refusal.raw) else {
                 throw Self.invalid("refused input \(refusal.number): `record` or `raw` is not base64")
             }
+            var stated: RejectedInput?
+            if refusal.erased != true {
+                var input = RejectedInput(
+                    raw: [UInt8](raw), code: ErrorCode(refusal.code), message: refusal.message ?? "",
+                    receivedAt: refusal.receivedAt)
+                input.request = refusal.request
+                stated = input
+            }
             return .refusal(
-                ImportedRefusal(number: refusal.number, record: [UInt8](bytes)),
+                ImportedRefusal(number: refusal.number, record: [UInt8](bytes), stated: stated),
                 ExportLine.RefusalFields(code: refusal.code, receivedAt: refusal.receivedAt, raw: [UInt8](raw)))
         }
         if let begin = shape.begin {
@@ -195,6 +204,9 @@ public struct ExportLineReader {
         var receivedAt: Int64
         var raw: String
         var record: String?
+        var message: String?
+        var request: String?
+        var erased: Bool?
     }
 
     private static func invalid(_ message: String) -> LedgerError { LedgerError(code: .invalidExport, message: message) }

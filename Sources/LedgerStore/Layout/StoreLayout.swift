@@ -24,6 +24,7 @@ import LedgerCore
 /// | `identities` | pseudonym (UTF-8)                     | generation (BE, 8) ‖ the value and its data key, sealed (`Identities`) |
 /// | `identity_index` | SHA-256(index key ‖ value)        | the value's pseudonym                            |
 /// | `raw_sealed` | first seq of the input (BE, 8)        | an input that names a person, sealed (`SealedRaw`); not in `raw` |
+/// | `rejected_sealed` | rejection number (BE, 8)         | a refusal's message, bytes and request, sealed (`Identities.sealRefusal`) |
 ///
 /// The log names people by pseudonyms only; the values behind them are in `identities`, sealed with a key kept
 /// beside the data file (`identity.key`), so that `forget` can make them unreadable (docs/privacy.md).
@@ -48,7 +49,7 @@ struct StoreLayout {
     /// expiry, a receipt's `in_app` copies speak from its creation.
     /// 7: the subscription metrics summed by UTC day (`metric_days`, `metric_points`, `metric_dirty`), maintained as
     /// the timelines change.
-    /// 8: personal values kept apart (`identities`, `identity_index`, `raw_sealed`); a ledger made by an older build
+    /// 8: personal values kept apart (`identities`, `identity_index`, `raw_sealed`, `rejected_sealed`); a ledger made by an older build
     /// keeps the values in its log and reads as before (`meta` has no `identity_generation`).
     /// An older ledger opened for writing is upgraded by rebuilding its projections from the log.
     static let schemaVersion: UInt64 = 8
@@ -70,6 +71,7 @@ struct StoreLayout {
     let identities: Database
     let identityIndex: Database
     let rawSealed: Database
+    let rejectedSealed: Database
 
     init(environment: Environment) throws {
         // One transaction: a ledger being created is never seen (by `stats` in another process) half made.
@@ -78,18 +80,18 @@ struct StoreLayout {
             ("timelines", []), ("rejected", []), ("bindings_any", [.dupSort]), ("lifecycle", []),
             ("webhook_dead", []), ("metric_days", []),
             ("metric_points", []), ("metric_dirty", []), ("identities", []), ("identity_index", []),
-            ("raw_sealed", []),
+            ("raw_sealed", []), ("rejected_sealed", []),
         ])
         (meta, raw, events, log) = (dbs[0], dbs[1], dbs[2], dbs[3])
         (byOTID, byUser, timelines, rejected, bindingsAny) = (dbs[4], dbs[5], dbs[6], dbs[7], dbs[8])
         lifecycle = dbs[9]
         webhookDead = dbs[10]
         (metricDays, metricPoints, metricDirty) = (dbs[11], dbs[12], dbs[13])
-        (identities, identityIndex, rawSealed) = (dbs[14], dbs[15], dbs[16])
+        (identities, identityIndex, rawSealed, rejectedSealed) = (dbs[14], dbs[15], dbs[16], dbs[17])
     }
 
     /// Every database, for statistics and verification.
-    var all: [Database] { [meta, raw, events, log, byOTID, byUser, timelines, rejected, bindingsAny, lifecycle, webhookDead, metricDays, metricPoints, metricDirty, identities, identityIndex, rawSealed] }
+    var all: [Database] { [meta, raw, events, log, byOTID, byUser, timelines, rejected, bindingsAny, lifecycle, webhookDead, metricDays, metricPoints, metricDirty, identities, identityIndex, rawSealed, rejectedSealed] }
 
     // MARK: - Meta keys
 

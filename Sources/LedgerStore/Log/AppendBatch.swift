@@ -42,13 +42,13 @@ struct AppendBatch {
         for input in inputs {
             switch input {
             case .rejected(let rejection):
-                try reject(rejection, &state, txn)
+                try reject(rejection, &state, txn, sealingWith: naming?.generation)
                 results.append(.rejected(code: rejection.code, message: rejection.message))
             case .facts(var facts, var metadata, let raw, let seed):
                 if let problem = Self.problem(in: facts) {
                     try reject(
                         RejectedInput(raw: raw, code: problem.code, message: problem.message, receivedAt: metadata.receivedAt),
-                        &state, txn)
+                        &state, txn, sealingWith: naming?.generation)
                     results.append(.rejected(code: problem.code, message: problem.message))
                     continue
                 }
@@ -161,10 +161,22 @@ struct AppendBatch {
         return nil
     }
 
-    private func reject(_ rejection: RejectedInput, _ state: inout Pending, _ txn: Transaction) throws {
+    /// Stores a refusal; in a ledger with pseudonyms (`generation`) its content is sealed apart, in
+    /// `rejected_sealed`, and the record the chain covers holds its digest.
+    private func reject(
+        _ rejection: RejectedInput, _ state: inout Pending, _ txn: Transaction, sealingWith generation: Identities.Generation?
+    ) throws {
         var head = try state.rejectedHead ?? rejectedHead(count: state.rejectedCount, txn)
         state.rejectedCount = try Self.successor(state.rejectedCount, of: "rejected")
-        let record = rejection.encoded()
+        var stored = rejection
+        if let generation {
+            let (record, content) = rejection.sealedForm()
+            stored = record
+            try txn.put(
+                layout.rejectedSealed, key: StoreLayout.rejectedKey(state.rejectedCount),
+                value: try identities.sealRefusal(content, generation), flags: .append)
+        }
+        let record = stored.encoded()
         head = RejectedChain.link(previous: head, number: state.rejectedCount, record: record)
         state.rejectedHead = head
         try txn.put(layout.rejected, key: StoreLayout.rejectedKey(state.rejectedCount), value: record, flags: .append)

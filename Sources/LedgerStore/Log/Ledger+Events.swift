@@ -113,7 +113,7 @@ extension Ledger {
             var entry = try cursor.seek(StoreLayout.rejectedKey(after &+ 1))
             while let e = entry, out.count < limit {
                 let number = try BigEndian.uint64(key: e.key, of: "rejected")
-                out.append(try RejectedInput(number: number, stored: e.value))
+                out.append(try opened(try RejectedInput(number: number, stored: e.value), txn))
                 entry = try cursor.next()
             }
             return out

@@ -60,7 +60,7 @@ extension Ledger {
             var entry = try cursor.seek(StoreLayout.rejectedKey(after &+ 1))
             while let e = entry, out.count < limit {
                 let number = try BigEndian.uint64(key: e.key, of: "rejected")
-                let input = try RejectedInput(number: number, stored: e.value)
+                let input = try opened(try RejectedInput(number: number, stored: e.value), txn)
                 out.append(ExportedRefusal(input: input, record: e.value.withUnsafeBytes { Array($0) }))
                 entry = try cursor.next()
             }

@@ -43,10 +43,21 @@ public struct ImportedRefusal: Sendable {
     public var number: UInt64
     /// The record exactly as the source's `rejected` store kept it.
     public var record: [UInt8]
+    /// The refusal as the export's line states it (its message, bytes and request), which a record sealed in a
+    /// ledger with pseudonyms holds only as a digest; nil when the line says it was erased.
+    public var stated: RejectedInput?
 
-    public init(number: UInt64, record: [UInt8]) {
+    public init(number: UInt64, record: [UInt8], stated: RejectedInput? = nil) {
         self.number = number
         self.record = record
+        self.stated = stated
+    }
+
+    /// The content to seal in the imported ledger: a sealed record's, when the line states it.
+    var sealedContent: [UInt8]? {
+        guard let stated, (try? record.withUnsafeBytes { try RejectedInput(number: number, decoding: $0) })?.contentDigest != nil
+        else { return nil }
+        return stated.content()
     }
 }
 
@@ -145,6 +156,9 @@ public struct ImportCheck: Sendable {
             input = try r.record.withUnsafeBytes { try RejectedInput(number: r.number, decoding: $0) }
         } catch {
             throw Self.invalid("the record of refused input \(r.number) does not decode: \(error)")
+        }
+        if let digest = input.contentDigest, let stated = r.stated, sha256(stated.content()) != digest {
+            throw Self.altered("the message, bytes or request stated for refused input \(r.number) are not the ones its record seals")
         }
         guard !input.code.rawValue.isEmpty, input.size >= input.raw.count, input.raw.count <= RejectedInput.keptBytesLimit else {
             throw Self.invalid("the record of refused input \(r.number) is incoherent (no code, or more bytes than its size)")
@@ -268,6 +282,15 @@ public final class LedgerImport {
             for r in refusals {
                 _ = try next.check(r)
                 try txn.put(layout.rejected, key: StoreLayout.rejectedKey(r.number), value: r.record, flags: .append)
+                if let content = r.sealedContent {
+                    guard let generation = try ledger.identities.generation(layout, txn) else {
+                        throw LedgerError(
+                            code: .invalidExport, message: "refused input \(r.number) is sealed, and this ledger was made without pseudonyms")
+                    }
+                    try txn.put(
+                        layout.rejectedSealed, key: StoreLayout.rejectedKey(r.number),
+                        value: try ledger.identities.sealRefusal(content, generation), flags: .append)
+                }
             }
             try txn.put(layout.meta, key: StoreLayout.metaRejectedCount, value: BigEndian.bytes(next.refusals.last))
             try txn.put(

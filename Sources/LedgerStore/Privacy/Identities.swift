@@ -303,17 +303,40 @@ extension Identities {
         let next = try generation(erasure.keyGeneration)
         let forgotten = Set(erasure.pseudonyms)
         var kept: [(pseudonym: String, value: String, dataKey: SymmetricKey)] = []
+        var forgottenValues: [String] = []
         let cursor = try txn.cursor(layout.identities)
         var entry = try cursor.first()
         while let e = entry {
             let pseudonym = String(decoding: Array(e.key), as: UTF8.self)
-            if !forgotten.contains(pseudonym) {
-                guard let row = try row(pseudonym, current, layout, txn) else {
-                    throw LedgerError.corrupted("the identity row of \(pseudonym) vanished while read")
-                }
+            guard let row = try row(pseudonym, current, layout, txn) else {
+                throw LedgerError.corrupted("the identity row of \(pseudonym) vanished while read")
+            }
+            if forgotten.contains(pseudonym) {
+                forgottenValues.append(row.value)
+            } else {
                 kept.append((pseudonym, row.value, row.dataKey))
             }
             entry = try cursor.next()
+        }
+        // Refused inputs: each one that holds a forgotten value loses its key; the others' keys are sealed anew.
+        var refusals: [(key: [UInt8], value: [UInt8]?)] = []
+        let sealed = try txn.cursor(layout.rejectedSealed)
+        var refusal = try sealed.first()
+        while let r = refusal {
+            let number = try BigEndian.uint64(key: r.key, of: "rejected_sealed")
+            let stored = Array(r.value)
+            guard let record = try txn.get(layout.rejected, key: StoreLayout.rejectedKey(number)) else {
+                throw LedgerError.corrupted("rejected_sealed holds refused input \(number), which `rejected` lacks")
+            }
+            let opened = try RejectedInput(number: number, stored: record).withContent(try openRefusal(stored, number: number))
+            refusals.append(
+                (Array(r.key), Self.mentions(opened, forgottenValues) ? nil : try resealRefusal(stored, number: number, with: next)))
+            refusal = try sealed.next()
+        }
+        for r in refusals {
+            if let value = r.value { try txn.put(layout.rejectedSealed, key: r.key, value: value) } else {
+                _ = try txn.delete(layout.rejectedSealed, key: r.key)
+            }
         }
         forgetRemembered()
         try txn.clear(layout.identities)
@@ -368,5 +391,84 @@ extension Ledger {
             return out
         }
         return try SealedRaw.seal(raw, for: identities)
+    }
+}
+
+// MARK: - Refused inputs
+
+extension Identities {
+    /// What `rejected_sealed` holds for a refusal's content in a ledger with pseudonyms: the generation (BE, 8), the
+    /// refusal's own key sealed with it, and the content sealed with that key. A refused input is not decoded, so
+    /// whom it names is unknown: `forget` opens each and destroys the key of those that hold a forgotten value.
+    func sealRefusal(_ content: [UInt8], _ generation: Generation) throws -> [UInt8] {
+        let key = SymmetricKey(size: .bits256)
+        var out = BigEndian.bytes(generation.number)
+        out += try key.withUnsafeBytes { try ChaChaPoly.seal(Array($0), using: generation.sealing).combined }
+        out += try ChaChaPoly.seal(content, using: key).combined
+        return out
+    }
+
+    /// The content `sealRefusal` sealed.
+    func openRefusal(_ stored: [UInt8], number: UInt64) throws -> [UInt8] {
+        let wrapped = 12 + 32 + 16
+        guard stored.count >= 8 + wrapped + 28 else {
+            throw LedgerError.corrupted("the sealed content of refused input \(number) is too short")
+        }
+        let generation = try self.generation(stored.withUnsafeBytes { BigEndian.uint64($0, at: 0) })
+        do {
+            let key = try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: stored[8..<(8 + wrapped)]), using: generation.sealing)
+            return Array(try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: stored[(8 + wrapped)...]), using: SymmetricKey(data: key)))
+        } catch {
+            throw LedgerError.corrupted("the sealed content of refused input \(number) does not open")
+        }
+    }
+
+    /// The refusal's key sealed again with `next` (its content is left as it is).
+    func resealRefusal(_ stored: [UInt8], number: UInt64, with next: Generation) throws -> [UInt8] {
+        let wrapped = 12 + 32 + 16
+        let generation = try self.generation(stored.withUnsafeBytes { BigEndian.uint64($0, at: 0) })
+        let key: Data
+        do {
+            key = try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: stored[8..<(8 + wrapped)]), using: generation.sealing)
+        } catch {
+            throw LedgerError.corrupted("the key of refused input \(number) does not open")
+        }
+        var out = BigEndian.bytes(next.number)
+        out += try ChaChaPoly.seal(key, using: next.sealing).combined
+        out += stored[(8 + wrapped)...]
+        return out
+    }
+
+    /// Whether a refusal's content holds any of `values`: as sent, percent-encoded (a request's query), and for a
+    /// token in either case.
+    static func mentions(_ refusal: RejectedInput, _ values: [String]) -> Bool {
+        let haystacks = [Array(refusal.message.utf8), refusal.raw, Array((refusal.request ?? "").utf8)]
+        for value in values where !value.isEmpty {
+            var needles = Set([value, value.lowercased(), value.uppercased()])
+            if let encoded = value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) { needles.insert(encoded) }
+            for needle in needles {
+                let n = Array(needle.utf8)
+                for h in haystacks where h.count >= n.count {
+                    if (0...(h.count - n.count)).contains(where: { i in h[i] == n[0] && h[i..<(i + n.count)].elementsEqual(n) }) {
+                        return true
+                    }
+                }
+            }
+        }
+        return false
+    }
+}
+
+extension Ledger {
+    /// A stored refusal as readers see it: with its sealed content opened, or marked erased when its key was
+    /// destroyed (it named a person the ledger forgot).
+    func opened(_ refusal: RejectedInput, _ txn: Transaction) throws -> RejectedInput {
+        guard refusal.contentDigest != nil else { return refusal }
+        guard let sealed = try txn.value(layout.rejectedSealed, key: StoreLayout.rejectedKey(refusal.number)) else {
+            var erased = refusal
+            erased.erased = true
+            return erased
+        }
+        return try refusal.withContent(try identities.openRefusal(sealed, number: refusal.number))
     }
 }

@@ -251,6 +251,19 @@ extension Ledger {
                         return .failure(
                             Fault("rejected record \(number) keeps \(record.raw.count) bytes of an input of \(record.size)"))
                     }
+                    // Sealed apart in a ledger with pseudonyms: the content must be the one the record's digest
+                    // names, unless its key was destroyed with a person's erasure.
+                    if let digest = record.contentDigest,
+                        let sealed = try txn.value(layout.rejectedSealed, key: StoreLayout.rejectedKey(number))
+                    {
+                        let content: [UInt8]
+                        do { content = try identities.openRefusal(sealed, number: number) } catch {
+                            return .failure(Fault("\(error)"))
+                        }
+                        guard sha256(content) == digest else {
+                            return .failure(Fault("the sealed content of refused input \(number) was altered"))
+                        }
+                    }
                     head = e.value.withUnsafeBytes { RejectedChain.link(previous: head, number: number, record: $0) }
                     next += 1
                     entry = try cursor.next()
