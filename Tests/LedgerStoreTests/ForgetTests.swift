@@ -333,5 +333,15 @@ import Testing
         #expect(throws: LedgerError(code: .notFound, message: "")) {
             try named.ledger.forget(AppUserID("nobody@example.com"), requestedBy: "ops", at: Self.start)
         }
+        // The erasure is chained for good: a request that names the user is refused before anything is written.
+        for step in Self.history(&random) { _ = try named.ledger.appendAndWait([step.input]) }
+        let last = try named.ledger.lastSeq()
+        #expect(throws: LedgerError(code: .badRequest, message: "")) {
+            try named.ledger.forget(AppUserID(Self.user(1)), requestedBy: "mail from USER-1@example.com", at: Self.start)
+        }
+        #expect(throws: LedgerError(code: .badRequest, message: "")) {
+            try named.ledger.forget(AppUserID(Self.user(1)), requestedBy: "ops", reason: Self.user(1), at: Self.start)
+        }
+        #expect(try named.ledger.lastSeq() == last)
     }
 }

@@ -8,18 +8,19 @@ import Synchronization
 /// The personal values of a ledger (app user ids, `appAccountToken`s) and the pseudonyms the log holds in their
 /// place (docs/privacy.md).
 ///
-/// - `identities`: pseudonym → generation (BE, 8) ‖ ChaCha20-Poly1305 sealed (data key (32) ‖ the value), sealed with the key
-///   of that generation in `identity.key`.
+/// - `identities`: pseudonym → generation (BE, 8) ‖ (data key (32) ‖ the value), ChaCha20-Poly1305 sealed with the
+///   key of that generation in `identity.key`.
 /// - `identity_index`: SHA-256(index key of the generation ‖ value) → pseudonym, so that the writer finds a known
 ///   value's pseudonym without the value being a key of the data file.
 /// - `meta` `identity_generation`: the generation every row is sealed with. Absent: a ledger written before
 ///   pseudonyms, whose log holds the values themselves (it is read as it is, and cannot forget).
 ///
 /// A pseudonym is `anon-` and 24 base-32 digits of SHA-256(the input's identity seed ‖ 0 ‖ value): the seed is random,
-/// chosen once per input where it enters (`Ledger.append`, or the replicated intake's publisher) and carried in the
-/// journal and the intake stream, never in the data file, so every replica and every recovery names a value alike and
-/// nobody can test a guess against a pseudonym. The data key seals the raw inputs that name the value
-/// (`SealedRaw`); forgetting the value deletes its row and re-seals the others under a new generation.
+/// chosen once per input where it enters (`Ledger.append`) and carried in the journal, never in the data file, so a
+/// recovery names a value alike and nobody can test a guess against a pseudonym; a replica of the intake stream
+/// derives it from the input's message instead (`IntakeMessage.options`), so replicas name it alike. The data key
+/// seals the raw inputs that name the value (`SealedRaw`); forgetting the value deletes its row and re-seals the
+/// others under a new generation.
 final class Identities: Sendable {
     static let pseudonymPrefix = "anon-"
 
@@ -32,7 +33,7 @@ final class Identities: Sendable {
     static let rememberedLimit = 1 << 20
 
     /// One generation's keys: the file's key seals rows; the index key is derived from it.
-    struct Generation: @unchecked Sendable {
+    struct Generation: Sendable {
         let number: UInt64
         let sealing: SymmetricKey
         let index: SymmetricKey
@@ -53,7 +54,7 @@ final class Identities: Sendable {
     }
 
     /// A value's pseudonym and data key.
-    struct Identity: @unchecked Sendable {
+    struct Identity: Sendable {
         var pseudonym: String
         var dataKey: SymmetricKey
     }

@@ -28,46 +28,51 @@ extension Ledger {
     public func forget(_ user: AppUserID, requestedBy: String, reason: String? = nil, at instant: UnixMillis) throws
         -> ForgetReport
     {
+        // The erasure event is chained for good: a request that names the user would keep what it erases.
+        let said = (requestedBy + " " + (reason ?? "")).lowercased()
+        guard !requestedBy.isEmpty, !user.rawValue.isEmpty, !said.contains(user.rawValue.lowercased()) else {
+            throw LedgerError(
+                code: .badRequest,
+                message: "requestedBy must say who asked, and neither it nor the reason may name the user: the log keeps them")
+        }
         forgetting.lock()
         defer { forgetting.unlock() }
-        do {
-            let (current, pseudonym, tokens, subscriptions) = try environment.read { txn in
-                guard let generation = try identities.generation(layout, txn) else {
-                    throw LedgerError(
-                        code: .cannotForget,
-                        message: "this ledger was made without pseudonyms: its log holds personal values as they came "
-                            + "and cannot forget them (docs/privacy.md)")
-                }
-                guard !user.rawValue.isEmpty, let pseudonym = try identities.pseudonym(of: user.rawValue, generation, layout, txn)
-                else {
-                    throw LedgerError(code: .notFound, message: "the ledger knows no app user \(user.rawValue)")
-                }
-                let (tokens, subscriptions) = try tokensAndSubscriptions(of: pseudonym, txn)
-                return (generation.number, pseudonym, tokens, subscriptions)
+        let (current, pseudonym, tokens, subscriptions) = try environment.read { txn in
+            guard let generation = try identities.generation(layout, txn) else {
+                throw LedgerError(
+                    code: .cannotForget,
+                    message: "this ledger was made without pseudonyms: its log holds personal values as they came "
+                        + "and cannot forget them (docs/privacy.md)")
             }
-            let fileGenerations = try IdentityKeyFile.read(directory).keys
-            let next = try identities.newGeneration(
-                after: max(current, fileGenerations.max() ?? 0), keeping: [current])
-            let erasure = Erasure(
-                pseudonyms: [pseudonym] + tokens.filter { $0 != pseudonym }, requestedBy: requestedBy,
-                requestedAt: instant, reason: reason, keyGeneration: next.number)
-            let input = LedgerInput.facts(
-                [.erasure(erasure)], metadata: FactMetadata(source: .erasure, receivedAt: instant),
-                raw: Self.erasureRequest(erasure))
-            guard let result = try appendAndWait([input]).first else {
-                throw LedgerError(code: .storageError, message: "the erasure was not appended")
+            guard !user.rawValue.isEmpty, let pseudonym = try identities.pseudonym(of: user.rawValue, generation, layout, txn)
+            else {
+                throw LedgerError(code: .notFound, message: "the ledger knows no app user \(user.rawValue)")
             }
-            if let error = result.error { throw LedgerError(code: error.code, message: error.message) }
-            guard let seq = result.seq else {
-                throw LedgerError(code: .storageError, message: "the erasure was not appended")
-            }
-            // Durable first (a journaled ledger syncs LMDB now), then the generation that opens the deleted rows is
-            // destroyed, and the journal forgets the inputs it kept.
-            try checkpointer?.scrub()
-            try identities.keepOnly(next.number)
-            return ForgetReport(
-                pseudonym: pseudonym, pseudonyms: erasure.pseudonyms, subscriptions: subscriptions, seq: seq)
+            let (tokens, subscriptions) = try tokensAndSubscriptions(of: pseudonym, txn)
+            return (generation.number, pseudonym, tokens, subscriptions)
         }
+        // Always the one after the generation in force (a key file left with a later one by an erasure that never
+        // committed gets it replaced), so that the erasure event is the same wherever the same log is written.
+        let next = try identities.newGeneration(after: current, keeping: [current])
+        let erasure = Erasure(
+            pseudonyms: [pseudonym] + tokens.filter { $0 != pseudonym }, requestedBy: requestedBy,
+            requestedAt: instant, reason: reason, keyGeneration: next.number)
+        let input = LedgerInput.facts(
+            [.erasure(erasure)], metadata: FactMetadata(source: .erasure, receivedAt: instant),
+            raw: Self.erasureRequest(erasure))
+        guard let result = try appendAndWait([input]).first else {
+            throw LedgerError(code: .storageError, message: "the erasure was not appended")
+        }
+        if let error = result.error { throw LedgerError(code: error.code, message: error.message) }
+        guard let seq = result.seq else {
+            throw LedgerError(code: .storageError, message: "the erasure was not appended")
+        }
+        // Durable first (a journaled ledger syncs LMDB now), then the generation that opens the deleted rows is
+        // destroyed, and the journal forgets the inputs it kept.
+        try checkpointer?.scrub()
+        try identities.keepOnly(next.number)
+        return ForgetReport(
+            pseudonym: pseudonym, pseudonyms: erasure.pseudonyms, subscriptions: subscriptions, seq: seq)
     }
 
     /// The raw input an erasure is recorded with: the request as the log may keep it, pseudonyms only.
