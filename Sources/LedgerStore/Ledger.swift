@@ -168,18 +168,25 @@ public final class Ledger: Sendable {
                 "upgraded the ledger to schema \(StoreLayout.schemaVersion): projections rebuilt",
                 metadata: ["subscriptions": "\(report.subscriptions)", "events": "\(report.events)"])
         }
-        if !options.readOnly { try keepOnlyTheIdentityGenerationInForce() }
+        if !options.readOnly { try finishAnInterruptedErasure() }
         checkpointer?.start()
         metricsFollower?.start()
     }
 
-    /// A `forget` that stopped between its durable erasure and destroying the key generation before it leaves both
-    /// in `identity.key`: the one the ledger seals with is kept, any other destroyed.
-    private func keepOnlyTheIdentityGenerationInForce() throws {
-        guard let inForce = try environment.read({ txn in try identities.generation(layout, txn) }) else { return }
-        if try IdentityKeyFile.read(directory).keys.contains(where: { $0 != inForce.number }) {
-            try identities.keepOnly(inForce.number)
+    /// A `forget` that stopped before its last step (destroying the key generation before the erasure's) leaves two
+    /// in `identity.key`, and perhaps the journal unscrubbed: the journal is emptied of its records (the spare too,
+    /// which may be a recycled segment), then the generation the ledger seals with is kept and the other destroyed.
+    private func finishAnInterruptedErasure() throws {
+        guard let inForce = try environment.read({ txn in try identities.generation(layout, txn) }),
+            try IdentityKeyFile.read(directory).keys.contains(where: { $0 != inForce.number })
+        else { return }
+        if let checkpointer {
+            try checkpointer.scrub()
+        } else {
+            // Opened without the journal: recovery has applied and deleted its segments; a spare may remain.
+            unlink((Self.journalDirectory(directory) as NSString).appendingPathComponent("spare"))
         }
+        try identities.keepOnly(inForce.number)
     }
 
     deinit { close() }

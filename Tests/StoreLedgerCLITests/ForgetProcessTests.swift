@@ -171,4 +171,49 @@ import Testing
         let erasure = try Self.cli(["events", "--data", restored, "--json", "--after", "\(lastSeq)"]).stdout
         #expect(erasure.contains("\"erasure\"") && erasure.contains("ticket 4711") && !erasure.contains(Self.alice))
     }
+
+    /// The server dies (as `kill -9` would end it) right after the erasure's journal record is durable, before LMDB
+    /// commits it and before the key and the journal are cleaned: the next writer applies the erasure from the
+    /// journal and finishes it. Then no file holds her id, `verify` passes, and she is nobody.
+    @Test func anErasureCutShortByACrashIsFinishedByTheNextWriter() async throws {
+        let dir = try TemporaryDirectory(prefix: "sl-forget-crash")
+        defer { dir.remove() }
+        let ledger = dir.file("ledger")
+        // Three inputs, one journal record each, then the erasure's: the fourth record ends the process.
+        let server = try ServerProcess(
+            data: ledger, arguments: ["--pseudonyms"], environment: ["STORELEDGER_TEST_EXIT_AFTER_JOURNAL_RECORDS": "4"])
+        defer { server.killAndWait() }
+        try await server.waitUntilAnswering()
+        let client = try AsyncLedgerClient(socketPath: server.socketPath, timeoutSeconds: 30)
+        for input in [Self.inputs[0], Self.inputs[3], Self.inputs[4]] {
+            let response = try await client.post("/v1/events", body: Array(input.utf8))
+            #expect(response.status == 200, "\(response.text)")
+        }
+        let forgot = try? await client.post(
+            "/v1/customers/\(Self.alice)/forget", body: Array(#"{"requestedBy":"ticket 4711"}"#.utf8))
+        #expect(forgot == nil || forgot?.status != 200, "the erasure was answered: \(forgot?.text ?? "")")
+        #expect(try await server.waitForExit() != 0)
+        #expect(!Self.holding(Self.alice, in: [ledger + "/journal"]).isEmpty, "the journal still holds her inputs")
+        #expect(try String(contentsOfFile: ledger + "/identity.key", encoding: .utf8).split(separator: "\n").count == 2)
+
+        // The next writer: the server started again, then stopped.
+        let again = try ServerProcess(data: ledger)
+        defer { again.killAndWait() }
+        try await again.waitUntilAnswering()
+        // Finished at its start, while it serves: the journal it recovered from holds her inputs no more.
+        #expect(Self.holding(Self.alice, in: [ledger + "/journal"]).isEmpty, "\(Self.holding(Self.alice, in: [ledger]))")
+        again.signal(SIGTERM)
+        #expect(try await again.waitForExit() == 0)
+        for needle in [Self.alice, Self.aliceToken] {
+            #expect(Self.holding(needle, in: [ledger]).isEmpty, "\(needle) in \(Self.holding(needle, in: [ledger]))")
+        }
+        #expect(try String(contentsOfFile: ledger + "/identity.key", encoding: .utf8).split(separator: "\n").count == 1)
+        _ = try Self.cli(["verify", "--data", ledger])
+        let events = try Self.cli(["events", "--data", ledger, "--json"]).stdout
+        #expect(events.contains("\"erasure\"") && !events.contains(Self.alice))
+        let customer = try Self.cli(["customer", Self.alice, "--data", ledger, "--json", "--at", "\(Self.start + Self.day)"]).stdout
+        #expect(!customer.contains("\"101\""), "\(customer)")
+        let carol = try Self.cli(["customer", "carol", "--data", ledger, "--json", "--at", "\(Self.start + 4 * Self.day)"]).stdout
+        #expect(carol.contains("\"303\""), "carol keeps her claim: \(carol)")
+    }
 }
