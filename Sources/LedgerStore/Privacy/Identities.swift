@@ -383,14 +383,7 @@ extension Ledger {
                 identities.append(identity)
             }
         }
-        guard identities.count == names.count else {
-            var out: [UInt8] = [UInt8(names.count)]
-            for n in names {
-                out.append(UInt8(n.utf8.count))
-                out.append(contentsOf: n.utf8)
-            }
-            return out
-        }
+        guard identities.count == names.count else { return SealedRaw.naming(names) }
         return try SealedRaw.seal(raw, for: identities)
     }
 }

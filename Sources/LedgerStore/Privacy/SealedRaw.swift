@@ -9,14 +9,21 @@ import LMDB
 enum SealedRaw {
     /// What `raw_sealed` holds for `raw`, naming `people` (at least one, at most 255).
     static func seal(_ raw: [UInt8], for people: [Identities.Identity]) throws -> [UInt8] {
-        var out: [UInt8] = [UInt8(people.count)]
-        for p in people {
-            let name = Array(p.pseudonym.utf8)
+        var out = naming(people.map(\.pseudonym))
+        let sealed = try ChaChaPoly.seal(raw, using: key(people.map(\.dataKey))).combined
+        out.append(contentsOf: sealed)
+        return out
+    }
+
+    /// The head of a sealed input: how many people it names, and their pseudonyms. Alone, it is an input whose bytes
+    /// are gone (an import of one that named a person forgotten in its source).
+    static func naming(_ pseudonyms: [String]) -> [UInt8] {
+        var out: [UInt8] = [UInt8(pseudonyms.count)]
+        for p in pseudonyms {
+            let name = Array(p.utf8)
             out.append(UInt8(name.count))
             out.append(contentsOf: name)
         }
-        let sealed = try ChaChaPoly.seal(raw, using: key(people.map(\.dataKey))).combined
-        out.append(contentsOf: sealed)
         return out
     }
 
