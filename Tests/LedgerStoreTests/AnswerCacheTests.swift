@@ -69,14 +69,19 @@ import Testing
         return all
     }
 
-    @Test func keptAnswersAreTheUncachedAnswersByteForByte() throws {
+    /// With and without pseudonyms (docs/privacy.md): a ledger with them tells the cache whose answers a commit
+    /// changed by the ids readers ask with, not by the pseudonyms its log holds.
+    @Test(arguments: [false, true])
+    func keptAnswersAreTheUncachedAnswersByteForByte(pseudonyms: Bool) throws {
         var hits = 0
         var reads = 0
         for seed in UInt64(1)...6 {
             var rng = SplitMix64(seed: seed &* 7919)
             var facts = Self.story(seed: seed)
             rng.shuffle(&facts)
-            let t = try TemporaryLedger()
+            var options = Ledger.Options()
+            options.pseudonyms = pseudonyms
+            let t = try TemporaryLedger(options: options)
             // A small cache, so that the oldest answers are dropped too.
             let cache = AnswerCache<ClockedAnswer>(ledger: t.ledger, capacity: 24)
             let otids = Array(Set(facts.compactMap(\.originalTransactionId))).sorted()
@@ -189,8 +194,11 @@ import Testing
 
     /// The operator's grant is on no timeline: its commit drops the kept answer of the customer it names (and only
     /// theirs), and the answer made again holds until the grant's end, not past it.
-    @Test func aGrantDropsTheKeptAnswerOfItsCustomerAndBoundsTheNext() throws {
-        let t = try TemporaryLedger()
+    @Test(arguments: [false, true])
+    func aGrantDropsTheKeptAnswerOfItsCustomerAndBoundsTheNext(pseudonyms: Bool) throws {
+        var options = Ledger.Options()
+        options.pseudonyms = pseudonyms
+        let t = try TemporaryLedger(options: options)
         let cache = AnswerCache<ClockedAnswer>(ledger: t.ledger)
         let start = History.start
         let claim = BindingClaim(appUserId: AppUserID("bob"), originalTransactionId: "9100", claimedAt: start, everyEnvironment: false)
