@@ -9,4 +9,9 @@ public protocol Intake: Sendable {
     /// once the local replica has appended it (the same results `Ledger.append` gives).
     func append(_ inputs: [LedgerInput], raws: [ArraySlice<UInt8>], options: IngestPipeline.Options) async throws
         -> [AppendResult]
+
+    /// Forgets `user` (`Ledger.forget`) on every replica: published to the stream and applied by each in its
+    /// order; answered once the local replica applied it.
+    func forget(_ user: AppUserID, requestedBy: String, reason: String?, at instant: UnixMillis) async throws
+        -> Ledger.ForgetReport
 }

@@ -12,12 +12,33 @@ public struct IntakeMessage: Sendable, Equatable {
     public var type: InputType?
     public var appUserId: String?
     public var receivedAt: UnixMillis?
+    /// An erasure instead of an input (`Intake.forget`): every replica forgets the user at this place of the stream.
+    public var erasure: ErasureRequest?
+
+    /// Whom to forget (the pseudonym the log names them by: the stream never holds the id), who asked, why and when:
+    /// the arguments of `Ledger.forget(pseudonym:)`.
+    public struct ErasureRequest: Codable, Sendable, Equatable {
+        public var pseudonym: String
+        public var requestedBy: String
+        public var reason: String?
+        public var requestedAt: Int64
+    }
+
+    /// An erasure's message (no raw bytes).
+    public init(erasure: ErasureRequest) {
+        raw = []
+        type = nil
+        appUserId = nil
+        receivedAt = nil
+        self.erasure = erasure
+    }
 
     public init(raw: [UInt8], options: IngestPipeline.Options) {
         self.raw = raw
         self.type = options.forcedType
         self.appUserId = options.appUserId?.rawValue
         self.receivedAt = options.receivedAt
+        self.erasure = nil
     }
 
     /// The options, with the stream's timestamp as `receivedAt` when the caller named none (an envelope's own
@@ -36,13 +57,14 @@ public struct IntakeMessage: Sendable, Equatable {
         var type: String?
         var appUserId: String?
         var receivedAt: Int64?
+        var erasure: ErasureRequest?
     }
 
     /// The message's bytes; the same input with the same options always gives the same bytes (sorted keys).
     public var payload: [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let header = (try? encoder.encode(Header(type: type?.rawValue, appUserId: appUserId, receivedAt: receivedAt)))
+        let header = (try? encoder.encode(Header(type: type?.rawValue, appUserId: appUserId, receivedAt: receivedAt, erasure: erasure)))
             ?? Data("{}".utf8)
         return Array(header) + [0x0A] + raw
     }
@@ -66,6 +88,7 @@ public struct IntakeMessage: Sendable, Equatable {
         }
         self.appUserId = header.appUserId
         self.receivedAt = header.receivedAt
+        self.erasure = header.erasure
         self.raw = Array(payload[(newline + 1)...])
     }
 }

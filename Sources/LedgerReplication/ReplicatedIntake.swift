@@ -170,6 +170,41 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
         }
     }
 
+    /// Forgets `user` on every replica: the erasure is published to the stream under the pseudonym this replica's
+    /// log knows them by (never the id), and answered once this replica applied it in its place.
+    public func forget(_ user: AppUserID, requestedBy: String, reason: String?, at instant: UnixMillis) async throws
+        -> Ledger.ForgetReport
+    {
+        let pseudonym = try ledger.pseudonymToForget(user, requestedBy: requestedBy, reason: reason)
+        let message = IntakeMessage(
+            erasure: IntakeMessage.ErasureRequest(
+                pseudonym: pseudonym, requestedBy: requestedBy, reason: reason, requestedAt: instant))
+        let result = try await publishAndWait(settings.subjectPrefix + ".erasure", message)
+        if let error = result.error { throw LedgerError(code: error.code, message: error.message) }
+        guard let seq = result.seq else { throw LedgerError(code: .notFound, message: "the erasure was applied before") }
+        return try ledger.forgetReport(seq: seq)
+    }
+
+    /// Applies an erasure read from the stream: its result as an append's (the erasure event's seq, or the refusal:
+    /// `not_found` when the person was forgotten already, as when the message is applied again after a restart).
+    private func forgetting(_ erasure: IntakeMessage.ErasureRequest) async -> AppendResult {
+        let ledger = self.ledger
+        return await withCheckedContinuation { continuation in
+            // Blocking: the erasure's commit, a sync of the data file and the key file's rewrite.
+            Thread.detachNewThread {
+                do {
+                    let report = try ledger.forget(
+                        pseudonym: erasure.pseudonym, requestedBy: erasure.requestedBy, reason: erasure.reason,
+                        at: erasure.requestedAt)
+                    continuation.resume(returning: .erasure(seq: report.seq))
+                } catch {
+                    let failure = LedgerError.from(error)
+                    continuation.resume(returning: .rejected(code: failure.code, message: failure.message))
+                }
+            }
+        }
+    }
+
     /// Publishes one input (again on a lost connection or a timeout: the message id makes that safe), then waits
     /// for this replica to append it.
     func publishAndWait(_ subject: String, _ message: IntakeMessage) async throws -> AppendResult {
@@ -287,10 +322,23 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
     }
 
     /// Appends a run of consecutive messages in one call (one group commit), records their results, moves the
-    /// position, then acknowledges them.
+    /// position, then acknowledges them. An erasure among them (`forget`) is applied in its place: the inputs before
+    /// it are appended first, those after it in a call of their own.
     func apply(_ messages: [JetStreamMessage]) async throws {
+        var perMessage: [(UInt64, [AppendResult])] = []
         var inputs: [LedgerInput] = []
-        var counts: [Int] = []
+        var counts: [(UInt64, Int)] = []
+        func appendPending() async throws {
+            // A failure (disk full, closing) appends nothing: the caller re-creates the consumer at the same place.
+            let results = inputs.isEmpty ? [] : try await ledger.append(inputs)
+            var offset = 0
+            for (seq, count) in counts {
+                perMessage.append((seq, Array(results[offset..<(offset + count)])))
+                offset += count
+            }
+            inputs = []
+            counts = []
+        }
         for message in messages {
             let streamMillis = message.timestamp / 1_000_000
             guard let decoded = IntakeMessage(payload: message.payload) else {
@@ -299,27 +347,25 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
                     .rejected(RejectedInput(
                         raw: message.payload, code: .invalidBody,
                         message: "intake message \(message.streamSequence) is not a ledger input", receivedAt: streamMillis)))
-                counts.append(1)
+                counts.append((message.streamSequence, 1))
+                continue
+            }
+            if let erasure = decoded.erasure {
+                try await appendPending()
+                perMessage.append((message.streamSequence, [try await forgetting(erasure)]))
                 continue
             }
             if let partition = Int(message.subject.split(separator: ".").last ?? ""),
                 !settings.partitioning.holds(partition)
             {
-                counts.append(0)  // another ledger's partition
+                counts.append((message.streamSequence, 0))  // another ledger's partition
                 continue
             }
             inputs.append(pipeline.prepare(decoded.raw, options: decoded.options(streamMillis: streamMillis), now: streamMillis))
-            counts.append(1)
+            counts.append((message.streamSequence, 1))
         }
-        // A failure (disk full, closing) appends nothing: the caller re-creates the consumer at the same place.
-        let results = inputs.isEmpty ? [] : try await ledger.append(inputs)
+        try await appendPending()
         let last = messages.last!.streamSequence
-        var perMessage: [(UInt64, [AppendResult])] = []
-        var offset = 0
-        for (message, count) in zip(messages, counts) {
-            perMessage.append((message.streamSequence, Array(results[offset..<(offset + count)])))
-            offset += count
-        }
         let woken = lock.withLock { () -> [(CheckedContinuation<[AppendResult]?, Never>, [AppendResult])] in
             applied = last
             var woken: [(CheckedContinuation<[AppendResult]?, Never>, [AppendResult])] = []

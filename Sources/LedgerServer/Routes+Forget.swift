@@ -7,6 +7,7 @@ import Foundation
 import Hummingbird
 import LedgerAPI
 import LedgerCore
+import LedgerIngest
 import LedgerStore
 import LedgerErrors
 
@@ -35,14 +36,6 @@ extension LedgerRoutes {
                     "uid \(peer.uid) may not forget anyone: only the ledger's owner (uid \(getuid())) or root may")
             }
             try Self.checkQuery(request.uri.queryParameters.map(\.key), route: "POST " + Self.forgetRoute)
-            // Every replica must apply an erasure at the same place of the log: it would have to go through the
-            // stream, which it does not yet.
-            guard self.intake == nil else {
-                throw CodedError(
-                    .cannotForget,
-                    "this server appends through a replicated intake, and an erasure is not replicated yet: "
-                        + "forget on a ledger served without --intake (docs/privacy.md)")
-            }
             let user = try context.parameters.require("appUserId")
             guard !user.isEmpty else { throw CodedError(.invalidQuery, "the app user id must not be empty") }
             var received = ReceivedBody()
@@ -56,6 +49,12 @@ extension LedgerRoutes {
             }
             let ledger = self.ledger
             let at = currentMillis()
+            // Replicated: through the stream, so that every replica forgets at the same place of its log.
+            if let intake = self.intake {
+                let report = try await intake.forget(
+                    AppUserID(user), requestedBy: asked.requestedBy, reason: asked.reason, at: at)
+                return JSONBody.response(status: .ok, ForgetDocument(report))
+            }
             let report = try await withCheckedThrowingContinuation { continuation in
                 // Blocking: the erasure's commit, a sync of the data file and the key file's rewrite.
                 Thread.detachNewThread {

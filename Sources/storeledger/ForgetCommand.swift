@@ -17,7 +17,7 @@ struct ForgetCommand: ParsableCommand {
             hash chain is untouched and `verify` passes; every other user's answers are unchanged; the user's \
             subscriptions keep their periods and revenue under the pseudonym printed. Backups taken before still \
             hold the user: take a new one and delete those (docs/privacy.md). While `serve` runs, use \
-            POST /v1/customers/{id}/forget.
+            POST /v1/customers/{id}/forget (with --intake, every replica forgets through the stream).
             """)
 
     @OptionGroup var ledger: LedgerOptions

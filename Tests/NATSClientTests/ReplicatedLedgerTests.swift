@@ -218,3 +218,113 @@ final class Counter: @unchecked Sendable {
         }
     }
 }
+
+/// Forgetting a user on replicated ledgers (docs/privacy.md): the erasure goes through the stream under the user's
+/// pseudonym, and every replica applies it in its place.
+@Suite("Forgetting on replicated ledgers (real processes)", .serialized, .timeLimit(.minutes(10)))
+struct ReplicatedForgetTests {
+    static func person(_ n: Int) -> String { "person-\(n)@example.com" }
+
+    static func input(_ n: Int) -> String {
+        let purchase: Int64 = 1_700_000_000_000 + Int64(n) * 1_000
+        return #"{"type":"transaction","appUserId":"\#(person(n % 5))","receivedAt":\#(purchase + 5),"payload":{"transactionId":"\#(8_000_000 + n)","originalTransactionId":"\#(6_000_000 + n % 7)","productId":"com.example.premium.monthly","purchaseDate":\#(purchase),"expiresDate":\#(purchase + 2_592_000_000),"type":"Auto-Renewable Subscription","environment":"Production"}}"#
+    }
+
+    @Test(.enabled(if: natsServerPath != nil, natsMissing))
+    func anErasureAskedOfOneReplicaIsAppliedByEveryReplicaInItsPlace() async throws {
+        try await withTaskExecutorPreference(TestExecutor.shared) { try await forget() }
+    }
+
+    private func forget() async throws {
+        let scratch = try TemporaryDirectory(prefix: "sl-repl-forget")
+        let cluster = try NATSCluster(size: 1, scratch: scratch.path)
+        var replicas: [ReplicaProcess] = []
+        defer {
+            for replica in replicas { replica.stop(SIGKILL) }
+            cluster.stopAll()
+            scratch.remove()
+        }
+        let probe = try await NATSConnection.connect(to: cluster.servers, timeout: .seconds(30))
+        try await NATSCluster.waitForJetStream(probe)
+        await probe.close()
+        for name in ["a", "b"] {
+            replicas.append(
+                try ReplicaProcess(
+                    data: scratch.file(name), arguments: ["--intake", cluster.url, "--node", name, "--pseudonyms"]))
+        }
+        for replica in replicas { try await replica.waitUntilAnswering() }
+        // Inputs to both replicas, the erasure asked of a, more inputs (none naming her) to both.
+        for n in 0..<20 {
+            let client = try AsyncLedgerClient(socketPath: replicas[n % 2].socketPath, timeoutSeconds: 60)
+            let answer = try await client.post("/v1/events", body: Array(Self.input(n).utf8))
+            #expect(answer.status == 200, "\(answer.text)")
+        }
+        let a = try AsyncLedgerClient(socketPath: replicas[0].socketPath, timeoutSeconds: 60)
+        let forgot = try await a.post(
+            "/v1/customers/\(Self.person(3))/forget", body: Array(#"{"requestedBy":"ticket 7"}"#.utf8))
+        #expect(forgot.status == 200, "\(forgot.text)")
+        #expect(!forgot.text.contains(Self.person(3)))
+        for n in 20..<30 where n % 5 != 3 {
+            let client = try AsyncLedgerClient(socketPath: replicas[n % 2].socketPath, timeoutSeconds: 60)
+            let answer = try await client.post("/v1/events", body: Array(Self.input(n).utf8))
+            #expect(answer.status == 200, "\(answer.text)")
+        }
+        // Asked again, of b: it forgot her too.
+        let b = try AsyncLedgerClient(socketPath: replicas[1].socketPath, timeoutSeconds: 60)
+        let again = try await b.post(
+            "/v1/customers/\(Self.person(3))/forget", body: Array(#"{"requestedBy":"ticket 7"}"#.utf8))
+        #expect(again.status == 404, "\(again.text)")
+
+        let deadline = ContinuousClock.now + .seconds(120)
+        var seqs: [UInt64?] = []
+        while ContinuousClock.now < deadline {
+            seqs = [await replicas[0].lastSeq(), await replicas[1].lastSeq()]
+            if let first = seqs[0], first > 0, seqs[0] == seqs[1] { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(seqs[0] != nil && seqs[0] == seqs[1], "replicas at \(seqs)")
+        for replica in replicas { #expect(replica.stop(SIGTERM) == 0, "\(replica.log.suffix(2000))") }
+        var heads: [String] = []
+        for replica in replicas {
+            let stats = try await runCLI(["stats", "--json", "--data", replica.data])
+            let object = try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any]
+            heads.append("\(object?["lastSeq"] ?? "-") \(object?["chainHead"] ?? "-")")
+            let verify = try await runCLI(["verify", "--quiet", "--data", replica.data])
+            #expect(verify.status == 0, "verify: \(verify.stderr)")
+            let customer = try await runCLI(
+                ["customer", Self.person(3), "--json", "--at", "1700000010000", "--data", replica.data])
+            #expect(!customer.stdout.contains("6000003"), "\(replica.data) still answers for her: \(customer.stdout)")
+            let other = try await runCLI(
+                ["customer", Self.person(1), "--json", "--at", "1700000010000", "--data", replica.data])
+            #expect(other.stdout.contains("6000001"), "\(replica.data): \(other.stdout)")
+            let files = (try? FileManager.default.subpathsOfDirectory(atPath: replica.data)) ?? []
+            for file in files {
+                let path = (replica.data as NSString).appendingPathComponent(file)
+                guard let bytes = FileManager.default.contents(atPath: path) else { continue }
+                #expect(bytes.range(of: Data(Self.person(3).utf8)) == nil, "\(path) holds her id")
+            }
+        }
+        #expect(heads[0] == heads[1] && !heads[0].hasPrefix("0 "), "chain heads \(heads)")
+
+        // A replica rebuilt from the stream after the erasure reads her inputs and then the erasure, in their
+        // places: it ends where the others are, and no file of it holds her id.
+        let rebuilt = try ReplicaProcess(
+            data: scratch.file("c"), arguments: ["--intake", cluster.url, "--node", "c", "--pseudonyms"])
+        replicas.append(rebuilt)
+        try await rebuilt.waitUntilAnswering()
+        let target = seqs[0]
+        let until = ContinuousClock.now + .seconds(120)
+        while ContinuousClock.now < until, await rebuilt.lastSeq() != target {
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(rebuilt.stop(SIGTERM) == 0, "\(rebuilt.log.suffix(2000))")
+        let stats = try await runCLI(["stats", "--json", "--data", rebuilt.data])
+        let object = try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any]
+        #expect("\(object?["lastSeq"] ?? "-") \(object?["chainHead"] ?? "-")" == heads[0])
+        for file in (try? FileManager.default.subpathsOfDirectory(atPath: rebuilt.data)) ?? [] {
+            let path = (rebuilt.data as NSString).appendingPathComponent(file)
+            guard let bytes = FileManager.default.contents(atPath: path) else { continue }
+            #expect(bytes.range(of: Data(Self.person(3).utf8)) == nil, "\(path) holds her id")
+        }
+    }
+}

@@ -51,6 +51,11 @@ public struct AppendResult: Sendable, Hashable, Codable {
     /// Every fact of the input was already known.
     public static let duplicate = AppendResult(events: [])
 
+    /// The erasure event written at `seq` (`Ledger.forget`, as a replica applies it from the intake stream).
+    public static func erasure(seq: UInt64) -> AppendResult {
+        AppendResult(events: [WrittenEvent(seq: seq, kind: .erasure, transactionId: nil, originalTransactionId: nil)])
+    }
+
     /// An input refused, with why.
     public static func rejected(code: ErrorCode, message: String) -> AppendResult {
         AppendResult(events: [], error: ErrorInfo(code: code, message: message))

@@ -28,6 +28,12 @@ extension Ledger {
     public func forget(_ user: AppUserID, requestedBy: String, reason: String? = nil, at instant: UnixMillis) throws
         -> ForgetReport
     {
+        try forget(pseudonym: try pseudonymToForget(user, requestedBy: requestedBy, reason: reason), requestedBy: requestedBy,
+            reason: reason, at: instant)
+    }
+
+    /// The pseudonym `forget` would erase for `user`, after checking the request; the errors `forget` throws.
+    public func pseudonymToForget(_ user: AppUserID, requestedBy: String, reason: String?) throws -> String {
         // The erasure event is chained for good: a request that names the user would keep what it erases.
         let said = (requestedBy + " " + (reason ?? "")).lowercased()
         guard !requestedBy.isEmpty, !user.rawValue.isEmpty, !said.contains(user.rawValue.lowercased()) else {
@@ -35,21 +41,34 @@ extension Ledger {
                 code: .badRequest,
                 message: "requestedBy must say who asked, and neither it nor the reason may name the user: the log keeps them")
         }
-        forgetting.lock()
-        defer { forgetting.unlock() }
-        let (current, pseudonym, tokens, subscriptions) = try environment.read { txn in
-            guard let generation = try identities.generation(layout, txn) else {
-                throw LedgerError(
-                    code: .cannotForget,
-                    message: "this ledger was made without pseudonyms: its log holds personal values as they came "
-                        + "and cannot forget them (docs/privacy.md)")
-            }
-            guard !user.rawValue.isEmpty, let pseudonym = try identities.pseudonym(of: user.rawValue, generation, layout, txn)
-            else {
+        return try environment.read { txn in
+            guard let generation = try identities.generation(layout, txn) else { throw Self.cannotForget }
+            guard let pseudonym = try identities.pseudonym(of: user.rawValue, generation, layout, txn) else {
                 throw LedgerError(code: .notFound, message: "the ledger knows no app user \(user.rawValue)")
             }
+            return pseudonym
+        }
+    }
+
+    static let cannotForget = LedgerError(
+        code: .cannotForget,
+        message: "this ledger was made without pseudonyms: its log holds personal values as they came and cannot forget "
+            + "them (docs/privacy.md)")
+
+    /// Forgets the person the log names `pseudonym` (`forget`, as a replica of the intake stream applies it: the
+    /// stream's message names the pseudonym, never the id). `not_found` when no one still known has it.
+    public func forget(pseudonym: String, requestedBy: String, reason: String?, at instant: UnixMillis) throws
+        -> ForgetReport
+    {
+        forgetting.lock()
+        defer { forgetting.unlock() }
+        let (current, tokens, subscriptions) = try environment.read { txn in
+            guard let generation = try identities.generation(layout, txn) else { throw Self.cannotForget }
+            guard try identities.row(pseudonym, generation, layout, txn) != nil else {
+                throw LedgerError(code: .notFound, message: "the ledger knows no one as \(pseudonym) (forgotten already?)")
+            }
             let (tokens, subscriptions) = try tokensAndSubscriptions(of: pseudonym, txn)
-            return (generation.number, pseudonym, tokens, subscriptions)
+            return (generation.number, tokens, subscriptions)
         }
         // Always the one after the generation in force (a key file left with a later one by an erasure that never
         // committed gets it replaced), so that the erasure event is the same wherever the same log is written.
@@ -73,6 +92,30 @@ extension Ledger {
         try identities.keepOnly(next.number)
         return ForgetReport(
             pseudonym: pseudonym, pseudonyms: erasure.pseudonyms, subscriptions: subscriptions, seq: seq)
+    }
+
+    /// The report of the erasure event at `seq` (a replica's, which applied it from the intake stream).
+    public func forgetReport(seq: UInt64) throws -> ForgetReport {
+        try environment.read { txn in
+            guard let value = try txn.get(layout.log, key: StoreLayout.logKey(seq)) else {
+                throw LedgerError(code: .notFound, message: "no event at seq \(seq)")
+            }
+            let log = try LogRecord(value, seq: seq)
+            guard let stored = try txn.get(layout.events, key: log.revisionKey(seq: seq)),
+                case .erasure(let erasure) = try StoreLayout.decodeEvent(seq: seq, stored).fact,
+                let pseudonym = erasure.pseudonyms.first
+            else { throw LedgerError(code: .notFound, message: "the event at seq \(seq) is not an erasure") }
+            var subscriptions = 0
+            let cursor = try txn.cursor(layout.byUser)
+            for environment in AppStoreEnvironment.known {
+                var entry = try cursor.find(StoreLayout.userKey(environment, AppUserID(pseudonym)))
+                while entry != nil {
+                    subscriptions += 1
+                    entry = try cursor.nextDuplicate()
+                }
+            }
+            return ForgetReport(pseudonym: pseudonym, pseudonyms: erasure.pseudonyms, subscriptions: subscriptions, seq: seq)
+        }
     }
 
     /// The raw input an erasure is recorded with: the request as the log may keep it, pseudonyms only.
@@ -106,6 +149,8 @@ extension Ledger {
                 entry = try cursor.nextDuplicate()
             }
         }
-        return (tokens, subscriptions)
+        // Sorted: a timeline's tokens are a dictionary, whose order differs from one process to the next, and the
+        // erasure event must be the same wherever the same log is written.
+        return (tokens.sorted(), subscriptions)
     }
 }
