@@ -24,7 +24,10 @@ struct Import: ParsableCommand {
             result is verified whole (hash chain, indexes, raw inputs, refused inputs, projections against a \
             replay) and only then moved into DIR. DIR must hold no ledger: an import never appends. A plain \
             `export` (without --complete) carries no refused inputs and no end line, so a file cut short at a line \
-            end cannot be told from a whole one: prefer `export --complete`. Progress goes to stderr on a terminal.
+            end cannot be told from a whole one: prefer `export --complete`. Progress goes to stderr on a terminal. \
+            With --pseudonyms, an export of a ledger made without them is rewritten instead (docs/privacy.md): each \
+            input checked as above, then appended again under pseudonyms, so every event keeps its seq but the chain \
+            is new; the report names the export's head, which ties the two for an auditor.
             """)
 
     @OptionGroup var ledger: LedgerOptions
@@ -47,6 +50,8 @@ struct Import: ParsableCommand {
         var bytes: Int
         /// Whether the export had its end line (`export --complete`): refused inputs included, the file whole.
         var complete: Bool
+        /// A rewrite under pseudonyms: the export's own chain head, which the new chain replaces.
+        var sourceChainHead: String?
     }
 
     /// What the first pass found: the export's totals.
@@ -85,7 +90,11 @@ struct Import: ParsableCommand {
             "imported \(file) into \(target): \(counted(report.events, "event"))"
                 + (report.events > 0 ? " (seq 1–\(report.lastSeq))" : "")
                 + ", \(counted(report.rejected, "refused input")), \(humanSize(report.bytes))")
-        print("chain head \(report.chainHead), as the export states")
+        if let source = report.sourceChainHead {
+            print("rewritten under pseudonyms: every event at its seq; chain head \(report.chainHead), the export's \(source)")
+        } else {
+            print("chain head \(report.chainHead), as the export states")
+        }
         print(
             "ok: hash chain, indexes and raw inputs, \(counted(report.rejected, "refused input")), "
                 + "\(counted(report.projections, "projection")) checked against a replay")
@@ -187,8 +196,10 @@ struct Import: ParsableCommand {
         // One fsync at the end (`finish`) instead of one per batch: until the ledger is moved into DIR, a crash
         // loses nothing but the hidden directory.
         options.unsafeNoSync = true
-        // An export of a ledger with pseudonyms makes one: its events name people by them.
-        options.pseudonyms = checked.pseudonyms
+        // An export of a ledger with pseudonyms makes one: its events name people by them. With --pseudonyms, an
+        // export of a ledger without them is rewritten under them.
+        let rewriting = ledger.pseudonyms && !checked.pseudonyms
+        options.pseudonyms = checked.pseudonyms || rewriting
         let store: Ledger
         do {
             // The exported log carries its own rules: the configuration's are not the imported ledger's.
@@ -198,6 +209,7 @@ struct Import: ParsableCommand {
             throw CommandFailure(code: failure.code, message: failure.message, json: json)
         }
         defer { store.close() }
+        if rewriting { return try rewrite(into: store, staged: staged, checked: checked) }
         let importer = try LedgerImport(into: store)
         let reader = try openFile()
         let lines = ExportLineReader()
@@ -278,6 +290,79 @@ struct Import: ParsableCommand {
             rejected: checked.check.refusals.last, chainHead: checked.check.chainHeadHex,
             rejectedHead: checked.check.refusals.hexLink, projections: verification.projections,
             bytes: fileSize((staged.path as NSString).appendingPathComponent("data.mdb")), complete: checked.complete)
+    }
+
+    /// `--pseudonyms` on an export of a ledger made without them: each input checked, then appended again under
+    /// pseudonyms (`LedgerRewrite`); the result verified whole.
+    private func rewrite(into store: Ledger, staged: StagedLedger, checked: Checked) throws -> Report {
+        let rewriter: LedgerRewrite
+        do {
+            rewriter = try LedgerRewrite(into: store)
+        } catch {
+            let failure = LedgerError.from(error)
+            throw CommandFailure(code: failure.code, message: failure.message, json: json)
+        }
+        let reader = try openFile()
+        let lines = ExportLineReader()
+        let progress = quiet || json ? nil : ProgressLine("rewriting")
+        var events: [ImportedEvent] = []
+        do {
+            while let (number, line) = try reader.next() {
+                do {
+                    switch try lines.read(line) {
+                    case .event(let event, _):
+                        events.append(event)
+                        if events.count >= Self.batchEvents {
+                            try rewriter.write(events)
+                            events.removeAll(keepingCapacity: true)
+                            progress?.update(rewriter.sourceChainHead.seq, checked.check.lastSeq)
+                        }
+                    case .refusal(let refusal, _):
+                        try rewriter.write(events)
+                        events.removeAll(keepingCapacity: true)
+                        try rewriter.write([refusal])
+                    case .begin, .end:
+                        break
+                    }
+                } catch let error as LedgerError {
+                    throw CommandFailure(
+                        code: error.code,
+                        message: "\(file) line \(number), on the second reading (did the file change?): \(error.message)",
+                        json: json)
+                }
+            }
+            try rewriter.write(events)
+            try rewriter.finish()
+            progress?.finish()
+        } catch let failure as CommandFailure {
+            throw failure
+        } catch {
+            let failure = LedgerError.from(error)
+            throw CommandFailure(code: failure.code, message: "writing \(staged.path): \(failure.message)", json: json)
+        }
+        guard rewriter.sourceChainHead.link == checked.check.chainHead else {
+            throw CommandFailure(
+                code: .invalidExport, message: "\(file) changed while it was rewritten; nothing was written", json: json)
+        }
+        let verification: VerificationReport
+        do {
+            verification = try store.verify()
+        } catch {
+            let failure = LedgerError.from(error)
+            throw CommandFailure(code: failure.code, message: failure.message, json: json)
+        }
+        if let fault = verification.fault {
+            throw CommandFailure(
+                code: .verificationFailed, message: "the rewritten ledger does not verify: \(fault); nothing was written",
+                json: json)
+        }
+        let stats = try store.statistics()
+        return Report(
+            directory: ledger.directory, lastSeq: checked.check.lastSeq, events: checked.check.lastSeq,
+            rejected: UInt64(stats.rejected), chainHead: verification.chainHead, rejectedHead: "",
+            projections: verification.projections,
+            bytes: fileSize((staged.path as NSString).appendingPathComponent("data.mdb")), complete: checked.complete,
+            sourceChainHead: checked.check.chainHeadHex)
     }
 
     private func openFile() throws -> LineReader {

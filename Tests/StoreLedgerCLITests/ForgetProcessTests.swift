@@ -216,4 +216,38 @@ import Testing
         let carol = try Self.cli(["customer", "carol", "--data", ledger, "--json", "--at", "\(Self.start + 4 * Self.day)"]).stdout
         #expect(carol.contains("\"303\""), "carol keeps her claim: \(carol)")
     }
+
+    /// A ledger made without pseudonyms cannot forget; its export, imported with `--pseudonyms`, is rewritten under
+    /// them: every event at its seq, the same answers, no id in the data file, and then it can forget.
+    @Test func anExportOfALedgerWithoutPseudonymsIsRewrittenUnderThem() throws {
+        let dir = try TemporaryDirectory(prefix: "sl-rewrite")
+        defer { dir.remove() }
+        let plain = dir.file("plain")
+        let inputs = dir.file("inputs.ndjson")
+        try Self.inputs.joined(separator: "\n").write(toFile: inputs, atomically: true, encoding: .utf8)
+        _ = try Self.cli(["ingest", inputs, "--data", plain, "--quiet"])
+        let refused = try runProcess(storeledgerExecutable(), ["forget", Self.alice, "--requested-by", "t", "--data", plain])
+        #expect(refused.status == 1 && refused.stderr.contains("cannot_forget"), "\(refused.stderr)")
+        let export = dir.file("export.ndjson")
+        try Self.cli(["export", "--complete", "--data", plain]).stdout.write(toFile: export, atomically: true, encoding: .utf8)
+        let rewritten = dir.file("rewritten")
+        let report = try Self.cli(["import", export, "--data", rewritten, "--pseudonyms"]).stdout
+        #expect(report.contains("rewritten under pseudonyms"), "\(report)")
+        _ = try Self.cli(["verify", "--data", rewritten])
+        _ = try Self.cli(["replay", "--check", "--data", rewritten])
+        let stats = try JSONSerialization.jsonObject(
+            with: Data(try Self.cli(["stats", "--json", "--data", plain]).stdout.utf8)) as? [String: Any]
+        let lastSeq = UInt64(try #require(stats?["lastSeq"] as? Int))
+        let before = try Self.othersAnswers(plain, asOf: lastSeq)
+        #expect(try Self.othersAnswers(rewritten, asOf: lastSeq) == before)
+        let aliceThen = try Self.cli(["customer", Self.alice, "--data", plain, "--json", "--at", "\(Self.start + 10 * Self.day)"]).stdout
+        #expect(
+            try Self.cli(["customer", Self.alice, "--data", rewritten, "--json", "--at", "\(Self.start + 10 * Self.day)"]).stdout
+                == aliceThen)
+        #expect(!Self.holding(Self.alice, in: [plain + "/data.mdb"]).isEmpty, "the scan finds her in the plain ledger")
+        #expect(Self.holding(Self.alice, in: [rewritten + "/data.mdb"]).isEmpty)
+        _ = try Self.cli(["forget", Self.alice, "--requested-by", "ticket 9", "--data", rewritten])
+        #expect(try Self.othersAnswers(rewritten, asOf: lastSeq) == before)
+        for needle in [Self.alice, Self.aliceToken] { #expect(Self.holding(needle, in: [rewritten]).isEmpty) }
+    }
 }

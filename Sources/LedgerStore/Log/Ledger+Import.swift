@@ -314,3 +314,94 @@ public final class LedgerImport {
         try ledger.environment.sync(force: true)
     }
 }
+
+// MARK: - Rewriting an export under pseudonyms
+
+/// Makes a ledger with pseudonyms of an export of a ledger without them (`storeledger import --pseudonyms`): each
+/// exported event is checked against the source's chain as `LedgerImport` checks it, then its input is appended again
+/// through the writer, whose write transaction names its people by pseudonyms and seals its raw bytes (and a refused
+/// input's). Every event keeps its seq (each one the source stored was new to it, and renaming values keeps them
+/// apart), so answers as of a position are the same; the chain is new, since its events no longer hold the values:
+/// the source's head is what an auditor keeps to tie the two (`sourceChainHead`).
+///
+/// Not thread-safe: one rewriter, one thread.
+public final class LedgerRewrite {
+    public let ledger: Ledger
+    private var check = ImportCheck()
+    /// The events of the input read last, which may go on in the next call.
+    private var pending: (rawKey: UInt64, facts: [Fact], metadata: FactMetadata, raw: [UInt8])?
+
+    /// A rewriter into `ledger`, which must be empty and made with pseudonyms.
+    public init(into ledger: Ledger) throws {
+        let (last, refused, generation) = try ledger.environment.read { txn in
+            (try ledger.batch.lastSeq(txn), try ledger.batch.rejectedCount(txn), try ledger.identities.generation(ledger.layout, txn))
+        }
+        guard last == 0, refused == 0 else {
+            throw LedgerError(code: .ledgerNotEmpty, message: "\(ledger.directory) is not empty: a rewrite makes a new ledger")
+        }
+        guard generation != nil else {
+            throw LedgerError(code: .invalidExport, message: "a rewrite under pseudonyms needs a ledger made with them")
+        }
+        self.ledger = ledger
+    }
+
+    /// The source's chain as checked so far: its last seq and head, which the rewritten ledger's chain replaces.
+    public var sourceChainHead: (seq: UInt64, link: [UInt8]) { (check.lastSeq, check.chainHead) }
+
+    /// Checks and appends the next events (in log order, continuing the last call's).
+    public func write(_ events: [ImportedEvent]) throws {
+        var inputs: [LedgerInput] = []
+        for e in events {
+            let event = try check.check(e)
+            if let p = pending, p.rawKey == e.rawKey {
+                pending!.facts.append(event.fact)
+                continue
+            }
+            if let p = pending { inputs.append(.facts(p.facts, metadata: p.metadata, raw: p.raw)) }
+            guard e.rawKey == e.seq, let raw = e.raw else {
+                throw ImportCheck.invalid("the raw input of seq \(e.seq) is missing")
+            }
+            pending = (e.rawKey, [event.fact], event.metadata, raw)
+        }
+        try append(inputs)
+    }
+
+    /// Checks and appends the refused inputs, after every event.
+    public func write(_ refusals: [ImportedRefusal]) throws {
+        try flush()
+        var inputs: [LedgerInput] = []
+        for r in refusals {
+            var refusal = try check.check(r)
+            refusal.number = 0
+            inputs.append(.rejected(refusal))
+        }
+        try append(inputs)
+    }
+
+    /// Appends the input read last.
+    public func flush() throws {
+        guard let p = pending else { return }
+        pending = nil
+        try append([.facts(p.facts, metadata: p.metadata, raw: p.raw)])
+    }
+
+    private func append(_ inputs: [LedgerInput]) throws {
+        guard !inputs.isEmpty else { return }
+        for result in try ledger.appendAndWait(inputs) {
+            if let error = result.error { throw LedgerError(code: error.code, message: "rewriting an input: \(error.message)") }
+        }
+    }
+
+    /// Makes everything written durable, and checks that every event kept its seq.
+    public func finish() throws {
+        try flush()
+        let last = try ledger.lastSeq()
+        guard last == check.lastSeq else {
+            throw LedgerError(
+                code: .verificationFailed,
+                message: "the rewrite holds \(last) events where the export held \(check.lastSeq)")
+        }
+        try ledger.catchUpMetrics()
+        try ledger.environment.sync(force: true)
+    }
+}
