@@ -352,7 +352,7 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
             }
             if let erasure = decoded.erasure {
                 try await appendPending()
-                perMessage.append((message.streamSequence, [try await forgetting(erasure)]))
+                perMessage.append((message.streamSequence, [await forgetting(erasure)]))
                 continue
             }
             if let partition = Int(message.subject.split(separator: ".").last ?? ""),

@@ -219,76 +219,6 @@ extension Identities {
     }
 }
 
-/// The writer's side of `Identities` in one write transaction: each personal value of an input replaced by its
-/// pseudonym, a new value given one (from the input's seed) and a row.
-struct Pseudonymizer {
-    let identities: Identities
-    let generation: Identities.Generation
-    let layout: StoreLayout
-    /// The values named so far in this transaction, and the value of each pseudonym among them.
-    private var byValue: [String: Identities.Identity] = [:]
-    private(set) var valueOf: [String: String] = [:]
-    /// The values this transaction named for the first time: remembered once it commits.
-    private(set) var named: [String: Identities.Identity] = [:]
-
-    init(identities: Identities, generation: Identities.Generation, layout: StoreLayout) {
-        self.identities = identities
-        self.generation = generation
-        self.layout = layout
-    }
-
-    /// The facts and metadata with their personal values renamed, and the people the input names (each once, in
-    /// the order first named).
-    mutating func rename(
-        _ facts: [Fact], _ metadata: FactMetadata, seed: [UInt8]?, _ txn: Transaction
-    ) throws -> (facts: [Fact], metadata: FactMetadata, people: [Identities.Identity]) {
-        var values: [String] = []
-        if let user = metadata.appUserId, !user.rawValue.isEmpty { values.append(user.rawValue) }
-        for fact in facts { fact.forEachPersonalValue { values.append($0) } }
-        guard !values.isEmpty else { return (facts, metadata, []) }
-        var people: [Identities.Identity] = []
-        var names: [String: String] = [:]
-        for value in values where names[value] == nil {
-            let identity = try identity(of: value, seed: seed, txn)
-            names[value] = identity.pseudonym
-            people.append(identity)
-        }
-        let rename = { (value: String) -> String in names[value] ?? value }
-        let renamedMetadata = metadata.renamingPersonalValues(rename)
-        let renamedFacts = facts.map { $0.renamingPersonalValues(rename) }
-        return (renamedFacts, renamedMetadata, people)
-    }
-
-    private mutating func identity(of value: String, seed: [UInt8]?, _ txn: Transaction) throws -> Identities.Identity {
-        if let known = byValue[value] { return known }
-        let identity: Identities.Identity
-        if let known = identities.remembered(value) {
-            identity = known
-        } else {
-            let indexKey = generation.indexKey(value)
-            if let pseudonym = try identities.pseudonym(atIndex: indexKey, layout, txn) {
-                guard let row = try identities.row(pseudonym, generation, layout, txn) else {
-                    throw LedgerError.corrupted("identity_index names \(pseudonym), which has no row in `identities`")
-                }
-                identity = Identities.Identity(pseudonym: pseudonym, dataKey: row.dataKey)
-                // Committed before this transaction (values it named first are in `byValue`).
-                identities.remember([value: identity])
-            } else {
-                guard let seed, !seed.isEmpty else {
-                    throw LedgerError(code: .internal, message: "an input that names a person came without an identity seed")
-                }
-                identity = Identities.Identity(
-                    pseudonym: Identities.pseudonym(of: value, seed: seed), dataKey: SymmetricKey(size: .bits256))
-                try identities.put(value, identity, generation, layout, txn, indexKey: indexKey)
-                named[value] = identity
-            }
-        }
-        byValue[value] = identity
-        valueOf[identity.pseudonym] = value
-        return identity
-    }
-}
-
 // MARK: - Forgetting
 
 extension Identities {
@@ -344,47 +274,6 @@ extension Identities {
         try txn.clear(layout.identityIndex)
         for k in kept { try put(k.value, Identity(pseudonym: k.pseudonym, dataKey: k.dataKey), next, layout, txn) }
         try txn.put(layout.meta, key: StoreLayout.metaIdentityGeneration, value: BigEndian.bytes(next.number))
-    }
-}
-
-// MARK: - Exports and imports
-
-extension Ledger {
-    /// The people a sealed raw input names, pseudonym → value (nil: forgotten), for an export.
-    func people(ofSealed rawKey: UInt64, _ txn: Transaction) throws -> [String: String?] {
-        guard let sealed = try txn.value(layout.rawSealed, key: StoreLayout.rawKey(rawKey)),
-            let generation = try identities.generation(layout, txn)
-        else { return [:] }
-        var out: [String: String?] = [:]
-        for p in try SealedRaw.people(sealed).pseudonyms {
-            // `updateValue`: a nil assigned through the subscript would remove the key, not record a forgotten one.
-            out.updateValue(try identities.row(p, generation, layout, txn)?.value, forKey: p)
-        }
-        return out
-    }
-
-    /// What an import stores for an input that names `people`: the raw bytes sealed for them (each given a row
-    /// under its pseudonym, with a new data key, the first time), or, when one of them was forgotten in the source,
-    /// their names alone: the bytes are gone there too.
-    func sealForImport(_ raw: [UInt8], people: [String: String?], _ txn: Transaction) throws -> [UInt8] {
-        guard let generation = try identities.generation(layout, txn) else {
-            throw LedgerError(
-                code: .invalidExport,
-                message: "the export names people by pseudonyms, and this ledger was made without them")
-        }
-        let names = people.keys.sorted()
-        var identities: [Identities.Identity] = []
-        for name in names {
-            if let row = try self.identities.row(name, generation, layout, txn) {
-                identities.append(Identities.Identity(pseudonym: name, dataKey: row.dataKey))
-            } else if case .some(.some(let value)) = people[name] {
-                let identity = Identities.Identity(pseudonym: name, dataKey: SymmetricKey(size: .bits256))
-                try self.identities.put(value, identity, generation, layout, txn)
-                identities.append(identity)
-            }
-        }
-        guard identities.count == names.count else { return SealedRaw.naming(names) }
-        return try SealedRaw.seal(raw, for: identities)
     }
 }
 
@@ -450,19 +339,5 @@ extension Identities {
             }
         }
         return false
-    }
-}
-
-extension Ledger {
-    /// A stored refusal as readers see it: with its sealed content opened, or marked erased when its key was
-    /// destroyed (it named a person the ledger forgot).
-    func opened(_ refusal: RejectedInput, _ txn: Transaction) throws -> RejectedInput {
-        guard refusal.contentDigest != nil else { return refusal }
-        guard let sealed = try txn.value(layout.rejectedSealed, key: StoreLayout.rejectedKey(refusal.number)) else {
-            var erased = refusal
-            erased.erased = true
-            return erased
-        }
-        return try refusal.withContent(try identities.openRefusal(sealed, number: refusal.number))
     }
 }
