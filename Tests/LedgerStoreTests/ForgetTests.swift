@@ -322,6 +322,43 @@ import Testing
         #expect(asked.subscriptions.isEmpty && asked.grants.isEmpty && asked.bindings.isEmpty)
     }
 
+    /// An erasure seals every other row again in chunks: with more people than a chunk holds, everyone still known is
+    /// still found (by the index made anew) and still shown (their row opens with the new key alone).
+    @Test func everyoneElseIsStillKnownAfterAnErasureOfManyChunks() throws {
+        let named = try Self.pseudonymized()
+        let people = 2 * 4_096 + 17
+        let otids = (0..<people).map { OriginalTransactionID("\(4_000_000 + $0)") }
+        var inputs: [LedgerInput] = []
+        for n in 0..<people {
+            var t = TransactionFact(
+                transactionId: TransactionID("\(5_000_000 + n)"), originalTransactionId: otids[n], productId: Self.monthly,
+                purchaseDate: Self.start, environment: .production)
+            t.expiresDate = Self.start + 30 * Self.day
+            t.webOrderLineItemId = "w\(n)"
+            let claim = BindingClaim(appUserId: AppUserID(Self.user(n)), originalTransactionId: otids[n], claimedAt: Self.start)
+            inputs.append(Self.input([.transaction(t), .binding(claim)], at: Self.start, names: [n], index: n).input)
+        }
+        _ = try named.ledger.appendAndWait(inputs)
+        let report = try named.ledger.forget(AppUserID(Self.user(4_096)), requestedBy: "ops", at: Self.start)
+        #expect(report.pseudonyms.count == 1)
+        for n in [0, 1, 4_095, 4_097, 8_191, 8_192, people - 1] {
+            let view = try named.ledger.customer(AppUserID(Self.user(n)), at: Self.start + Self.day)
+            #expect(view.subscriptions == [otids[n].rawValue], "person \(n)")
+            let timeline = try #require(try named.ledger.timeline(otids[n], at: Self.start + Self.day))
+            #expect(timeline.owners.map(\.appUserId) == [Self.user(n)], "person \(n)")
+        }
+        #expect(try named.ledger.customer(AppUserID(Self.user(4_096)), at: Self.start + Self.day).subscriptions.isEmpty)
+        // Every row opens with the new key alone (the old one is destroyed): each input's people read back.
+        var known = Set<String>()
+        var forgotten = 0
+        try named.ledger.forEachEvent(after: 0) { _, _, _, people in
+            for (_, value) in people { if let value { known.insert(value) } else { forgotten += 1 } }
+        }
+        #expect(known.count == people - 1 && !known.contains(Self.user(4_096)))
+        #expect(forgotten == 2, "her input's two events")
+        #expect(try named.ledger.verify().fault == nil)
+    }
+
     @Test func aLedgerWithoutPseudonymsCannotForget() throws {
         let plain = try TemporaryLedger(rules: Self.rules)
         var random = SplitMix64(seed: 3)

@@ -31,6 +31,8 @@ final class Identities: Sendable {
     /// erasure; bounded, emptied when full.
     private let remembered = Mutex<[String: Identity]>([:])
     static let rememberedLimit = 1 << 20
+    /// Rows sealed again per chunk by an erasure.
+    static let resealChunk = 4_096
 
     /// One generation's keys: the file's key seals rows; the index key is derived from it.
     struct Generation: Sendable {
@@ -226,28 +228,38 @@ extension Identities {
     /// other row (and makes the index again) with its key generation, which `meta` then names. Until the
     /// generation before is destroyed (`keepOnly`, once the transaction is durable), the deleted rows' bytes could
     /// still be opened where LMDB left them; after, nothing opens them.
-    /// - Complexity: O(identities): every row is sealed again, in memory first (a rare, operator-driven write).
+    /// - Complexity: O(identities): every row is sealed again, `resealChunk` at a time (a rare, operator-driven write).
     func erase(_ erasure: Erasure, _ layout: StoreLayout, _ txn: Transaction) throws {
         guard let current = try generation(layout, txn) else {
             throw LedgerError(code: .cannotForget, message: "this ledger keeps personal values in its log: it cannot forget")
         }
         let next = try generation(erasure.keyGeneration)
-        let forgotten = Set(erasure.pseudonyms)
-        var kept: [(pseudonym: String, value: String, dataKey: SymmetricKey)] = []
         var forgottenValues: [String] = []
-        let cursor = try txn.cursor(layout.identities)
-        var entry = try cursor.first()
-        while let e = entry {
-            let pseudonym = String(decoding: Array(e.key), as: UTF8.self)
-            guard let row = try row(pseudonym, current, layout, txn) else {
-                throw LedgerError.corrupted("the identity row of \(pseudonym) vanished while read")
+        for pseudonym in erasure.pseudonyms {
+            if let row = try row(pseudonym, current, layout, txn) { forgottenValues.append(row.value) }
+            _ = try txn.delete(layout.identities, key: Array(pseudonym.utf8))
+        }
+        forgetRemembered()
+        // Every other row sealed again, a chunk at a time (read, then written in place: its key is unchanged), so
+        // that memory stays bounded whatever the number of people.
+        try txn.clear(layout.identityIndex)
+        var after: [UInt8]?
+        while true {
+            var chunk: [(pseudonym: String, value: String, dataKey: SymmetricKey)] = []
+            let cursor = try txn.cursor(layout.identities)
+            var entry = try after.map { try cursor.seek($0) } ?? cursor.first()
+            if let a = after, let e = entry, e.key.hasSameBytes(as: a) { entry = try cursor.next() }
+            while let e = entry, chunk.count < Self.resealChunk {
+                let pseudonym = String(decoding: Array(e.key), as: UTF8.self)
+                guard let row = try row(pseudonym, current, layout, txn) else {
+                    throw LedgerError.corrupted("the identity row of \(pseudonym) vanished while read")
+                }
+                chunk.append((pseudonym, row.value, row.dataKey))
+                entry = try cursor.next()
             }
-            if forgotten.contains(pseudonym) {
-                forgottenValues.append(row.value)
-            } else {
-                kept.append((pseudonym, row.value, row.dataKey))
-            }
-            entry = try cursor.next()
+            guard let last = chunk.last else { break }
+            for k in chunk { try put(k.value, Identity(pseudonym: k.pseudonym, dataKey: k.dataKey), next, layout, txn) }
+            after = Array(last.pseudonym.utf8)
         }
         // Refused inputs: each one that holds a forgotten value loses its key; the others' keys are sealed anew.
         var refusals: [(key: [UInt8], value: [UInt8]?)] = []
@@ -269,10 +281,6 @@ extension Identities {
                 _ = try txn.delete(layout.rejectedSealed, key: r.key)
             }
         }
-        forgetRemembered()
-        try txn.clear(layout.identities)
-        try txn.clear(layout.identityIndex)
-        for k in kept { try put(k.value, Identity(pseudonym: k.pseudonym, dataKey: k.dataKey), next, layout, txn) }
         try txn.put(layout.meta, key: StoreLayout.metaIdentityGeneration, value: BigEndian.bytes(next.number))
     }
 }
