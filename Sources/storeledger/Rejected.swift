@@ -38,10 +38,13 @@ struct Rejected: ParsableCommand {
         print(pad("#", 8) + pad("RECEIVED", 22) + pad("CODE", 26) + pad("SIZE", 10) + "MESSAGE")
         for r in refused {
             let request = r.request.map { "[\($0.prefix(60))] " } ?? ""
+            let message = r.erased ? "(erased: it named a person the ledger forgot)" : r.message
             print(
                 pad("\(r.number)", 8) + pad(formatInstant(r.receivedAt), 22) + pad(r.code.rawValue, 26) + pad("\(r.size)", 10)
-                    + request + r.message)
-            print(String(repeating: " ", count: 8) + BytePreview(r.raw, size: r.size, limit: Self.previewBytes).line)
+                    + request + message)
+            if !r.erased {
+                print(String(repeating: " ", count: 8) + BytePreview(r.raw, size: r.size, limit: Self.previewBytes).line)
+            }
         }
         if refused.isEmpty { print("(no refused inputs)") }
     }

@@ -166,6 +166,8 @@ import Testing
         for copy in [ledger, restored, imported] {
             let refusals = try Self.cli(["rejected", "--data", copy, "--json"]).stdout
             #expect(refusals.components(separatedBy: "\"erased\":true").count - 1 == 2, "\(copy): \(refusals)")
+            let table = try Self.cli(["rejected", "--data", copy]).stdout
+            #expect(table.components(separatedBy: "(erased: it named a person the ledger forgot)").count - 1 == 2, "\(table)")
             #expect(refusals.contains(Data(#"{"type":"binding","payload":{"appUserId":"bob","originalTransactionId":"202","claimedAt":"soon"}}"#.utf8).base64EncodedString()))
         }
         let erasure = try Self.cli(["events", "--data", restored, "--json", "--after", "\(lastSeq)"]).stdout
