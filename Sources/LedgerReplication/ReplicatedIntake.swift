@@ -188,20 +188,14 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
     /// Applies an erasure read from the stream: its result as an append's (the erasure event's seq, or the refusal:
     /// `not_found` when the person was forgotten already, as when the message is applied again after a restart).
     private func forgetting(_ erasure: IntakeMessage.ErasureRequest) async -> AppendResult {
-        let ledger = self.ledger
-        return await withCheckedContinuation { continuation in
-            // Blocking: the erasure's commit, a sync of the data file and the key file's rewrite.
-            Thread.detachNewThread {
-                do {
-                    let report = try ledger.forget(
-                        pseudonym: erasure.pseudonym, requestedBy: erasure.requestedBy, reason: erasure.reason,
-                        at: erasure.requestedAt)
-                    continuation.resume(returning: .erasure(seq: report.seq))
-                } catch {
-                    let failure = LedgerError.from(error)
-                    continuation.resume(returning: .rejected(code: failure.code, message: failure.message))
-                }
-            }
+        do {
+            let report = try await ledger.forget(
+                pseudonym: erasure.pseudonym, requestedBy: erasure.requestedBy, reason: erasure.reason,
+                at: erasure.requestedAt)
+            return .erasure(seq: report.seq)
+        } catch {
+            let failure = LedgerError.from(error)
+            return .rejected(code: failure.code, message: failure.message)
         }
     }
 

@@ -47,24 +47,14 @@ extension LedgerRoutes {
                 throw CodedError(
                     .invalidBody, #"the body must be {"requestedBy": "…", "reason": "…"} (reason optional)"#)
             }
-            let ledger = self.ledger
             let at = currentMillis()
             // Replicated: through the stream, so that every replica forgets at the same place of its log.
-            if let intake = self.intake {
-                let report = try await intake.forget(
-                    AppUserID(user), requestedBy: asked.requestedBy, reason: asked.reason, at: at)
-                return JSONBody.response(status: .ok, ForgetDocument(report))
-            }
-            let report = try await withCheckedThrowingContinuation { continuation in
-                // Blocking: the erasure's commit, a sync of the data file and the key file's rewrite.
-                Thread.detachNewThread {
-                    continuation.resume(
-                        with: Result {
-                            try ledger.forget(
-                                AppUserID(user), requestedBy: asked.requestedBy, reason: asked.reason, at: at)
-                        })
+            let report =
+                if let intake = self.intake {
+                    try await intake.forget(AppUserID(user), requestedBy: asked.requestedBy, reason: asked.reason, at: at)
+                } else {
+                    try await self.ledger.forget(AppUserID(user), requestedBy: asked.requestedBy, reason: asked.reason, at: at)
                 }
-            }
             return JSONBody.response(status: .ok, ForgetDocument(report))
         }
     }

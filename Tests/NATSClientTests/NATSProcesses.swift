@@ -95,6 +95,20 @@ final class NATSCluster: @unchecked Sendable {
         nodes[index].process = nil
     }
 
+    /// A cluster of `size` servers, started and answering with JetStream ready.
+    static func started(size: Int, scratch: String) async throws -> NATSCluster {
+        let cluster = try NATSCluster(size: size, scratch: scratch)
+        do {
+            let probe = try await NATSConnection.connect(to: cluster.servers, timeout: .seconds(30))
+            try await waitForJetStream(probe)
+            await probe.close()
+        } catch {
+            cluster.stopAll()  // never leave servers behind a failed start
+            throw error
+        }
+        return cluster
+    }
+
     func stopAll() {
         for index in nodes.indices { kill9(index) }
     }

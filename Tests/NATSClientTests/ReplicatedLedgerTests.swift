@@ -78,6 +78,13 @@ func intakeInput(_ n: Int, statedReceivedAt: Bool) -> String {
     return #"{"type":"transaction","appUserId":"u\#(n % 13)",\#(received)"payload":{"transactionId":"\#(9_000_000 + n)","originalTransactionId":"\#(otid)","productId":"com.example.premium.monthly","purchaseDate":\#(purchase),"expiresDate":\#(purchase + 2_592_000_000),"type":"Auto-Renewable Subscription","environment":"Production"}}"#
 }
 
+/// `storeledger stats` of the ledger in `data`: its last seq and chain head, as `"SEQ HEAD"`.
+func lastSeqAndChainHead(_ data: String) async throws -> String {
+    let stats = try await runCLI(["stats", "--json", "--data", data])
+    let object = try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any]
+    return "\(object?["lastSeq"] ?? "-") \(object?["chainHead"] ?? "-")"
+}
+
 /// The transaction ids acknowledged (200, appended) by either replica.
 actor Acknowledgements {
     private(set) var ids: Set<String> = []
@@ -96,16 +103,13 @@ struct ReplicatedLedgerTests {
 
     private func survive() async throws {
         let scratch = try TemporaryDirectory(prefix: "sl-repl")
-        let cluster = try NATSCluster(size: 3, scratch: scratch.path)
+        let cluster = try await NATSCluster.started(size: 3, scratch: scratch.path)
         var replicas: [ReplicaProcess] = []
         defer {
             for replica in replicas { replica.stop(SIGKILL) }
             cluster.stopAll()
             scratch.remove()
         }
-        let probe = try await NATSConnection.connect(to: cluster.servers, timeout: .seconds(30))
-        try await NATSCluster.waitForJetStream(probe)
-        await probe.close()
 
         for name in ["a", "b"] {
             replicas.append(
@@ -179,9 +183,7 @@ struct ReplicatedLedgerTests {
         var heads: [String] = []
         var digests: [String] = []
         for replica in replicas {
-            let stats = try await runCLI(["stats", "--json", "--data", replica.data])
-            let statsObject = try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any]
-            heads.append("\(statsObject?["lastSeq"] ?? "-") \(statsObject?["chainHead"] ?? "-")")
+            heads.append(try await lastSeqAndChainHead(replica.data))
             let replay = try await runCLI(["replay", "--check", "--json", "--data", replica.data])
             #expect(replay.status == 0, "replay --check: \(replay.stderr)")
             let replayObject = try JSONSerialization.jsonObject(with: Data(replay.stdout.utf8)) as? [String: Any]
@@ -225,6 +227,13 @@ final class Counter: @unchecked Sendable {
 struct ReplicatedForgetTests {
     static func person(_ n: Int) -> String { "person-\(n)@example.com" }
 
+    /// The files under `directory` whose bytes hold `needle`.
+    static func filesHolding(_ needle: String, under directory: String) -> [String] {
+        ((try? FileManager.default.subpathsOfDirectory(atPath: directory)) ?? []).map {
+            (directory as NSString).appendingPathComponent($0)
+        }.filter { FileManager.default.contents(atPath: $0)?.range(of: Data(needle.utf8)) != nil }
+    }
+
     static func input(_ n: Int) -> String {
         let purchase: Int64 = 1_700_000_000_000 + Int64(n) * 1_000
         return #"{"type":"transaction","appUserId":"\#(person(n % 5))","receivedAt":\#(purchase + 5),"payload":{"transactionId":"\#(8_000_000 + n)","originalTransactionId":"\#(6_000_000 + n % 7)","productId":"com.example.premium.monthly","purchaseDate":\#(purchase),"expiresDate":\#(purchase + 2_592_000_000),"type":"Auto-Renewable Subscription","environment":"Production"}}"#
@@ -237,16 +246,13 @@ struct ReplicatedForgetTests {
 
     private func forget() async throws {
         let scratch = try TemporaryDirectory(prefix: "sl-repl-forget")
-        let cluster = try NATSCluster(size: 1, scratch: scratch.path)
+        let cluster = try await NATSCluster.started(size: 1, scratch: scratch.path)
         var replicas: [ReplicaProcess] = []
         defer {
             for replica in replicas { replica.stop(SIGKILL) }
             cluster.stopAll()
             scratch.remove()
         }
-        let probe = try await NATSConnection.connect(to: cluster.servers, timeout: .seconds(30))
-        try await NATSCluster.waitForJetStream(probe)
-        await probe.close()
         for name in ["a", "b"] {
             replicas.append(
                 try ReplicaProcess(
@@ -286,9 +292,7 @@ struct ReplicatedForgetTests {
         for replica in replicas { #expect(replica.stop(SIGTERM) == 0, "\(replica.log.suffix(2000))") }
         var heads: [String] = []
         for replica in replicas {
-            let stats = try await runCLI(["stats", "--json", "--data", replica.data])
-            let object = try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any]
-            heads.append("\(object?["lastSeq"] ?? "-") \(object?["chainHead"] ?? "-")")
+            heads.append(try await lastSeqAndChainHead(replica.data))
             let verify = try await runCLI(["verify", "--quiet", "--data", replica.data])
             #expect(verify.status == 0, "verify: \(verify.stderr)")
             let customer = try await runCLI(
@@ -297,12 +301,7 @@ struct ReplicatedForgetTests {
             let other = try await runCLI(
                 ["customer", Self.person(1), "--json", "--at", "1700000010000", "--data", replica.data])
             #expect(other.stdout.contains("6000001"), "\(replica.data): \(other.stdout)")
-            let files = (try? FileManager.default.subpathsOfDirectory(atPath: replica.data)) ?? []
-            for file in files {
-                let path = (replica.data as NSString).appendingPathComponent(file)
-                guard let bytes = FileManager.default.contents(atPath: path) else { continue }
-                #expect(bytes.range(of: Data(Self.person(3).utf8)) == nil, "\(path) holds her id")
-            }
+            #expect(Self.filesHolding(Self.person(3), under: replica.data).isEmpty)
         }
         #expect(heads[0] == heads[1] && !heads[0].hasPrefix("0 "), "chain heads \(heads)")
 
@@ -318,13 +317,7 @@ struct ReplicatedForgetTests {
             try await Task.sleep(for: .milliseconds(200))
         }
         #expect(rebuilt.stop(SIGTERM) == 0, "\(rebuilt.log.suffix(2000))")
-        let stats = try await runCLI(["stats", "--json", "--data", rebuilt.data])
-        let object = try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any]
-        #expect("\(object?["lastSeq"] ?? "-") \(object?["chainHead"] ?? "-")" == heads[0])
-        for file in (try? FileManager.default.subpathsOfDirectory(atPath: rebuilt.data)) ?? [] {
-            let path = (rebuilt.data as NSString).appendingPathComponent(file)
-            guard let bytes = FileManager.default.contents(atPath: path) else { continue }
-            #expect(bytes.range(of: Data(Self.person(3).utf8)) == nil, "\(path) holds her id")
-        }
+        #expect(try await lastSeqAndChainHead(rebuilt.data) == heads[0])
+        #expect(Self.filesHolding(Self.person(3), under: rebuilt.data).isEmpty)
     }
 }

@@ -25,7 +25,7 @@ extension LedgerInput {
     }
 
     /// 16 random bytes.
-    public static func newIdentitySeed() -> [UInt8] {
+    static func newIdentitySeed() -> [UInt8] {
         var g = SystemRandomNumberGenerator()
         return (0..<2).flatMap { _ in withUnsafeBytes(of: g.next() as UInt64) { Array($0) } }
     }

@@ -271,9 +271,11 @@ extension Identities {
             guard let record = try txn.get(layout.rejected, key: StoreLayout.rejectedKey(number)) else {
                 throw LedgerError.corrupted("rejected_sealed holds refused input \(number), which `rejected` lacks")
             }
-            let opened = try RejectedInput(number: number, stored: record).withContent(try openRefusal(stored, number: number))
+            let key = try refusalKey(stored, number: number)
+            let opened = try RejectedInput(number: number, stored: record)
+                .withContent(try openRefusal(stored, number: number, key: key))
             refusals.append(
-                (Array(r.key), Self.mentions(opened, forgottenValues) ? nil : try resealRefusal(stored, number: number, with: next)))
+                (Array(r.key), Self.mentions(opened, forgottenValues) ? nil : try resealRefusal(stored, key: key, with: next)))
             refusal = try sealed.next()
         }
         for r in refusals {
@@ -301,34 +303,43 @@ extension Identities {
 
     /// The content `sealRefusal` sealed.
     func openRefusal(_ stored: [UInt8], number: UInt64) throws -> [UInt8] {
-        let wrapped = 12 + 32 + 16
-        guard stored.count >= 8 + wrapped + 28 else {
-            throw LedgerError.corrupted("the sealed content of refused input \(number) is too short")
-        }
-        let generation = try self.generation(stored.withUnsafeBytes { BigEndian.uint64($0, at: 0) })
+        try openRefusal(stored, number: number, key: try refusalKey(stored, number: number))
+    }
+
+    /// The content `sealRefusal` sealed, with its key (`refusalKey`).
+    func openRefusal(_ stored: [UInt8], number: UInt64, key: SymmetricKey) throws -> [UInt8] {
         do {
-            let key = try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: stored[8..<(8 + wrapped)]), using: generation.sealing)
-            return Array(try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: stored[(8 + wrapped)...]), using: SymmetricKey(data: key)))
+            return Array(try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: stored[(8 + Self.wrappedKeyBytes)...]), using: key))
         } catch {
             throw LedgerError.corrupted("the sealed content of refused input \(number) does not open")
         }
     }
 
-    /// The refusal's key sealed again with `next` (its content is left as it is).
-    func resealRefusal(_ stored: [UInt8], number: UInt64, with next: Generation) throws -> [UInt8] {
-        let wrapped = 12 + 32 + 16
+    /// The key a `sealRefusal` form holds, opened with its generation.
+    func refusalKey(_ stored: [UInt8], number: UInt64) throws -> SymmetricKey {
+        guard stored.count >= 8 + Self.wrappedKeyBytes + 28 else {
+            throw LedgerError.corrupted("the sealed content of refused input \(number) is too short")
+        }
         let generation = try self.generation(stored.withUnsafeBytes { BigEndian.uint64($0, at: 0) })
-        let key: Data
         do {
-            key = try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: stored[8..<(8 + wrapped)]), using: generation.sealing)
+            return SymmetricKey(
+                data: try ChaChaPoly.open(
+                    ChaChaPoly.SealedBox(combined: stored[8..<(8 + Self.wrappedKeyBytes)]), using: generation.sealing))
         } catch {
             throw LedgerError.corrupted("the key of refused input \(number) does not open")
         }
+    }
+
+    /// The `sealRefusal` form with its key (`refusalKey`) sealed again with `next`; the content is left as it is.
+    func resealRefusal(_ stored: [UInt8], key: SymmetricKey, with next: Generation) throws -> [UInt8] {
         var out = BigEndian.bytes(next.number)
-        out += try ChaChaPoly.seal(key, using: next.sealing).combined
-        out += stored[(8 + wrapped)...]
+        out += try key.withUnsafeBytes { try ChaChaPoly.seal(Array($0), using: next.sealing).combined }
+        out += stored[(8 + Self.wrappedKeyBytes)...]
         return out
     }
+
+    /// A refusal's key as `sealRefusal` keeps it: nonce, the 32 bytes, tag.
+    static let wrappedKeyBytes = 12 + 32 + 16
 
     /// Whether a refusal's content holds any of `values`: as sent, percent-encoded (a request's query), and for a
     /// token in either case.

@@ -32,6 +32,29 @@ extension Ledger {
             reason: reason, at: instant)
     }
 
+    /// `forget` on a thread of its own, for a caller that must not block (a server's request, a replica's stream):
+    /// the erasure's commit, a sync of the data file and the key file's rewrite wait there.
+    public func forget(_ user: AppUserID, requestedBy: String, reason: String?, at instant: UnixMillis) async throws
+        -> ForgetReport
+    {
+        try await Self.onOwnThread { try self.forget(user, requestedBy: requestedBy, reason: reason, at: instant) }
+    }
+
+    /// `forget(pseudonym:…)` on a thread of its own (see the async `forget`).
+    public func forget(pseudonym: String, requestedBy: String, reason: String?, at instant: UnixMillis) async throws
+        -> ForgetReport
+    {
+        try await Self.onOwnThread {
+            try self.forget(pseudonym: pseudonym, requestedBy: requestedBy, reason: reason, at: instant)
+        }
+    }
+
+    private static func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
     /// The pseudonym `forget` would erase for `user`, after checking the request; the errors `forget` throws.
     public func pseudonymToForget(_ user: AppUserID, requestedBy: String, reason: String?) throws -> String {
         // The erasure event is chained for good: a request that names the user would keep what it erases.
@@ -96,26 +119,11 @@ extension Ledger {
 
     /// The report of the erasure event at `seq` (a replica's, which applied it from the intake stream).
     public func forgetReport(seq: UInt64) throws -> ForgetReport {
-        try environment.read { txn in
-            guard let value = try txn.get(layout.log, key: StoreLayout.logKey(seq)) else {
-                throw LedgerError(code: .notFound, message: "no event at seq \(seq)")
-            }
-            let log = try LogRecord(value, seq: seq)
-            guard let stored = try txn.get(layout.events, key: log.revisionKey(seq: seq)),
-                case .erasure(let erasure) = try StoreLayout.decodeEvent(seq: seq, stored).fact,
-                let pseudonym = erasure.pseudonyms.first
-            else { throw LedgerError(code: .notFound, message: "the event at seq \(seq) is not an erasure") }
-            var subscriptions = 0
-            let cursor = try txn.cursor(layout.byUser)
-            for environment in AppStoreEnvironment.known {
-                var entry = try cursor.find(StoreLayout.userKey(environment, AppUserID(pseudonym)))
-                while entry != nil {
-                    subscriptions += 1
-                    entry = try cursor.nextDuplicate()
-                }
-            }
-            return ForgetReport(pseudonym: pseudonym, pseudonyms: erasure.pseudonyms, subscriptions: subscriptions, seq: seq)
-        }
+        guard let stored = try event(seq: seq), case .erasure(let erasure) = stored.event.fact,
+            let pseudonym = erasure.pseudonyms.first
+        else { throw LedgerError(code: .notFound, message: "the event at seq \(seq) is not an erasure") }
+        let subscriptions = try environment.read { txn in try subscriptionKeys(of: pseudonym, txn).count }
+        return ForgetReport(pseudonym: pseudonym, pseudonyms: erasure.pseudonyms, subscriptions: subscriptions, seq: seq)
     }
 
     /// The raw input an erasure is recorded with: the request as the log may keep it, pseudonyms only.
@@ -128,29 +136,30 @@ extension Ledger {
     /// The pseudonyms of the tokens the ledger maps to `pseudonym` on the subscriptions its claims name, and how many
     /// subscriptions those are (in every environment).
     private func tokensAndSubscriptions(of pseudonym: String, _ txn: Transaction) throws -> ([String], Int) {
-        var tokens: [String] = []
-        var subscriptions = 0
+        var tokens: Set<String> = []
+        let keys = try subscriptionKeys(of: pseudonym, txn)
+        for key in keys {
+            guard let stored = try txn.get(layout.timelines, key: key) else { continue }
+            let timeline = try StoredTimeline.decode(stored)
+            for (token, owner) in timeline.tokenUsers where owner.rawValue == pseudonym { tokens.insert(token) }
+            if let claim = timeline.accountToken, claim.appUserId.rawValue == pseudonym { tokens.insert(claim.token) }
+        }
+        // Sorted: a timeline's tokens are a dictionary, whose order differs from one process to the next, and the
+        // erasure event must be the same wherever the same log is written.
+        return (tokens.sorted(), keys.count)
+    }
+
+    /// The subscriptions `by_user` names for `pseudonym`, in every environment (their `timelines` keys).
+    private func subscriptionKeys(of pseudonym: String, _ txn: Transaction) throws -> [[UInt8]] {
+        var keys: [[UInt8]] = []
         let cursor = try txn.cursor(layout.byUser)
         for environment in AppStoreEnvironment.known {
             var entry = try cursor.find(StoreLayout.userKey(environment, AppUserID(pseudonym)))
             while let e = entry {
-                subscriptions += 1
-                if let stored = try txn.get(layout.timelines, key: Array(e.value)) {
-                    let timeline = try StoredTimeline.decode(stored)
-                    for (token, owner) in timeline.tokenUsers where owner.rawValue == pseudonym && !tokens.contains(token) {
-                        tokens.append(token)
-                    }
-                    if let claim = timeline.accountToken, claim.appUserId.rawValue == pseudonym,
-                        !tokens.contains(claim.token)
-                    {
-                        tokens.append(claim.token)
-                    }
-                }
+                keys.append(Array(e.value))
                 entry = try cursor.nextDuplicate()
             }
         }
-        // Sorted: a timeline's tokens are a dictionary, whose order differs from one process to the next, and the
-        // erasure event must be the same wherever the same log is written.
-        return (tokens.sorted(), subscriptions)
+        return keys
     }
 }
