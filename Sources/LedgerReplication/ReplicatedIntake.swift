@@ -17,6 +17,12 @@ import NATSClient
 /// place whenever the replica starts or sees a gap, so messages are appended exactly in stream order, never
 /// skipped. After a crash between a commit and the position's write, the last messages are appended again: their
 /// facts are known, so they are duplicates and change nothing (the ledger is idempotent by transaction id).
+///
+/// An erasure (`forget`) travels through the stream like an input. Once every replica has appended it
+/// (`ReplicaPositions`), the stream is purged up to it, so the inputs that named the person, as received, are not
+/// kept there either. From then on a new replica starts from a backup of another one with its `intake-position`,
+/// never from an empty directory: a replica refuses to start when the stream no longer holds the messages after its
+/// place.
 public final class ReplicatedIntake: Intake, @unchecked Sendable {
     public struct Settings: Sendable {
         public var servers: [NATSServer]
@@ -53,6 +59,7 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
     let connection: NATSConnection
     let jetStream: JetStream
     let positionPath: String
+    let positions: ReplicaPositions
 
     private let lock = NSLock()
     // Guarded by `lock`.
@@ -61,6 +68,10 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
     private var waiters: [UInt64: [CheckedContinuation<[AppendResult]?, Never>]] = [:]
     private var stopped = false
     private var consumerTask: Task<Void, Never>?
+    /// The stream sequence of the last erasure this replica appended or learned of from the others' records.
+    private var lastErasure: UInt64 = 0
+    /// Whether the stream may hold messages every replica has appended before an erasure: checked after each round.
+    private var purgePending = true
 
     /// How many appended messages' results are kept for callers whose acknowledgement arrives after the append.
     static let recentResults = 100_000
@@ -78,6 +89,9 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
         let intake = ReplicatedIntake(
             ledger: ledger, pipeline: pipeline, settings: settings, logger: logger, connection: connection,
             jetStream: jetStream)
+        try intake.checkStreamHoldsWhatFollows(info.state, start: intake.appliedSequence + 1)
+        try await retrying(for: .seconds(30)) { try await intake.positions.prepare(replicas: replicas) }
+        try await retrying(for: .seconds(30)) { try await intake.recordPosition() }
         logger.info(
             "replicated intake",
             metadata: [
@@ -101,6 +115,8 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
         self.jetStream = jetStream
         self.positionPath = (ledger.directory as NSString).appendingPathComponent("intake-position")
         self.applied = Self.readPosition(positionPath)
+        self.positions = ReplicaPositions(
+            jetStream: jetStream, intakeStream: settings.stream, intakeSubjectPrefix: settings.subjectPrefix)
     }
 
     /// The last stream sequence this replica appended.
@@ -272,6 +288,9 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
                     pull?.close()
                     pull = nil
                     let start = appliedSequence + 1
+                    if let info = try await jetStream.streamInfo(settings.stream) {
+                        try checkStreamHoldsWhatFollows(info.state, start: start)
+                    }
                     try await jetStream.deleteConsumer(stream: settings.stream, name: settings.consumer)
                     try await jetStream.addConsumer(
                         stream: settings.stream,
@@ -304,7 +323,13 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
                     }
                 }
                 if !batch.isEmpty { try await apply(batch) }
+                if lock.withLock({ purgePending }) { await purgeWhatEveryReplicaAppended() }
                 backoff = .milliseconds(100)
+            } catch let error as StreamTooShort {
+                if Task.isCancelled { return }
+                logger.error("intake: \(error.message)", metadata: ["applied": "\(appliedSequence)"])
+                recreate = true
+                try? await Task.sleep(for: .seconds(10))
             } catch {
                 if Task.isCancelled { return }
                 logger.warning("intake: \(error)", metadata: ["applied": "\(appliedSequence)"])
@@ -322,6 +347,7 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
         var perMessage: [(UInt64, [AppendResult])] = []
         var inputs: [LedgerInput] = []
         var counts: [(UInt64, Int)] = []
+        var erasureSeq: UInt64?
         func appendPending() async throws {
             // A failure (disk full, closing) appends nothing: the caller re-creates the consumer at the same place.
             let results = inputs.isEmpty ? [] : try await ledger.append(inputs)
@@ -347,6 +373,7 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
             if let erasure = decoded.erasure {
                 try await appendPending()
                 perMessage.append((message.streamSequence, [await forgetting(erasure)]))
+                erasureSeq = message.streamSequence
                 continue
             }
             if let partition = Int(message.subject.split(separator: ".").last ?? ""),
@@ -362,6 +389,10 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
         let last = messages.last!.streamSequence
         let woken = lock.withLock { () -> [(CheckedContinuation<[AppendResult]?, Never>, [AppendResult])] in
             applied = last
+            if let erasureSeq {
+                lastErasure = max(lastErasure, erasureSeq)
+                purgePending = true
+            }
             var woken: [(CheckedContinuation<[AppendResult]?, Never>, [AppendResult])] = []
             for (seq, results) in perMessage {
                 recent[seq] = results
@@ -376,6 +407,59 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
         for (waiter, results) in woken { waiter.resume(returning: results) }
         Self.writePosition(positionPath, last)
         for message in messages { try? jetStream.ack(message) }
+    }
+
+    // MARK: - The stream forgets what every replica appended before an erasure
+
+    /// The messages from `start` on are not all in the stream any more (purged after an erasure, or dropped by a
+    /// retention limit): appending what is left would skip inputs the other replicas appended.
+    struct StreamTooShort: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
+    }
+
+    func checkStreamHoldsWhatFollows(_ state: JetStream.StreamState, start: UInt64) throws {
+        guard state.firstSeq > start else { return }
+        let message =
+            "this replica has appended the intake stream up to sequence \(start - 1), but the stream now begins at "
+            + "\(state.firstSeq) (what every replica had appended before an erasure was purged, or a retention limit "
+            + "dropped it): start this replica from a backup of another one, with that one's intake-position beside "
+            + "it (docs/scaling.md)"
+        throw StreamTooShort(message: message)
+    }
+
+    /// Records this replica's place and the last erasure it knows of.
+    private func recordPosition() async throws {
+        let (applied, erasure) = lock.withLock { (self.applied, lastErasure) }
+        let known = try await positions.all().map(\.erasure).max() ?? 0
+        try await positions.record(.init(node: settings.node, applied: applied, erasure: max(erasure, known)))
+    }
+
+    /// Records this replica's place; then, when every replica recorded has appended the last erasure, purges the
+    /// stream up to and including it. A replica still behind does it when it passes the erasure. A failure leaves
+    /// the purge pending for the next round.
+    func purgeWhatEveryReplicaAppended() async {
+        do {
+            lock.withLock { purgePending = false }
+            try await recordPosition()
+            let all = try await positions.all()
+            guard let erasure = all.map(\.erasure).max(), erasure > 0 else { return }
+            let behind = all.filter { $0.applied < erasure }
+            guard behind.isEmpty else {
+                logger.notice(
+                    "the intake stream keeps the messages before erasure \(erasure) until every replica has appended it",
+                    metadata: ["behind": "\(behind.map { "\($0.node) at \($0.applied)" }.joined(separator: ", "))"])
+                return
+            }
+            guard let info = try await jetStream.streamInfo(settings.stream), info.state.firstSeq <= erasure else { return }
+            let purged = try await jetStream.purge(stream: settings.stream, below: erasure + 1)
+            logger.info(
+                "the intake stream forgot what every replica appended before an erasure",
+                metadata: ["below": "\(erasure + 1)", "purged": "\(purged)"])
+        } catch {
+            lock.withLock { purgePending = true }
+            logger.warning("intake: the stream's purge after an erasure waits: \(error)")
+        }
     }
 
     // MARK: - The position file

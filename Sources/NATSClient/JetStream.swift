@@ -25,11 +25,17 @@ public struct JetStream: Sendable {
         public var retention: String = "limits"
         /// The window in which a second publish with the same `Nats-Msg-Id` is answered as a duplicate, in ns.
         public var duplicateWindow: Int64
-        public init(name: String, subjects: [String], numReplicas: Int, duplicateWindow: Duration = .seconds(120)) {
+        /// How many messages the stream keeps per subject (the older ones are dropped); nil or -1: no limit.
+        public var maxMsgsPerSubject: Int64?
+        public init(
+            name: String, subjects: [String], numReplicas: Int, duplicateWindow: Duration = .seconds(120),
+            maxMsgsPerSubject: Int64? = nil
+        ) {
             self.name = name
             self.subjects = subjects
             self.numReplicas = numReplicas
             self.duplicateWindow = duplicateWindow.nanoseconds
+            self.maxMsgsPerSubject = maxMsgsPerSubject
         }
     }
 
@@ -67,6 +73,46 @@ public struct JetStream: Sendable {
 
     public func deleteStream(_ name: String) async throws {
         _ = try await call("STREAM.DELETE.\(name)", Empty(), as: Success.self)
+    }
+
+    /// Removes every message of the stream below sequence `seq` (JetStream's purge with `seq`); the count removed.
+    @discardableResult
+    public func purge(stream: String, below seq: UInt64) async throws -> UInt64 {
+        struct Request: Encodable { var seq: UInt64 }
+        struct Answer: Decodable { var purged: UInt64? }
+        return try await call("STREAM.PURGE.\(stream)", Request(seq: seq), as: Answer.self).purged ?? 0
+    }
+
+    /// A message as the stream stores it.
+    public struct StoredMessage: Sendable {
+        public var subject: String
+        public var seq: UInt64
+        public var payload: [UInt8]
+    }
+
+    /// The first message at or after sequence `seq` whose subject matches `subject` (wildcards allowed); nil when
+    /// there is none.
+    public func message(stream: String, from seq: UInt64, subject: String) async throws -> StoredMessage? {
+        struct Request: Encodable {
+            var seq: UInt64
+            var nextBySubj: String
+        }
+        struct Answer: Decodable {
+            struct Message: Decodable {
+                var subject: String
+                var seq: UInt64
+                var data: String?
+            }
+            var message: Message
+        }
+        do {
+            let answer = try await call(
+                "STREAM.MSG.GET.\(stream)", Request(seq: max(seq, 1), nextBySubj: subject), as: Answer.self)
+            let payload = answer.message.data.flatMap { Data(base64Encoded: $0) }.map { Array($0) } ?? []
+            return StoredMessage(subject: answer.message.subject, seq: answer.message.seq, payload: payload)
+        } catch NATSError.jetStream(404, _, _) {
+            return nil
+        }
     }
 
     // MARK: - Consumers

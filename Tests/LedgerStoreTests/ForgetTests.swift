@@ -381,4 +381,45 @@ import Testing
         }
         #expect(try named.ledger.lastSeq() == last)
     }
+
+    /// A refused input is searched, not decoded: it may spell a person otherwise than the log does (a JSON escape, a
+    /// JWS's base64url payload, the signed transaction inside a notification's). The erasure finds them there too.
+    @Test func anErasureFindsAPersonInRefusalsThatSpellThemOtherwise() throws {
+        let named = try Self.pseudonymized()
+        var t = TransactionFact(
+            transactionId: TransactionID("3000000000000001"), originalTransactionId: OriginalTransactionID("3000000000000001"),
+            productId: Self.monthly, purchaseDate: Self.start, environment: .production)
+        t.expiresDate = Self.start + 30 * Self.day
+        t.appAccountToken = Self.token(1)
+        let claim = BindingClaim(
+            appUserId: AppUserID(Self.user(1)), originalTransactionId: t.originalTransactionId, claimedAt: Self.start,
+            cause: .appAccountToken, appAccountToken: Self.token(1))
+        _ = try named.ledger.appendAndWait([
+            .facts(
+                [.transaction(t), .binding(claim)],
+                metadata: FactMetadata(source: .decodedJSON, receivedAt: Self.start, appUserId: AppUserID(Self.user(1))),
+                raw: Array("a purchase".utf8))
+        ])
+        func base64URL(_ text: String) -> String {
+            Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        }
+        func jws(_ payload: String) -> String { base64URL(#"{"alg":"ES256"}"#) + "." + base64URL(payload) + ".c2lnbmF0dXJl" }
+        let transaction = jws(#"{"transactionId":"3000000000000001","appAccountToken":"\#(Self.token(1).uppercased())"}"#)
+        let refused = [
+            #"{"appUserId":"user\u002d1@example.com","payload":{}}"#,
+            transaction,
+            #"{"signedPayload":"\#(jws(#"{"notificationType":"DID_RENEW","data":{"signedTransactionInfo":"\#(transaction)"}}"#))"}"#,
+            #"{"appUserId":"user\u002d2@example.com","payload":{}}"#,
+        ]
+        for raw in refused {
+            _ = try named.ledger.appendAndWait([
+                .rejected(RejectedInput(raw: Array(raw.utf8), code: .invalidBody, message: "refused", receivedAt: Self.start))
+            ])
+        }
+        #expect(try named.ledger.rejectedInputs().map(\.erased) == [false, false, false, false])
+        _ = try named.ledger.forget(AppUserID(Self.user(1)), requestedBy: "ticket 12", at: Self.start + Self.day)
+        #expect(try named.ledger.rejectedInputs().map(\.erased) == [true, true, true, false])
+        #expect(try named.ledger.verify().fault == nil)
+    }
 }

@@ -342,9 +342,10 @@ extension Identities {
     static let wrappedKeyBytes = 12 + 32 + 16
 
     /// Whether a refusal's content holds any of `values`: as sent, percent-encoded (a request's query), and for a
-    /// token in either case.
+    /// token in either case; in its bytes, also JSON-escaped or inside a JWS's payload (`RefusalText`).
     static func mentions(_ refusal: RejectedInput, _ values: [String]) -> Bool {
-        let haystacks = [Array(refusal.message.utf8), refusal.raw, Array((refusal.request ?? "").utf8)]
+        let haystacks =
+            [Array(refusal.message.utf8), Array((refusal.request ?? "").utf8)] + RefusalText.readableForms(refusal.raw)
         for value in values where !value.isEmpty {
             var needles = Set([value, value.lowercased(), value.uppercased()])
             if let encoded = value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) { needles.insert(encoded) }
