@@ -7,8 +7,10 @@
 # Starts the release `storeledger serve` (.build/release, or --bin) under callgrind with instrumentation off, sends
 # 5 batches with loadgen to warm up, zeroes the counters, then sends N (default 20) batches of B (default 100) inputs
 # on one connection (loadgen --mode batch) and dumps. Prints instructions per input and the top functions (self and
-# inclusive). The same two workarounds for this VM's valgrind 3.19 as read-profile.sh: the DWARF 5 debug information
-# is stripped from a copy of the binary, and sigsuspend is replaced by sleep through an LD_PRELOAD shim.
+# inclusive). The server runs with SWIFT_DETERMINISTIC_HASHING=1, so that its dictionaries and sets do not cost
+# more or less from one run to the next with the process's hash seed. The same two workarounds for this VM's
+# valgrind 3.19 as read-profile.sh: the DWARF 5 debug information is stripped from a copy of the binary, and
+# sigsuspend is replaced by sleep through an LD_PRELOAD shim.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
@@ -52,7 +54,7 @@ int sigsuspend(const sigset_t *mask) { (void)mask; for (;;) sleep(3600); return 
 C
 cc -shared -fPIC -O2 -o "$WORK/nosigsuspend.so" "$WORK/nosigsuspend.c"
 
-STORELEDGER_LOG_LEVEL=warning LD_PRELOAD="$WORK/nosigsuspend.so" valgrind --tool=callgrind --instr-atstart=no \
+SWIFT_DETERMINISTIC_HASHING=1 STORELEDGER_LOG_LEVEL=warning LD_PRELOAD="$WORK/nosigsuspend.so" valgrind --tool=callgrind --instr-atstart=no \
     --callgrind-out-file="$WORK/callgrind.out" "$WORK/storeledger" serve --data "$WORK/data" "$@" > "$WORK/serve.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 1 900); do [ -S "$WORK/data/ledger.sock" ] && break; sleep 0.2; done

@@ -59,8 +59,6 @@ public final class Ledger: Sendable {
     let batch: AppendBatch
     /// The personal values behind the log's pseudonyms.
     let identities: Identities
-    /// Whether the ledger names people by pseudonyms: fixed when it is made (its inputs then need identity seeds).
-    let pseudonymized: Bool
     private let writer: Writer?
     let observers = CommitObservers()
     /// One `forget` at a time: each makes the next key generation.
@@ -119,9 +117,6 @@ public final class Ledger: Sendable {
             logger.notice("cleared stale LMDB readers", metadata: ["count": "\(environment.staleReadersCleared)"])
         }
         self.layout = layout
-        pseudonymized = try environment.read { txn in
-            try txn.get(layout.meta, key: StoreLayout.metaIdentityGeneration) != nil
-        }
         let batch = AppendBatch(
             layout: layout, projections: ProjectionEngine(layout: layout, history: history, identities: identities),
             identities: identities)
@@ -322,7 +317,7 @@ public final class Ledger: Sendable {
     public func append(_ inputs: [LedgerInput]) async throws -> [AppendResult] {
         guard let writer else { throw LedgerError.readOnly }
         return try await withCheckedThrowingContinuation { continuation in
-            writer.submit(seeded(inputs)) { continuation.resume(with: $0) }
+            writer.submit(inputs) { continuation.resume(with: $0) }
         }
     }
 
@@ -332,21 +327,18 @@ public final class Ledger: Sendable {
         _ inputs: [LedgerInput], completion: @escaping @Sendable (Result<[AppendResult], LedgerError>) -> Void
     ) {
         guard let writer else { return completion(.failure(.readOnly)) }
-        writer.submit(seeded(inputs), completion: completion)
+        writer.submit(inputs, completion: completion)
     }
 
     /// Blocking form of `append`, for command-line tools and threads outside Swift concurrency.
     public func appendAndWait(_ inputs: [LedgerInput]) throws -> [AppendResult] {
         guard let writer else { throw LedgerError.readOnly }
         let box = ResultBox()
-        writer.submit(seeded(inputs)) { box.set($0) }
+        writer.submit(inputs) { box.set($0) }
         return try box.wait().get()
     }
 
     /// `inputs` with an identity seed where they name people, in a ledger with pseudonyms; as they are otherwise.
-    private func seeded(_ inputs: [LedgerInput]) -> [LedgerInput] {
-        pseudonymized ? inputs.map { $0.seeded() } : inputs
-    }
 
     /// Inputs waiting for the writer right now.
     public var queueDepth: Int { writer?.queueDepth ?? 0 }

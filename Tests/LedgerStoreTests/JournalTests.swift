@@ -26,12 +26,15 @@ import Testing
         ]
         var refused = RejectedInput(raw: Array("{not json".utf8), code: "invalid_json", message: "no", receivedAt: 5)
         refused.request = "POST /v1/events"
+        // The writer gave the first input a seed (it named someone new): the record keeps it for the recovery.
+        let seed: [UInt8] = Array(0..<16)
         let record = JournalRecord(
             before: LogPosition(seq: 7, rejected: 2), after: LogPosition(seq: 9, rejected: 3),
-            inputs: [.facts(facts, metadata: metadata, raw: Array("raw bytes".utf8)), .rejected(refused)])
+            inputs: [.facts(facts, metadata: metadata, raw: Array("raw bytes".utf8)), .rejected(refused)], seeds: [0: seed])
         let decoded = try record.encoded().withUnsafeBytes { try JournalRecord(decoding: $0) }
         #expect(decoded.before == record.before && decoded.after == record.after)
         #expect(decoded.inputs.count == 2)
+        #expect(decoded.inputs[0].identitySeed == seed)
         guard case .facts(let f, let m, let raw, _) = decoded.inputs[0], case .rejected(let r) = decoded.inputs[1] else {
             Issue.record("inputs of the wrong kinds: \(decoded.inputs)")
             return

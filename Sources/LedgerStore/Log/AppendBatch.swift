@@ -24,8 +24,11 @@ struct AppendBatch {
         let rejectedCountBefore: UInt64
     }
 
-    /// Appends `inputs`; `changes` learns what the commit will change (for the readers' answer cache).
-    func run(_ inputs: [LedgerInput], in txn: Transaction, changes: inout CommitChanges) throws -> [AppendResult] {
+    /// Appends `inputs`; `changes` learns what the commit will change (for the readers' answer cache), `seeds` the
+    /// identity seed given to each input (by index) that came without one and named someone for the first time.
+    func run(
+        _ inputs: [LedgerInput], in txn: Transaction, changes: inout CommitChanges, seeds: inout [Int: [UInt8]]
+    ) throws -> [AppendResult] {
         let refusedBefore = try rejectedCount(txn)
         var state = try Pending(
             seq: lastSeq(txn), chainHead: chainHead(txn), rejectedCount: refusedBefore, rejectedHead: nil,
@@ -36,10 +39,10 @@ struct AppendBatch {
         // The input of each written event: the seq of its first event (its raw key).
         var inputOf: [UInt64] = []
         var naming = try identities.generation(layout, txn).map {
-            Pseudonymizer(identities: identities, generation: $0, layout: layout)
+            Pseudonymizer(identities: identities, generation: $0, layout: layout, inputs: inputs.count)
         }
 
-        for input in inputs {
+        for (position, input) in inputs.enumerated() {
             switch input {
             case .rejected(let rejection):
                 try reject(rejection, &state, txn, sealingWith: naming?.generation)
@@ -55,7 +58,11 @@ struct AppendBatch {
                 metadata.rawDigest = sha256(raw)
                 // The log names people by pseudonyms; an input that names anyone is kept sealed with their keys.
                 var people: [Identities.Identity] = []
-                if naming != nil { (facts, metadata, people) = try naming!.rename(facts, metadata, seed: seed, txn) }
+                if naming != nil {
+                    var seed = seed
+                    (facts, metadata, people) = try naming!.rename(facts, metadata, seed: &seed, txn)
+                    if input.identitySeed == nil, let seed { seeds[position] = seed }
+                }
                 var writtenForInput: [AppendResult.WrittenEvent] = []
                 var rawKey: UInt64? = nil
                 for fact in facts {
@@ -103,7 +110,7 @@ struct AppendBatch {
                         changes.identities = changes.identities.filter { !forgotten.contains($0.value.pseudonym) }
                         try identities.erase(erasure, layout, txn)
                         naming = try identities.generation(layout, txn).map {
-                            Pseudonymizer(identities: identities, generation: $0, layout: layout)
+                            Pseudonymizer(identities: identities, generation: $0, layout: layout, inputs: inputs.count)
                         }
                         changes.everything = true
                     } else if case .grant(let grant) = fact {
@@ -124,6 +131,7 @@ struct AppendBatch {
         }
 
         if let named = naming?.named { changes.identities.merge(named) { _, new in new } }
+        changes.valueOf = naming?.valueOf ?? [:]
         if !written.isEmpty {
             try projections.apply(written, inputs: inputOf, in: txn, changes: &changes)
             try txn.put(layout.meta, key: StoreLayout.metaChainHead, value: ChainHead(last: state.seq, link: state.chainHead).encoded)

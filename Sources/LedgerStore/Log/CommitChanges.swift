@@ -14,4 +14,7 @@ struct CommitChanges: Sendable {
     /// The people the commit named for the first time (value → identity), for the writer's memory of them
     /// (`Identities.remember`), which only holds what is committed.
     var identities: [String: Identities.Identity] = [:]
+    /// The value of each pseudonym the commit's inputs named (since its last erasure, if it holds one): what the
+    /// projections show them as without opening their rows again.
+    var valueOf: [String: String] = [:]
 }

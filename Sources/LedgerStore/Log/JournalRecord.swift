@@ -23,6 +23,9 @@ struct JournalRecord {
     var before: LogPosition
     var after: LogPosition
     var inputs: [LedgerInput]
+    /// The identity seeds the writer gave inputs that came without one (by index in `inputs`): a recovery must name
+    /// the same people alike.
+    var seeds: [Int: [UInt8]] = [:]
 
     /// Tagged binary: 1–4 the positions (varints), then per input 5 (facts: nested 1 raw bytes, 2 each fact as a
     /// stored event with the input's metadata, 3 its identity seed) or 6 (a refusal: `RejectedInput.encoded()`).
@@ -32,9 +35,10 @@ struct JournalRecord {
         w.write(2, before.rejected)
         w.write(3, after.seq)
         w.write(4, after.rejected)
-        for input in inputs {
+        for (index, input) in inputs.enumerated() {
             switch input {
-            case .facts(let facts, let metadata, let raw, let seed):
+            case .facts(let facts, let metadata, let raw, let given):
+                let seed = given ?? seeds[index]
                 var inner = BinaryWriter(capacity: raw.count + facts.count * 256)
                 inner.write(1, bytes: raw)
                 for fact in facts { inner.write(2, bytes: LedgerEvent.encode(fact: fact, metadata: metadata)) }
@@ -84,9 +88,10 @@ struct JournalRecord {
         self.inputs = inputs
     }
 
-    init(before: LogPosition, after: LogPosition, inputs: [LedgerInput]) {
+    init(before: LogPosition, after: LogPosition, inputs: [LedgerInput], seeds: [Int: [UInt8]] = [:]) {
         self.before = before
         self.after = after
         self.inputs = inputs
+        self.seeds = seeds
     }
 }

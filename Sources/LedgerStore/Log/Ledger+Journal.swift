@@ -227,7 +227,8 @@ extension Ledger {
                     "the journal does not continue the ledger: a record starts at \(record.before), LMDB is at \(current)")
             }
             var changes = CommitChanges()  // at open, before any answer is kept
-            _ = try batch.run(record.inputs, in: txn, changes: &changes)
+            var seeds: [Int: [UInt8]] = [:]  // none to give: the record holds every seed its run gave
+            _ = try batch.run(record.inputs, in: txn, changes: &changes, seeds: &seeds)
             let reached = try batch.position(txn)
             guard reached == record.after else {
                 throw LedgerError.corrupted(

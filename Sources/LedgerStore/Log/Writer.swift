@@ -124,11 +124,12 @@ final class Writer: @unchecked Sendable {
     /// The batch, and with a journal its record, durable before the transaction commits. A group that stores nothing
     /// (duplicates only) needs no record: what it found is already durable.
     private func run(_ inputs: [LedgerInput], in txn: Transaction, changes: inout CommitChanges) throws -> [AppendResult] {
-        guard let journal else { return try batch.run(inputs, in: txn, changes: &changes) }
+        var seeds: [Int: [UInt8]] = [:]
+        guard let journal else { return try batch.run(inputs, in: txn, changes: &changes, seeds: &seeds) }
         let before = try batch.position(txn)
-        let results = try batch.run(inputs, in: txn, changes: &changes)
+        let results = try batch.run(inputs, in: txn, changes: &changes, seeds: &seeds)
         let after = try batch.position(txn)
-        if after != before { try journal.write(JournalRecord(before: before, after: after, inputs: inputs)) }
+        if after != before { try journal.write(JournalRecord(before: before, after: after, inputs: inputs, seeds: seeds)) }
         return results
     }
 

@@ -8,7 +8,7 @@ import Synchronization
 /// The personal values of a ledger (app user ids, `appAccountToken`s) and the pseudonyms the log holds in their
 /// place (docs/privacy.md).
 ///
-/// - `identities`: pseudonym → generation (BE, 8) ‖ (data key (32) ‖ the value), ChaCha20-Poly1305 sealed with the
+/// - `identities`: pseudonym → generation (BE, 8) ‖ (data key (32) ‖ the value), sealed (`Sealing`) with the
 ///   key of that generation in `identity.key`.
 /// - `identity_index`: SHA-256(index key of the generation ‖ value) → pseudonym, so that the writer finds a known
 ///   value's pseudonym without the value being a key of the data file.
@@ -26,10 +26,15 @@ final class Identities: Sendable {
 
     let directory: String
     private let keys: Mutex<[UInt64: Generation]>
-    /// The writer's memory of the values it has named (value → identity), committed ones only, so that naming a
-    /// known person again costs a dictionary lookup instead of the index, the row and its opening. Emptied by an
-    /// erasure; bounded, emptied when full.
-    private let remembered = Mutex<[String: Identity]>([:])
+    /// The writer's memory of the values it has named (value → identity, and pseudonym → value), committed ones
+    /// only, so that naming a known person again, or showing one, costs a dictionary lookup instead of the index,
+    /// the row and its opening. Emptied by an erasure inside its transaction, before it commits, so that no
+    /// snapshot without a row finds its value here; bounded, emptied when full.
+    private let remembered = Mutex<Memory>(Memory())
+    private struct Memory {
+        var byValue: [String: Identity] = [:]
+        var valueOf: [String: String] = [:]
+    }
     static let rememberedLimit = 1 << 20
     /// Rows sealed again per chunk by an erasure.
     static let resealChunk = 4_096
@@ -50,8 +55,9 @@ final class Identities: Sendable {
         func indexKey(_ value: String) -> [UInt8] {
             var h = SHA256()
             index.withUnsafeBytes { h.update(bufferPointer: $0) }
-            h.update(data: Array(value.utf8))
-            return Array(h.finalize())
+            var value = value
+            value.withUTF8 { h.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+            return h.finalize().withUnsafeBytes { Array($0) }
         }
     }
 
@@ -62,20 +68,26 @@ final class Identities: Sendable {
     }
 
     /// The identity of `value` as committed, if the writer remembers it.
-    func remembered(_ value: String) -> Identity? { remembered.withLock { $0[value] } }
+    func remembered(_ value: String) -> Identity? { remembered.withLock { $0.byValue[value] } }
+
+    /// The value of `pseudonym` as committed, if the writer remembers it.
+    func rememberedValue(of pseudonym: String) -> String? { remembered.withLock { $0.valueOf[pseudonym] } }
 
     /// Remembers identities once their transaction committed (`CommitChanges.identities`), or read from a committed
     /// row.
     func remember(_ identities: [String: Identity]) {
         guard !identities.isEmpty else { return }
         remembered.withLock { memory in
-            if memory.count + identities.count > Self.rememberedLimit { memory.removeAll(keepingCapacity: true) }
-            memory.merge(identities) { _, new in new }
+            if memory.byValue.count + identities.count > Self.rememberedLimit { memory = Memory() }
+            for (value, identity) in identities {
+                memory.byValue[value] = identity
+                memory.valueOf[identity.pseudonym] = value
+            }
         }
     }
 
     /// Forgets everything remembered (an erasure).
-    func forgetRemembered() { remembered.withLock { $0.removeAll() } }
+    func forgetRemembered() { remembered.withLock { $0 = Memory() } }
 
     init(directory: String) throws(LedgerError) {
         self.directory = directory
@@ -134,10 +146,11 @@ final class Identities: Sendable {
         // A secret prefix of fixed length keys the hash: what length extension could add is of no use here (the
         // digest is a name, checked against nothing), and it costs a tenth of an HMAC on the write path.
         var h = SHA256()
-        h.update(data: seed)
-        h.update(data: [0])
-        h.update(data: Array(value.utf8))
-        return pseudonymPrefix + base32(Array(h.finalize()).prefix(15))
+        seed.withUnsafeBytes { h.update(bufferPointer: $0) }
+        withUnsafeBytes(of: UInt8(0)) { h.update(bufferPointer: $0) }
+        var value = value
+        value.withUTF8 { h.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+        return h.finalize().withUnsafeBytes { pseudonymPrefix + base32($0.prefix(15)) }
     }
 
     /// Whether `text` has the form of a pseudonym.
@@ -157,7 +170,7 @@ final class Identities: Sendable {
         let key = number == generation.number ? generation : try self.generation(number)
         let plain: [UInt8]
         do {
-            plain = Array(try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: stored[8...]), using: key.sealing))
+            plain = try Sealing.open(stored[8...], using: key.sealing)
         } catch {
             throw LedgerError.corrupted("the identity row of \(pseudonym) does not open with key generation \(number)")
         }
@@ -182,11 +195,13 @@ final class Identities: Sendable {
         _ value: String, _ identity: Identity, _ generation: Generation, _ layout: StoreLayout, _ txn: Transaction,
         indexKey: [UInt8]? = nil
     ) throws {
-        var plain = identity.dataKey.withUnsafeBytes { Array($0) }
+        var plain: [UInt8] = []
+        plain.reserveCapacity(32 + value.utf8.count)
+        identity.dataKey.withUnsafeBytes { plain.append(contentsOf: $0) }
         plain.append(contentsOf: value.utf8)
-        let sealed = try ChaChaPoly.seal(plain, using: generation.sealing).combined
         var row = BigEndian.bytes(generation.number)
-        row.append(contentsOf: sealed)
+        row.reserveCapacity(8 + plain.count + Sealing.overhead)
+        try Sealing.seal(plain, using: generation.sealing, into: &row)
         try txn.put(layout.identities, key: Array(identity.pseudonym.utf8), value: row)
         try txn.put(
             layout.identityIndex, key: indexKey ?? generation.indexKey(value), value: Array(identity.pseudonym.utf8))
@@ -194,19 +209,22 @@ final class Identities: Sendable {
 
     /// Base 32 (RFC 4648's alphabet, lowercase, no padding) of bytes whose bit count is a multiple of 5.
     static func base32(_ bytes: some Collection<UInt8>) -> String {
-        let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)
-        var out: [UInt8] = []
-        var buffer: UInt32 = 0
-        var bits = 0
-        for b in bytes {
-            buffer = buffer << 8 | UInt32(b)
-            bits += 8
-            while bits >= 5 {
-                out.append(alphabet[Int((buffer >> UInt32(bits - 5)) & 31)])
-                bits -= 5
+        String(unsafeUninitializedCapacity: bytes.count * 8 / 5) { out in
+            var buffer: UInt32 = 0
+            var bits = 0
+            var count = 0
+            for b in bytes {
+                buffer = buffer << 8 | UInt32(b)
+                bits += 8
+                while bits >= 5 {
+                    let digit = UInt8((buffer >> UInt32(bits - 5)) & 31)
+                    out[count] = digit < 26 ? UInt8(ascii: "a") + digit : UInt8(ascii: "2") + digit - 26
+                    count += 1
+                    bits -= 5
+                }
             }
+            return count
         }
-        return String(decoding: out, as: UTF8.self)
     }
 }
 
@@ -214,7 +232,9 @@ extension Identities {
     /// The value `name` stands for, as answers show it: the value of a known pseudonym; otherwise `name` itself (a
     /// forgotten person's pseudonym, or a value a ledger without pseudonyms keeps as it came).
     func shown(_ name: String, _ layout: StoreLayout, _ txn: Transaction) throws -> String {
-        guard Self.looksLikePseudonym(name), let generation = try generation(layout, txn),
+        guard Self.looksLikePseudonym(name) else { return name }
+        if let value = rememberedValue(of: name) { return value }
+        guard let generation = try generation(layout, txn),
             let row = try row(name, generation, layout, txn)
         else { return name }
         return row.value
@@ -296,8 +316,8 @@ extension Identities {
     func sealRefusal(_ content: [UInt8], _ generation: Generation) throws -> [UInt8] {
         let key = SymmetricKey(size: .bits256)
         var out = BigEndian.bytes(generation.number)
-        out += try key.withUnsafeBytes { try ChaChaPoly.seal(Array($0), using: generation.sealing).combined }
-        out += try ChaChaPoly.seal(content, using: key).combined
+        try key.withUnsafeBytes { try Sealing.seal($0, using: generation.sealing, into: &out) }
+        try Sealing.seal(content, using: key, into: &out)
         return out
     }
 
@@ -309,7 +329,7 @@ extension Identities {
     /// The content `sealRefusal` sealed, with its key (`refusalKey`).
     func openRefusal(_ stored: [UInt8], number: UInt64, key: SymmetricKey) throws -> [UInt8] {
         do {
-            return Array(try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: stored[(8 + Self.wrappedKeyBytes)...]), using: key))
+            return try Sealing.open(stored[(8 + Self.wrappedKeyBytes)...], using: key)
         } catch {
             throw LedgerError.corrupted("the sealed content of refused input \(number) does not open")
         }
@@ -322,9 +342,7 @@ extension Identities {
         }
         let generation = try self.generation(stored.withUnsafeBytes { BigEndian.uint64($0, at: 0) })
         do {
-            return SymmetricKey(
-                data: try ChaChaPoly.open(
-                    ChaChaPoly.SealedBox(combined: stored[8..<(8 + Self.wrappedKeyBytes)]), using: generation.sealing))
+            return SymmetricKey(data: try Sealing.open(stored[8..<(8 + Self.wrappedKeyBytes)], using: generation.sealing))
         } catch {
             throw LedgerError.corrupted("the key of refused input \(number) does not open")
         }
@@ -333,13 +351,13 @@ extension Identities {
     /// The `sealRefusal` form with its key (`refusalKey`) sealed again with `next`; the content is left as it is.
     func resealRefusal(_ stored: [UInt8], key: SymmetricKey, with next: Generation) throws -> [UInt8] {
         var out = BigEndian.bytes(next.number)
-        out += try key.withUnsafeBytes { try ChaChaPoly.seal(Array($0), using: next.sealing).combined }
+        try key.withUnsafeBytes { try Sealing.seal($0, using: next.sealing, into: &out) }
         out += stored[(8 + Self.wrappedKeyBytes)...]
         return out
     }
 
     /// A refusal's key as `sealRefusal` keeps it: nonce, the 32 bytes, tag.
-    static let wrappedKeyBytes = 12 + 32 + 16
+    static let wrappedKeyBytes = 32 + Sealing.overhead
 
     /// Whether a refusal's content holds any of `values`: as sent, percent-encoded (a request's query), and for a
     /// token in either case; in its bytes, also JSON-escaped or inside a JWS's payload (`RefusalText`).

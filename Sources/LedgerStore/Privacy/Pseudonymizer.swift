@@ -14,37 +14,44 @@ struct Pseudonymizer {
     private(set) var valueOf: [String: String] = [:]
     /// The values this transaction named for the first time: remembered once it commits.
     private(set) var named: [String: Identities.Identity] = [:]
+    /// About how many values the transaction names (one per input), so that the tables above are made once.
+    private let expected: Int
 
-    init(identities: Identities, generation: Identities.Generation, layout: StoreLayout) {
+    init(identities: Identities, generation: Identities.Generation, layout: StoreLayout, inputs: Int) {
         self.identities = identities
         self.generation = generation
         self.layout = layout
+        expected = min(max(inputs, 1), 4_096)
     }
 
     /// The facts and metadata with their personal values renamed, and the people the input names (each once, in
-    /// the order first named).
+    /// the order first named). A new person's pseudonym comes from the input's `seed`, given a new random one here
+    /// when it has none.
     mutating func rename(
-        _ facts: [Fact], _ metadata: FactMetadata, seed: [UInt8]?, _ txn: Transaction
+        _ facts: [Fact], _ metadata: FactMetadata, seed: inout [UInt8]?, _ txn: Transaction
     ) throws -> (facts: [Fact], metadata: FactMetadata, people: [Identities.Identity]) {
         var values: [String] = []
         if let user = metadata.appUserId, !user.rawValue.isEmpty { values.append(user.rawValue) }
         for fact in facts { fact.forEachPersonalValue { values.append($0) } }
         guard !values.isEmpty else { return (facts, metadata, []) }
         var people: [Identities.Identity] = []
-        var names: [String: String] = [:]
-        for value in values where names[value] == nil {
-            let identity = try identity(of: value, seed: seed, txn)
-            names[value] = identity.pseudonym
-            people.append(identity)
+        for value in values {
+            let identity = try identity(of: value, seed: &seed, txn)
+            if !people.contains(where: { $0.pseudonym == identity.pseudonym }) { people.append(identity) }
         }
-        let rename = { (value: String) -> String in names[value] ?? value }
+        let known = byValue
+        let rename = { (value: String) -> String in known[value]?.pseudonym ?? value }
         let renamedMetadata = metadata.renamingPersonalValues(rename)
         let renamedFacts = facts.map { $0.renamingPersonalValues(rename) }
         return (renamedFacts, renamedMetadata, people)
     }
 
-    private mutating func identity(of value: String, seed: [UInt8]?, _ txn: Transaction) throws -> Identities.Identity {
+    private mutating func identity(of value: String, seed: inout [UInt8]?, _ txn: Transaction) throws -> Identities.Identity {
         if let known = byValue[value] { return known }
+        if byValue.isEmpty {
+            byValue.reserveCapacity(expected)
+            valueOf.reserveCapacity(expected)
+        }
         let identity: Identities.Identity
         if let known = identities.remembered(value) {
             identity = known
@@ -58,11 +65,9 @@ struct Pseudonymizer {
                 // Committed before this transaction (values it named first are in `byValue`).
                 identities.remember([value: identity])
             } else {
-                guard let seed, !seed.isEmpty else {
-                    throw LedgerError(code: .internal, message: "an input that names a person came without an identity seed")
-                }
+                if seed?.isEmpty ?? true { seed = LedgerInput.newIdentitySeed() }
                 identity = Identities.Identity(
-                    pseudonym: Identities.pseudonym(of: value, seed: seed), dataKey: SymmetricKey(size: .bits256))
+                    pseudonym: Identities.pseudonym(of: value, seed: seed!), dataKey: SymmetricKey(size: .bits256))
                 try identities.put(value, identity, generation, layout, txn, indexKey: indexKey)
                 named[value] = identity
             }

@@ -1,28 +1,29 @@
 import Crypto
+import Foundation
 import LMDB
 
 /// The `raw_sealed` form of an input that names people: how many (1), each one's pseudonym (length (1) ‖ UTF-8),
-/// then the bytes received, ChaCha20-Poly1305 sealed (nonce ‖ ciphertext ‖ tag) with the data key of the one person it names,
+/// then the bytes received, sealed (`Sealing`: nonce ‖ ciphertext ‖ tag) with the data key of the one person it names,
 /// or for several, SHA-256 of their data keys in the order listed. It opens only while every one of them is known:
 /// forgetting any of them leaves the bytes unreadable, wherever copies of the page remain. The hash chain holds the
 /// input's digest, not its bytes, so it verifies either way.
 enum SealedRaw {
     /// What `raw_sealed` holds for `raw`, naming `people` (at least one, at most 255).
     static func seal(_ raw: [UInt8], for people: [Identities.Identity]) throws -> [UInt8] {
-        var out = naming(people.map(\.pseudonym))
-        let sealed = try ChaChaPoly.seal(raw, using: key(people.map(\.dataKey))).combined
-        out.append(contentsOf: sealed)
+        var out = naming(people.map(\.pseudonym), reserving: raw.count + Sealing.overhead)
+        try Sealing.seal(raw, using: people.count == 1 ? people[0].dataKey : key(people.map(\.dataKey)), into: &out)
         return out
     }
 
     /// The head of a sealed input: how many people it names, and their pseudonyms. Alone, it is an input whose bytes
     /// are gone (an import of one that named a person forgotten in its source).
-    static func naming(_ pseudonyms: [String]) -> [UInt8] {
-        var out: [UInt8] = [UInt8(pseudonyms.count)]
+    static func naming(_ pseudonyms: [String], reserving extra: Int = 0) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(1 + pseudonyms.reduce(0) { $0 + 1 + $1.utf8.count } + extra)
+        out.append(UInt8(pseudonyms.count))
         for p in pseudonyms {
-            let name = Array(p.utf8)
-            out.append(UInt8(name.count))
-            out.append(contentsOf: name)
+            out.append(UInt8(p.utf8.count))
+            out.append(contentsOf: p.utf8)
         }
         return out
     }
@@ -46,7 +47,7 @@ enum SealedRaw {
     /// The bytes received, given the data keys of the people it names in their order.
     static func open(_ stored: [UInt8], sealedFrom: Int, keys: [SymmetricKey]) throws(LedgerError) -> [UInt8] {
         do {
-            return Array(try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: stored[sealedFrom...]), using: key(keys)))
+            return try Sealing.open(stored[sealedFrom...], using: key(keys))
         } catch {
             throw LedgerError.corrupted("a sealed raw input does not open with the keys of the people it names")
         }

@@ -206,7 +206,7 @@ struct ProjectionEngine {
         _ claim: BindingClaim, seq: UInt64, in environment: AppStoreEnvironment, _ txn: Transaction,
         changes: inout CommitChanges
     ) throws {
-        let shown = try identities.shown(claim.appUserId.rawValue, layout, txn)
+        let shown = try changes.valueOf[claim.appUserId.rawValue] ?? identities.shown(claim.appUserId.rawValue, layout, txn)
         changes.customers.insert(StoreLayout.userKey(environment, AppUserID(shown)))
         for (database, key, value) in [
             (
