@@ -254,7 +254,7 @@ let package = Package(
             name: "LedgerStoreTests",
             dependencies: [
                 "LedgerStore", "LedgerCore", "LedgerCodec", "LedgerAppStore", "LedgerAPI", "LedgerErrors",
-                "LedgerTestSupport", "LMDB",
+                "LedgerTestSupport", "LMDB", .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),

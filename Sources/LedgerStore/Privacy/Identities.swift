@@ -141,28 +141,42 @@ final class Identities: Sendable {
 
     // MARK: - Rows
 
-    /// The pseudonym of a value with `seed`.
-    static func pseudonym(of value: String, seed: [UInt8]) -> String {
+    /// Base-32 digits of a pseudonym: 50 bits, so that with its prefix it is 15 bytes, a string Swift keeps inline
+    /// (no allocation wherever the fold, the indexes and the answers handle it). Two values that would get the same
+    /// one are told apart when the second is named (`attempt`); ledgers made before kept 24 digits, read alike.
+    static let pseudonymDigits = 10
+
+    /// The pseudonym of a value with `seed`; `attempt` counts the names already taken by someone else.
+    static func pseudonym(of value: String, seed: [UInt8], attempt: UInt8 = 0) -> String {
         // A secret prefix of fixed length keys the hash: what length extension could add is of no use here (the
         // digest is a name, checked against nothing), and it costs a tenth of an HMAC on the write path.
         var h = SHA256()
         seed.withUnsafeBytes { h.update(bufferPointer: $0) }
-        withUnsafeBytes(of: UInt8(0)) { h.update(bufferPointer: $0) }
+        withUnsafeBytes(of: attempt) { h.update(bufferPointer: $0) }
         var value = value
         value.withUTF8 { h.update(bufferPointer: UnsafeRawBufferPointer($0)) }
-        return h.finalize().withUnsafeBytes { pseudonymPrefix + base32($0.prefix(15)) }
+        return h.finalize().withUnsafeBytes { pseudonymPrefix + base32($0, digits: pseudonymDigits) }
     }
 
     /// Whether `text` has the form of a pseudonym.
     static func looksLikePseudonym(_ text: String) -> Bool {
-        text.utf8.count == pseudonymPrefix.utf8.count + 24 && text.hasPrefix(pseudonymPrefix)
+        let digits = text.utf8.count - pseudonymPrefix.utf8.count
+        return (digits == pseudonymDigits || digits == 24) && text.hasPrefix(pseudonymPrefix)
+    }
+
+    /// Whether `pseudonym` names someone, now or before an erasure (a forgotten person's row stays, empty, so that
+    /// nobody else is ever given their name).
+    func isTaken(_ pseudonym: String, _ layout: StoreLayout, _ txn: Transaction) throws -> Bool {
+        try txn.get(layout.identities, key: Array(pseudonym.utf8)) != nil
     }
 
     /// The row of `pseudonym`: its value and data key; nil when there is none (forgotten, or never one).
     func row(_ pseudonym: String, _ generation: Generation, _ layout: StoreLayout, _ txn: Transaction) throws
         -> (value: String, dataKey: SymmetricKey)?
     {
-        guard let stored = try txn.value(layout.identities, key: Array(pseudonym.utf8)) else { return nil }
+        guard let stored = try txn.value(layout.identities, key: Array(pseudonym.utf8)), !stored.isEmpty else {
+            return nil  // never named, or forgotten
+        }
         guard stored.count > 8 + 28 + 32 else {
             throw LedgerError.corrupted("the identity row of \(pseudonym) is \(stored.count) bytes, too short")
         }
@@ -207,16 +221,16 @@ final class Identities: Sendable {
             layout.identityIndex, key: indexKey ?? generation.indexKey(value), value: Array(identity.pseudonym.utf8))
     }
 
-    /// Base 32 (RFC 4648's alphabet, lowercase, no padding) of bytes whose bit count is a multiple of 5.
-    static func base32(_ bytes: some Collection<UInt8>) -> String {
-        String(unsafeUninitializedCapacity: bytes.count * 8 / 5) { out in
+    /// The first `digits` digits of base 32 (RFC 4648's alphabet, lowercase, no padding) of `bytes`.
+    static func base32(_ bytes: some Collection<UInt8>, digits: Int) -> String {
+        String(unsafeUninitializedCapacity: digits) { out in
             var buffer: UInt32 = 0
             var bits = 0
             var count = 0
-            for b in bytes {
+            for b in bytes where count < digits {
                 buffer = buffer << 8 | UInt32(b)
                 bits += 8
-                while bits >= 5 {
+                while bits >= 5 && count < digits {
                     let digit = UInt8((buffer >> UInt32(bits - 5)) & 31)
                     out[count] = digit < 26 ? UInt8(ascii: "a") + digit : UInt8(ascii: "2") + digit - 26
                     count += 1
@@ -257,29 +271,32 @@ extension Identities {
         var forgottenValues: [String] = []
         for pseudonym in erasure.pseudonyms {
             if let row = try row(pseudonym, current, layout, txn) { forgottenValues.append(row.value) }
-            _ = try txn.delete(layout.identities, key: Array(pseudonym.utf8))
+            try txn.put(layout.identities, key: Array(pseudonym.utf8), value: [])  // the name stays taken
         }
         forgetRemembered()
         // Every other row sealed again, a chunk at a time (read, then written in place: its key is unchanged), so
         // that memory stays bounded whatever the number of people.
         try txn.clear(layout.identityIndex)
         var after: [UInt8]?
-        while true {
+        var done = false
+        while !done {
             var chunk: [(pseudonym: String, value: String, dataKey: SymmetricKey)] = []
             let cursor = try txn.cursor(layout.identities)
             var entry = try after.map { try cursor.seek($0) } ?? cursor.first()
             if let a = after, let e = entry, e.key.hasSameBytes(as: a) { entry = try cursor.next() }
             while let e = entry, chunk.count < Self.resealChunk {
-                let pseudonym = String(decoding: Array(e.key), as: UTF8.self)
-                guard let row = try row(pseudonym, current, layout, txn) else {
-                    throw LedgerError.corrupted("the identity row of \(pseudonym) vanished while read")
+                after = Array(e.key)
+                if !e.value.isEmpty {  // an empty row is someone forgotten before: it stays as it is
+                    let pseudonym = String(decoding: Array(e.key), as: UTF8.self)
+                    guard let row = try row(pseudonym, current, layout, txn) else {
+                        throw LedgerError.corrupted("the identity row of \(pseudonym) vanished while read")
+                    }
+                    chunk.append((pseudonym, row.value, row.dataKey))
                 }
-                chunk.append((pseudonym, row.value, row.dataKey))
                 entry = try cursor.next()
             }
-            guard let last = chunk.last else { break }
+            done = entry == nil
             for k in chunk { try put(k.value, Identity(pseudonym: k.pseudonym, dataKey: k.dataKey), next, layout, txn) }
-            after = Array(last.pseudonym.utf8)
         }
         // Refused inputs: each one that holds a forgotten value loses its key; the others' keys are sealed anew.
         var refusals: [(key: [UInt8], value: [UInt8]?)] = []

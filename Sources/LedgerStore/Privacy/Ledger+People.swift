@@ -37,6 +37,8 @@ extension Ledger {
                 let identity = Identities.Identity(pseudonym: name, dataKey: SymmetricKey(size: .bits256))
                 try self.identities.put(value, identity, generation, layout, txn)
                 identities.append(identity)
+            } else if try !self.identities.isTaken(name, layout, txn) {
+                try txn.put(layout.identities, key: Array(name.utf8), value: [])  // forgotten in the source: taken
             }
         }
         guard identities.count == names.count else { return SealedRaw.naming(names) }

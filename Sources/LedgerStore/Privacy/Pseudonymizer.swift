@@ -66,8 +66,16 @@ struct Pseudonymizer {
                 identities.remember([value: identity])
             } else {
                 if seed?.isEmpty ?? true { seed = LedgerInput.newIdentitySeed() }
-                identity = Identities.Identity(
-                    pseudonym: Identities.pseudonym(of: value, seed: seed!), dataKey: SymmetricKey(size: .bits256))
+                var attempt: UInt8 = 0
+                var pseudonym = Identities.pseudonym(of: value, seed: seed!)
+                while try identities.isTaken(pseudonym, layout, txn) {
+                    guard attempt < .max else {
+                        throw LedgerError(code: .internal, message: "no free pseudonym in 256 attempts: the identities table is damaged")
+                    }
+                    attempt += 1
+                    pseudonym = Identities.pseudonym(of: value, seed: seed!, attempt: attempt)
+                }
+                identity = Identities.Identity(pseudonym: pseudonym, dataKey: SymmetricKey(size: .bits256))
                 try identities.put(value, identity, generation, layout, txn, indexKey: indexKey)
                 named[value] = identity
             }
