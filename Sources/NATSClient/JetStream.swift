@@ -83,6 +83,14 @@ public struct JetStream: Sendable {
         return try await call("STREAM.PURGE.\(stream)", Request(seq: seq), as: Answer.self).purged ?? 0
     }
 
+    /// Removes every message of the stream whose subject is `subject`; the count removed.
+    @discardableResult
+    public func purge(stream: String, subject: String) async throws -> UInt64 {
+        struct Request: Encodable { var filter: String }
+        struct Answer: Decodable { var purged: UInt64? }
+        return try await call("STREAM.PURGE.\(stream)", Request(filter: subject), as: Answer.self).purged ?? 0
+    }
+
     /// A message as the stream stores it.
     public struct StoredMessage: Sendable {
         public var subject: String

@@ -19,7 +19,7 @@ struct StoreLedger: AsyncParsableCommand {
             Serve.self, Ingest.self, Timeline.self, Customer.self, Why.self, Events.self, Replay.self, Rules.self, Verify.self,
             Export.self, Stats.self, Rejected.self, Backup.self, Restore.self, Import.self, Reconcile.self, Demo.self,
             LifecycleCommand.self, WebhookCommand.self, RevenueCommand.self, MetricsCommand.self, GrantsCommand.self,
-            ForgetCommand.self,
+            ForgetCommand.self, ReplicasCommand.self,
         ]
     )
 

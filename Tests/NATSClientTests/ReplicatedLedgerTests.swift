@@ -5,6 +5,7 @@ import Foundation
 import LedgerClient
 import LedgerTestSupport
 import LedgerErrors
+import LedgerReplication
 import NATSClient
 import Testing
 
@@ -320,6 +321,14 @@ struct ReplicatedForgetTests {
             try await Task.sleep(for: .seconds(5))
         }
         for server in servers { #expect(Self.filesHolding(Self.person(3), under: server).isEmpty, "\(server)") }
+        // What an operator sees: both replicas past the erasure, no purge waiting.
+        let listed = try await runCLI(["replicas", "--intake", cluster.url, "--json"])
+        #expect(listed.status == 0, "replicas: \(listed.stderr)")
+        let overview = try JSONDecoder().decode(IntakeReplicas.Overview.self, from: Data(listed.stdout.utf8))
+        #expect(overview.replicas.map(\.node).sorted() == ["a", "b"])
+        // (A replica records its place when it starts and when it appends an erasure: here, the erasure's.)
+        #expect(overview.replicas.allSatisfy { $0.applied == 21 && $0.erasure == 21 }, "\(overview.replicas)")
+        #expect(overview.firstSeq == 22 && overview.purgeWaitsFor == nil)
 
         // A replica started empty cannot rebuild from the stream any more: it says so and does not start.
         let empty = try ReplicaProcess(
@@ -362,6 +371,14 @@ struct ReplicatedForgetTests {
         #expect(replicas[0].stop(SIGTERM) == 0, "\(replicas[0].log.suffix(2000))")
         #expect(rebuilt.stop(SIGTERM) == 0, "\(rebuilt.log.suffix(2000))")
         #expect(try await lastSeqAndChainHead(rebuilt.data) == lastSeqAndChainHead(replicas[0].data))
+
+        // d is let go for good: its record and consumer are removed, and a name nobody holds is not found.
+        let removed = try await runCLI(["replicas", "--intake", cluster.url, "--remove", "d", "--json"])
+        #expect(removed.status == 0, "replicas --remove: \(removed.stderr)")
+        let after = try JSONDecoder().decode(IntakeReplicas.Overview.self, from: Data(removed.stdout.utf8))
+        #expect(after.replicas.map(\.node).sorted() == ["a", "b"])
+        let unknown = try await runCLI(["replicas", "--intake", cluster.url, "--remove", "zz"])
+        #expect(unknown.status == 1 && unknown.stderr.contains("not_found"), "\(unknown.stderr)")
         #expect(Self.filesHolding(Self.person(3), under: rebuilt.data).isEmpty)
     }
 }
