@@ -5,21 +5,14 @@ import NATSClient
 /// (`storeledger replicas`): each replica's record in `STORELEDGER_REPLICAS`, which an erasure's purge of the stream
 /// waits on (`ReplicaPositions`).
 public enum IntakeReplicas {
-    public struct Replica: Codable, Sendable, Equatable {
-        public var node: String
-        /// The last stream sequence the replica had appended when it last recorded (at its start, or an erasure).
-        public var applied: UInt64
-        /// The stream sequence of the last erasure it knew of (0: none).
-        public var erasure: UInt64
-    }
-
     public struct Overview: Codable, Sendable {
         /// The stream's first and last sequence (first > last: empty).
         public var firstSeq: UInt64
         public var lastSeq: UInt64
-        public var replicas: [Replica]
-        /// The erasure whose purge waits for the replicas still behind it, if any.
+        public var replicas: [ReplicaPosition]
+        /// The erasure whose purge waits for the replicas still behind it (`behind`), if any.
         public var purgeWaitsFor: UInt64?
+        public var behind: [String]
     }
 
     /// The stream's bounds and every replica's record.
@@ -31,12 +24,12 @@ public enum IntakeReplicas {
                 throw NATSError.jetStream(code: 404, errorCode: 10059, description: "there is no stream \(stream)")
             }
             let positions = ReplicaPositions(jetStream: jetStream, intakeStream: stream, intakeSubjectPrefix: subjectPrefix)
-            let replicas = (try await positions.all()).map { Replica(node: $0.node, applied: $0.applied, erasure: $0.erasure) }
-            let erasure = replicas.map(\.erasure).max() ?? 0
-            let waiting = erasure > 0 && info.state.firstSeq <= erasure && replicas.contains { $0.applied < erasure }
+            let replicas = try await positions.all()
+            let last = ReplicaPositions.lastErasure(of: replicas)
+            let waiting = last.flatMap { !$0.behind.isEmpty && info.state.firstSeq <= $0.erasure ? $0 : nil }
             return Overview(
                 firstSeq: info.state.firstSeq, lastSeq: info.state.lastSeq, replicas: replicas,
-                purgeWaitsFor: waiting ? erasure : nil)
+                purgeWaitsFor: waiting?.erasure, behind: waiting?.behind.map(\.node) ?? [])
         }
     }
 

@@ -428,7 +428,8 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
         throw StreamTooShort(message: message)
     }
 
-    /// Records this replica's place and the last erasure it knows of.
+    /// Records this replica's place and the last erasure it knows of, its own or another's (so that an erasure
+    /// stays known while every replica that appended it restarts before the purge).
     private func recordPosition() async throws {
         let (applied, erasure) = lock.withLock { (self.applied, lastErasure) }
         let known = try await positions.all().map(\.erasure).max() ?? 0
@@ -442,9 +443,9 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
         do {
             lock.withLock { purgePending = false }
             try await recordPosition()
-            let all = try await positions.all()
-            guard let erasure = all.map(\.erasure).max(), erasure > 0 else { return }
-            let behind = all.filter { $0.applied < erasure }
+            // Read again after recording: of two replicas that pass the erasure at once, the one that records last
+            // then sees the other's record, so one of them purges.
+            guard let (erasure, behind) = ReplicaPositions.lastErasure(of: try await positions.all()) else { return }
             guard behind.isEmpty else {
                 logger.notice(
                     "the intake stream keeps the messages before erasure \(erasure) until every replica has appended it",

@@ -75,20 +75,16 @@ public struct JetStream: Sendable {
         _ = try await call("STREAM.DELETE.\(name)", Empty(), as: Success.self)
     }
 
-    /// Removes every message of the stream below sequence `seq` (JetStream's purge with `seq`); the count removed.
+    /// Removes the stream's messages below sequence `seq`, or whose subject is `subject`, or both (JetStream's
+    /// purge with `seq` and `filter`); the count removed.
     @discardableResult
-    public func purge(stream: String, below seq: UInt64) async throws -> UInt64 {
-        struct Request: Encodable { var seq: UInt64 }
+    public func purge(stream: String, below seq: UInt64? = nil, subject: String? = nil) async throws -> UInt64 {
+        struct Request: Encodable {
+            var seq: UInt64?
+            var filter: String?
+        }
         struct Answer: Decodable { var purged: UInt64? }
-        return try await call("STREAM.PURGE.\(stream)", Request(seq: seq), as: Answer.self).purged ?? 0
-    }
-
-    /// Removes every message of the stream whose subject is `subject`; the count removed.
-    @discardableResult
-    public func purge(stream: String, subject: String) async throws -> UInt64 {
-        struct Request: Encodable { var filter: String }
-        struct Answer: Decodable { var purged: UInt64? }
-        return try await call("STREAM.PURGE.\(stream)", Request(filter: subject), as: Answer.self).purged ?? 0
+        return try await call("STREAM.PURGE.\(stream)", Request(seq: seq, filter: subject), as: Answer.self).purged ?? 0
     }
 
     /// A message as the stream stores it.

@@ -50,8 +50,7 @@ struct ReplicasCommand: AsyncParsableCommand {
             print("replica       \(replica.node): had appended seq \(replica.applied) when it last recorded, last erasure \(erasure)")
         }
         if let erasure = overview.purgeWaitsFor {
-            let behind = overview.replicas.filter { $0.applied < erasure }.map(\.node).joined(separator: ", ")
-            print("purge         waits: erasure \(erasure) not yet appended by \(behind)")
+            print("purge         waits: erasure \(erasure) not yet appended by \(overview.behind.joined(separator: ", "))")
         } else {
             print("purge         none waiting")
         }

@@ -34,14 +34,15 @@ import Testing
         let decoded = try record.encoded().withUnsafeBytes { try JournalRecord(decoding: $0) }
         #expect(decoded.before == record.before && decoded.after == record.after)
         #expect(decoded.inputs.count == 2)
-        #expect(decoded.inputs[0].identitySeed == seed)
-        guard case .facts(let f, let m, let raw, _) = decoded.inputs[0], case .rejected(let r) = decoded.inputs[1] else {
+        guard case .facts(let f, let m, let raw, let given) = decoded.inputs[0], case .rejected(let r) = decoded.inputs[1]
+        else {
             Issue.record("inputs of the wrong kinds: \(decoded.inputs)")
             return
         }
         #expect(f == facts)
         #expect(m == metadata)
         #expect(raw == Array("raw bytes".utf8))
+        #expect(given == seed)
         #expect(r == refused)
     }
 

@@ -170,13 +170,7 @@ struct ReplicatedLedgerTests {
         #expect(acked.count >= total / 2, "only \(acked.count) of \(total) inputs were acknowledged")
 
         // Both replicas reach the same last seq (b catches up from the stream), and stay there.
-        let deadline = ContinuousClock.now + .seconds(180)
-        var seqs: [UInt64?] = []
-        while ContinuousClock.now < deadline {
-            seqs = [await replicas[0].lastSeq(), await replicas[1].lastSeq()]
-            if let a = seqs[0], a > 0, seqs[0] == seqs[1] { break }
-            try await Task.sleep(for: .milliseconds(200))
-        }
+        let seqs = try await sameLastSeq(replicas, seconds: 180)
         #expect(seqs[0] != nil && seqs[0] == seqs[1], "replicas at \(seqs): \(replicas[1].log.suffix(2000))")
 
         // Stopped gracefully: the same chain head, the same projections digest, every acknowledged input in both.
@@ -199,6 +193,19 @@ struct ReplicatedLedgerTests {
         #expect(heads[0] == heads[1] && !heads[0].hasPrefix("0 "), "chain heads \(heads)")
         #expect(digests[0] == digests[1] && digests[0] != "-", "projection digests \(digests)")
     }
+}
+
+/// Waits (up to `seconds`) until every replica answers with the same last seq, above 0; the seqs last seen.
+private func sameLastSeq(_ replicas: [ReplicaProcess], seconds: Int) async throws -> [UInt64?] {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    var seqs: [UInt64?] = []
+    while ContinuousClock.now < deadline {
+        seqs = []
+        for replica in replicas { seqs.append(await replica.lastSeq()) }
+        if let first = seqs[0], first > 0, seqs.allSatisfy({ $0 == first }) { break }
+        try await Task.sleep(for: .milliseconds(200))
+    }
+    return seqs
 }
 
 private func runCLI(_ arguments: [String]) async throws -> ProcessOutput {
@@ -284,13 +291,7 @@ struct ReplicatedForgetTests {
             "/v1/customers/\(Self.person(3))/forget", body: Array(#"{"requestedBy":"ticket 7"}"#.utf8))
         #expect(again.status == 404, "\(again.text)")
 
-        let deadline = ContinuousClock.now + .seconds(120)
-        var seqs: [UInt64?] = []
-        while ContinuousClock.now < deadline {
-            seqs = [await replicas[0].lastSeq(), await replicas[1].lastSeq()]
-            if let first = seqs[0], first > 0, seqs[0] == seqs[1] { break }
-            try await Task.sleep(for: .milliseconds(200))
-        }
+        let seqs = try await sameLastSeq(replicas, seconds: 120)
         #expect(seqs[0] != nil && seqs[0] == seqs[1], "replicas at \(seqs)")
         for replica in replicas { #expect(replica.stop(SIGTERM) == 0, "\(replica.log.suffix(2000))") }
         var heads: [String] = []
@@ -311,9 +312,8 @@ struct ReplicatedForgetTests {
         // Every replica appended the erasure (stream seq 21; b, asked again, knew her no more and published nothing):
         // the stream forgot what came before it, so no message of it and no file of the NATS server holds her id.
         let connection = try await NATSConnection.connect(to: cluster.servers, timeout: .seconds(20))
-        defer { Task { await connection.close() } }
-        let jetStream = JetStream(connection)
-        let info = try await jetStream.streamInfo("STORELEDGER")
+        let info = try await JetStream(connection).streamInfo("STORELEDGER")
+        await connection.close()
         #expect(info?.state.firstSeq == 22 && info?.state.messages == 8, "\(String(describing: info?.state))")
         let servers = (1...natsServers).map { scratch.path + "/n\($0)" }
         let raftCompacted = ContinuousClock.now + .seconds(natsServers == 1 ? 0 : 200)
@@ -362,12 +362,8 @@ struct ReplicatedForgetTests {
         }
         // The scan finds an id the stream does hold: person 1's input after the purge.
         for server in servers { #expect(!Self.filesHolding(Self.person(1), under: server).isEmpty, "\(server)") }
-        let target = await replicas[0].lastSeq()
-        let until = ContinuousClock.now + .seconds(120)
-        while ContinuousClock.now < until, await rebuilt.lastSeq() != target {
-            try await Task.sleep(for: .milliseconds(200))
-        }
-        #expect(target != nil && target != seqs[0])
+        let caughtUp = try await sameLastSeq([replicas[0], rebuilt], seconds: 120)
+        #expect(caughtUp[0] != nil && caughtUp[0] == caughtUp[1] && caughtUp[0] != seqs[0], "at \(caughtUp)")
         #expect(replicas[0].stop(SIGTERM) == 0, "\(replicas[0].log.suffix(2000))")
         #expect(rebuilt.stop(SIGTERM) == 0, "\(rebuilt.log.suffix(2000))")
         #expect(try await lastSeqAndChainHead(rebuilt.data) == lastSeqAndChainHead(replicas[0].data))

@@ -59,9 +59,9 @@ struct AppendBatch {
                 // The log names people by pseudonyms; an input that names anyone is kept sealed with their keys.
                 var people: [Identities.Identity] = []
                 if naming != nil {
-                    var seed = seed
-                    (facts, metadata, people) = try naming!.rename(facts, metadata, seed: &seed, txn)
-                    if input.identitySeed == nil, let seed { seeds[position] = seed }
+                    var used = seed
+                    (facts, metadata, people) = try naming!.rename(facts, metadata, seed: &used, txn)
+                    if seed == nil, let used { seeds[position] = used }
                 }
                 var writtenForInput: [AppendResult.WrittenEvent] = []
                 var rawKey: UInt64? = nil

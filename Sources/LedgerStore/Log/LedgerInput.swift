@@ -13,17 +13,3 @@ public enum LedgerInput: Sendable {
     /// An input refused before it reached the store.
     case rejected(RejectedInput)
 }
-
-extension LedgerInput {
-
-    /// 16 random bytes.
-    static func newIdentitySeed() -> [UInt8] {
-        var g = SystemRandomNumberGenerator()
-        return withUnsafeBytes(of: (g.next() as UInt64, g.next() as UInt64)) { Array($0) }
-    }
-
-    /// The seed the input came with.
-    var identitySeed: [UInt8]? {
-        if case .facts(_, _, _, let seed) = self { seed } else { nil }
-    }
-}

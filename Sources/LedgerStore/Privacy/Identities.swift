@@ -146,6 +146,12 @@ final class Identities: Sendable {
     /// one are told apart when the second is named (`attempt`); ledgers made before kept 24 digits, read alike.
     static let pseudonymDigits = 10
 
+    /// A new random identity seed: 16 bytes.
+    static func newSeed() -> [UInt8] {
+        var g = SystemRandomNumberGenerator()
+        return withUnsafeBytes(of: (g.next() as UInt64, g.next() as UInt64)) { Array($0) }
+    }
+
     /// The pseudonym of a value with `seed`; `attempt` counts the names already taken by someone else.
     static func pseudonym(of value: String, seed: [UInt8], attempt: UInt8 = 0) -> String {
         // A secret prefix of fixed length keys the hash: what length extension could add is of no use here (the
@@ -174,22 +180,29 @@ final class Identities: Sendable {
     func row(_ pseudonym: String, _ generation: Generation, _ layout: StoreLayout, _ txn: Transaction) throws
         -> (value: String, dataKey: SymmetricKey)?
     {
-        guard let stored = try txn.value(layout.identities, key: Array(pseudonym.utf8)), !stored.isEmpty else {
-            return nil  // never named, or forgotten
+        guard let stored = try txn.get(layout.identities, key: Array(pseudonym.utf8)) else { return nil }
+        return try opened(stored, of: pseudonym, generation)
+    }
+
+    /// A row as the table holds it, opened; nil when it is empty (someone forgotten).
+    func opened(_ stored: MappedBytes, of pseudonym: String, _ generation: Generation) throws
+        -> (value: String, dataKey: SymmetricKey)?
+    {
+        try stored.withUnsafeBytes { stored in
+            guard !stored.isEmpty else { return nil }
+            guard stored.count > 8 + Sealing.overhead + 32 else {
+                throw LedgerError.corrupted("the identity row of \(pseudonym) is \(stored.count) bytes, too short")
+            }
+            let number = BigEndian.uint64(stored, at: 0)
+            let key = number == generation.number ? generation : try self.generation(number)
+            let plain: [UInt8]
+            do {
+                plain = try Sealing.open(UnsafeRawBufferPointer(rebasing: stored[8...]), using: key.sealing)
+            } catch {
+                throw LedgerError.corrupted("the identity row of \(pseudonym) does not open with key generation \(number)")
+            }
+            return (String(decoding: plain[32...], as: UTF8.self), SymmetricKey(data: plain[..<32]))
         }
-        guard stored.count > 8 + 28 + 32 else {
-            throw LedgerError.corrupted("the identity row of \(pseudonym) is \(stored.count) bytes, too short")
-        }
-        let number = stored.withUnsafeBytes { BigEndian.uint64($0, at: 0) }
-        let key = number == generation.number ? generation : try self.generation(number)
-        let plain: [UInt8]
-        do {
-            plain = try Sealing.open(stored[8...], using: key.sealing)
-        } catch {
-            throw LedgerError.corrupted("the identity row of \(pseudonym) does not open with key generation \(number)")
-        }
-        guard plain.count >= 32 else { throw LedgerError.corrupted("the identity row of \(pseudonym) is too short") }
-        return (String(decoding: plain[32...], as: UTF8.self), SymmetricKey(data: plain[..<32]))
     }
 
     /// The pseudonym of `value` when the table knows it.
@@ -245,10 +258,13 @@ final class Identities: Sendable {
 extension Identities {
     /// The value `name` stands for, as answers show it: the value of a known pseudonym; otherwise `name` itself (a
     /// forgotten person's pseudonym, or a value a ledger without pseudonyms keeps as it came).
-    func shown(_ name: String, _ layout: StoreLayout, _ txn: Transaction) throws -> String {
+    /// `known`: the generation in force, when the caller has read it already.
+    func shown(_ name: String, _ layout: StoreLayout, _ txn: Transaction, generation known: Generation? = nil) throws
+        -> String
+    {
         guard Self.looksLikePseudonym(name) else { return name }
         if let value = rememberedValue(of: name) { return value }
-        guard let generation = try generation(layout, txn),
+        guard let generation = try known ?? generation(layout, txn),
             let row = try row(name, generation, layout, txn)
         else { return name }
         return row.value
@@ -286,13 +302,9 @@ extension Identities {
             if let a = after, let e = entry, e.key.hasSameBytes(as: a) { entry = try cursor.next() }
             while let e = entry, chunk.count < Self.resealChunk {
                 after = Array(e.key)
-                if !e.value.isEmpty {  // an empty row is someone forgotten before: it stays as it is
-                    let pseudonym = String(decoding: Array(e.key), as: UTF8.self)
-                    guard let row = try row(pseudonym, current, layout, txn) else {
-                        throw LedgerError.corrupted("the identity row of \(pseudonym) vanished while read")
-                    }
-                    chunk.append((pseudonym, row.value, row.dataKey))
-                }
+                let pseudonym = String(decoding: after!, as: UTF8.self)
+                // An empty row is someone forgotten before: it stays as it is.
+                if let row = try opened(e.value, of: pseudonym, current) { chunk.append((pseudonym, row.value, row.dataKey)) }
                 entry = try cursor.next()
             }
             done = entry == nil

@@ -24,7 +24,7 @@ final class IdentityNames {
     func shown(_ name: String) throws -> String {
         guard let generation, Identities.looksLikePseudonym(name) else { return name }
         if let known = shownCache[name] { return known }
-        let value = try identities.rememberedValue(of: name) ?? identities.row(name, generation, layout, txn)?.value ?? name
+        let value = try identities.shown(name, layout, txn, generation: generation)
         shownCache[name] = value
         return value
     }

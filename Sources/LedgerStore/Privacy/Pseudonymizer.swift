@@ -65,7 +65,7 @@ struct Pseudonymizer {
                 // Committed before this transaction (values it named first are in `byValue`).
                 identities.remember([value: identity])
             } else {
-                if seed?.isEmpty ?? true { seed = LedgerInput.newIdentitySeed() }
+                if seed?.isEmpty ?? true { seed = Identities.newSeed() }
                 var attempt: UInt8 = 0
                 var pseudonym = Identities.pseudonym(of: value, seed: seed!)
                 while try identities.isTaken(pseudonym, layout, txn) {
