@@ -103,7 +103,8 @@ extension Ledger {
                 while let index = results.nextChunk(of: starts.count) {
                     let work = { (txn: Transaction) in
                         try self.replayChunk(
-                            after: starts[index], limit: limit, mode: mode, projections: projections,
+                            after: starts[index], through: index + 1 < starts.count ? starts[index + 1] : nil,
+                            limit: limit, mode: mode, projections: projections,
                             rules: self.history.rules(asOf: limit, self.layout, txn),
                             validatingIndexes: validatingIndexes && check, txn)
                     }
@@ -164,10 +165,13 @@ extension Ledger {
 
     // MARK: - Chunks
 
-    /// Folds up to `replayChunkSize` subscriptions after the key `resume` (from the first when nil).
+    /// Folds the subscriptions after the key `resume` (from the first when nil) through the key `last` (to the end
+    /// when nil): the chunk's keys when the chunks were laid out, and any a server appending meanwhile put among
+    /// them. Bounded by keys, not by a count: a count would push the chunk's last keys out when new ones sort
+    /// before them, and the next chunk, starting after its own first key, would never fold them.
     private func replayChunk(
-        after resume: [UInt8]?, limit: UInt64, mode: ReplayMode, projections: ReplayProjections, rules: FoldRules,
-        validatingIndexes: Bool, _ txn: Transaction
+        after resume: [UInt8]?, through last: [UInt8]?, limit: UInt64, mode: ReplayMode, projections: ReplayProjections,
+        rules: FoldRules, validatingIndexes: Bool, _ txn: Transaction
     ) throws -> ReplayChunk {
         let cursor = try txn.cursor(layout.byOTID)
         var entry = try position(cursor, after: resume)
@@ -182,8 +186,9 @@ extension Ledger {
         // A subscription's claims that named no environment may have joined it in an environment where its first
         // event came after `limit`: it is seen as claims alone unless nothing was appended since.
         let wholeLog = validatingIndexes ? try batch.lastSeq(txn) == limit : false
-        while let e = entry, chunk.keys < Self.replayChunkSize {
+        while let e = entry {
             let key = e.key  // Valid until the cursor moves on to the next subscription.
+            if let last, key.withUnsafeBytes({ last.lexicographicallyPrecedes($0) }) { break }
             guard let (env, otid) = StoreLayout.decodeSubscriptionKey(key) else {
                 throw LedgerError.corrupted("by_otid key is malformed")
             }
