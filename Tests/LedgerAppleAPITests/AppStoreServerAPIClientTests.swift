@@ -47,6 +47,71 @@ import Testing
         }
     }
 
+    /// Apple answers at once, but the task that asked cannot run for longer than the request's timeout (its thread is
+    /// held by other work, as the cooperative pool's two threads were held by a test process's synchronous tests).
+    /// The answer is read by the connection meanwhile: it is in the client's hands when the task runs again, not
+    /// counted as silence from Apple and asked again. (Read as a stream at the task's pace, it stopped half read, the
+    /// read timeout fired, and the page was asked twice.)
+    @Test func anAnswerReceivedWhileTheCallerCannotRunIsNotAskedAgain() async throws {
+        // The task asks from a thread of its own, which a second task holds once the request has arrived.
+        let thread = ThreadExecutor(name: "the caller's thread")
+        defer { thread.finish() }
+        let received = DispatchSemaphore(value: 0)
+        let held = DispatchSemaphore(value: 0)
+        let gate = DispatchSemaphore(value: 0)
+        let holder = Holder()
+        DispatchQueue.global().async {
+            received.wait()
+            holder.task = Task(executorPreference: thread) {
+                held.signal()
+                gate.wait()
+            }
+        }
+        let first = Once()
+        try await withFakeApple({ _ in
+            // Answered once the caller's thread is held (this runs on the server's own thread), so the answer always
+            // arrives while the caller cannot run; the thread is let go 6 s later, after the 2 s timeout.
+            if first.take() {
+                received.signal()
+                held.wait()
+                DispatchQueue.global().asyncAfter(deadline: .now() + 6) { gate.signal() }
+            }
+            return .json(AppleAnswers.historyPage(Self.largePage, revision: "r1", hasMore: false))
+        }) { _, server, key in
+            var settings = key.settings(for: server, maxRetries: 2, maxRetryWaitSeconds: 1)
+            settings.timeoutSeconds = 2
+            let quick = try AppStoreServerAPIClient(settings: settings, logger: Self.logger)
+            let asked = Task(executorPreference: thread) { try await quick.transactionHistory("2000000000000001") }
+            let outcome = await asked.result
+            await holder.task?.value
+            await quick.shutdown()
+            let page = try outcome.get()
+            #expect(page.signedTransactions == Self.largePage)
+            #expect(server.requests.count == 1, "asked \(server.requests.count) times")
+        }
+    }
+
+    /// A page as large as Apple's with 20 signed transactions and their certificate chains (about 200 KB): it
+    /// reaches the client in many reads, so the client must keep reading it while the caller cannot run.
+    static let largePage = (0..<20).map { i in "jws-\(i)-" + String(repeating: "x", count: 10_000) }
+
+    /// True the first time only.
+    final class Once: @unchecked Sendable {
+        private let lock = NSLock()
+        private var taken = false
+        func take() -> Bool { lock.withLock { defer { taken = true }; return !taken } }
+    }
+
+    /// The task that holds the caller's thread, kept to be awaited.
+    final class Holder: @unchecked Sendable {
+        private let lock = NSLock()
+        private var held: Task<Void, Never>?
+        var task: Task<Void, Never>? {
+            get { lock.withLock { held } }
+            set { lock.withLock { held = newValue } }
+        }
+    }
+
     @Test func theTokenIsNeverInTheSignersDescription() throws {
         let dir = try TemporaryDirectory(prefix: "apple-key")
         defer { dir.remove() }

@@ -239,29 +239,35 @@ public final class AppStoreServerAPIClient: Sendable {
         }
         var attempt = 0
         while true {
-            var request = HTTPClientRequest(url: url)
-            request.method = method
-            request.headers.add(name: "Authorization", value: "Bearer " + (try signer.token()))
-            request.headers.add(name: "User-Agent", value: "storeledger")
-            if let body {
-                request.headers.add(name: "Content-Type", value: "application/json")
-                request.body = .bytes(ByteBuffer(bytes: body))
-            }
+            var fields = HTTPHeaders()
+            fields.add(name: "Authorization", value: "Bearer " + (try signer.token()))
+            fields.add(name: "User-Agent", value: "storeledger")
+            if body != nil { fields.add(name: "Content-Type", value: "application/json") }
             let status: HTTPResponseStatus
             let headers: HTTPHeaders
             let bytes: [UInt8]
             do {
-                let response = try await http.execute(request, timeout: .milliseconds(Int64(settings.timeoutSeconds * 1000)))
+                // The whole answer is read by the connection (`ResponseAccumulator`), not streamed to this task: a
+                // streamed body is read only as fast as the task takes it, so a task that waits for a thread (a busy
+                // process) left the answer half read, and the read timeout counted that wait as Apple's silence and
+                // the page was asked again. The timeouts measure Apple alone.
+                let request = try HTTPClient.Request(url: url, method: method, headers: fields, body: body.map { .bytes($0) })
+                let response = try await http.execute(
+                    request: request, delegate: ResponseAccumulator(request: request, maxBodySize: Self.maxResponseBytes),
+                    deadline: .now() + .milliseconds(Int64(settings.timeoutSeconds * 1000))
+                ).futureResult.get()
                 status = response.status
                 headers = response.headers
-                bytes = Array(buffer: try await response.body.collect(upTo: Self.maxResponseBytes))
+                bytes = response.body.map { Array(buffer: $0) } ?? []
             } catch {
                 guard attempt < settings.maxRetries else {
                     throw CodedError(.appleUnreachable, "\(method) \(path): \(Self.describe(error))")
                 }
                 attempt += 1
                 let wait = Self.backoff(attempt: attempt, limit: settings.maxRetryWaitSeconds)
-                logger.debug("App Store Server API unreachable; trying again", metadata: ["path": "\(path)", "wait": "\(wait)"])
+                logger.debug(
+                    "App Store Server API unreachable; trying again",
+                    metadata: ["path": "\(path)", "wait": "\(wait)", "error": "\(Self.describe(error))"])
                 try await Self.sleep(wait)
                 continue
             }
