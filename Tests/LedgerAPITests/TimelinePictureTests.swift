@@ -8,7 +8,7 @@ import Testing
 /// real headless Chromium (the distribution's `chromium`), the SVG and the page load with no console error and show
 /// the expected number of period bars. Screenshots of the two stories go to `STORELEDGER_SCREENSHOT_DIR` when set
 /// (`tools/screenshots.sh` writes the ones under docs/pictures/).
-@Suite struct TimelinePictureTests {
+@Suite(.blocking) struct TimelinePictureTests {
     static let monthly = "com.example.premium.monthly"
     static let yearly = "com.example.premium.yearly"
     static let month = 30 * Scenario.day

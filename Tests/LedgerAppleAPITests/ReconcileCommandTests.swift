@@ -8,7 +8,7 @@ import Testing
 
 /// `storeledger reconcile`, the executable, against the local HTTPS Apple: the renewals-3-and-4 story end to end,
 /// and no secret in any output or in the ledger's files.
-@Suite struct ReconcileCommandTests {
+@Suite(.blocking) struct ReconcileCommandTests {
     /// A ledger directory with a configuration naming the key, the test chain's root and the fake Apple.
     struct Setup {
         let dir: TemporaryDirectory

@@ -5,7 +5,7 @@ import Testing
 
 /// "Why" (DOMAIN §6): each story asks why a user has, or has not, an entitlement, and checks the answer, the reason
 /// and the chain of facts: which period, which claim, which refund or transfer, with the seqs that stated them.
-@Suite struct ExplanationTests {
+@Suite(.blocking) struct ExplanationTests {
     static let monthly = "com.example.premium.monthly"
     static let yearly = "com.example.premium.yearly"
     static let t0 = Scenario.utc(2024, 3, 1, 9)

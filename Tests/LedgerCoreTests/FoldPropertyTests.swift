@@ -6,7 +6,7 @@ import Testing
 /// The fold as a model: random histories of one subscription (renewals, refunds, reversals, upgrades, restores,
 /// renewal infos, notifications, claims) must fold to the same timeline whatever the delivery order and however
 /// often facts are redelivered, and the incremental path must agree with the fold exactly.
-@Suite struct FoldPropertyTests {
+@Suite(.blocking) struct FoldPropertyTests {
     static let products = ["basic", "premium", "pro"]
     static let day = Scenario.day
 

@@ -10,7 +10,7 @@ import Testing
 /// fold of everything delivered before and after each input), ids included; and so does the stream a replay derives
 /// holding the timeline decoded (`Timeline.applyOnTail`, else `apply`, else a refold), whose timeline stays the
 /// store's.
-@Suite struct LifecyclePropertyTests {
+@Suite(.blocking) struct LifecyclePropertyTests {
     static let otid: OriginalTransactionID = "9000"
 
     /// True when the fact is about the timeline under test (Production, OTID 9000), claims that name no environment

@@ -27,7 +27,7 @@ func waitForConnections(_ server: TestServer, _ expected: Int) async throws {
     #expect(server.service.openConnections == expected)
 }
 
-@Suite("Connection timeouts and limits", .serialized, .timeLimit(.minutes(2)))
+@Suite("Connection timeouts and limits", .serialized, .timeLimit(.minutes(2)), .blocking)
 struct ConnectionGuardTests {
     /// A header timeout shorter than the idle timeout, so the tests can tell which one closed a connection. Upper bounds
     /// are loose: on a loaded two-core machine timers fire late, never early.

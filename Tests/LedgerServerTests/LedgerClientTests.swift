@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import LedgerClient
 import LedgerErrors
+import LedgerTestSupport
 import Testing
 
 // MARK: - Sockets that misbehave
@@ -85,7 +86,7 @@ private final class MisbehavingSocket: @unchecked Sendable {
 
 /// The transport failures `LedgerClient` and `AsyncLedgerClient` report, by the codes the CLI and the load tool print,
 /// and the answers they hand back whatever their status.
-@Suite("The ledger's client", .serialized, .timeLimit(.minutes(2)))
+@Suite("The ledger's client", .serialized, .timeLimit(.minutes(2)), .blocking)
 struct LedgerClientTests {
     @Test func nothingOnThePathIsConnect() async throws {
         let directory = try TestServer.makeDirectory()

@@ -377,7 +377,7 @@ import Testing
 
 // The follow streams end on a timer that runs on the cooperative pool, which the whole suite's tests beside these
 // can hold for many seconds on a 2-core machine: the reads wait long (a stream that never ends still fails).
-@Suite("Malformed head behind pipelined requests", .serialized, .timeLimit(.minutes(6)))
+@Suite("Malformed head behind pipelined requests", .serialized, .timeLimit(.minutes(6)), .blocking)
 struct PipelinedMalformedHeadTests {
     static let garbage = "GARBAGE LINE\r\nHost: l\r\n\r\n"
 

@@ -12,7 +12,7 @@ import Glibc
 /// libFuzzer's `-timeout` arms a SIGALRM every `timeout / 2 + 1` seconds, which Linux hands to the fuzzer's main
 /// thread, the one waiting for the server's answer: a wait that ends at the signal takes an answer still on its
 /// way for one that never comes.
-@Suite("Waiting for an answer", .serialized, .timeLimit(.minutes(1)))
+@Suite("Waiting for an answer", .serialized, .timeLimit(.minutes(1)), .blocking)
 struct RawConnectionWaitTests {
     /// A signal that interrupts the wait does not end it: the answer that comes after is seen.
     @Test func aSignalDuringTheWaitDoesNotEndIt() throws {

@@ -8,7 +8,7 @@ import Testing
 
 /// Every request refused as a whole on a write route is kept in `rejected` with its code, its method and target,
 /// the size of its header fields and the first bytes of its body.
-@Suite("Refused requests are kept", .serialized, .timeLimit(.minutes(1)))
+@Suite("Refused requests are kept", .serialized, .timeLimit(.minutes(1)), .blocking)
 struct RefusalRecordTests {
     /// The last record of the rejected store, once there are `count` (refusals from a connection's event loop are
     /// kept asynchronously).

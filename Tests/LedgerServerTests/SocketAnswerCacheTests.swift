@@ -13,7 +13,7 @@ import Testing
 /// The answer cache over the socket against the uncached routes, byte for byte (the date aside): each read is sent
 /// twice (made, then kept), at instants on both sides of the periods' ends, with and without `asOf`, before and
 /// after commits that renew and refund a subscription and claim one for another user.
-@Suite("Answer cache over the socket", .serialized, .timeLimit(.minutes(2)))
+@Suite("Answer cache over the socket", .serialized, .timeLimit(.minutes(2)), .blocking)
 struct SocketAnswerCacheTests {
     static let at = Sample.start + Sample.day
     static let end = Sample.start + 30 * Sample.day

@@ -13,7 +13,7 @@ import ServiceLifecycle
 import Testing
 
 /// The server over a real Unix socket, driven by `LedgerClient`.
-@Suite("Socket end to end", .serialized, .timeLimit(.minutes(1)))
+@Suite("Socket end to end", .serialized, .timeLimit(.minutes(1)), .blocking)
 struct SocketEndToEndTests {
     // MARK: - Appends and reads
 

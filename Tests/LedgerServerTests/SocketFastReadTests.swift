@@ -55,7 +55,7 @@ func withoutDate(_ answer: String) -> String {
 
 // MARK: - The fast read path against the router
 
-@Suite("Fast read path", .serialized, .timeLimit(.minutes(2)))
+@Suite("Fast read path", .serialized, .timeLimit(.minutes(2)), .blocking)
 struct FastReadTests {
     static let at = Sample.start + Sample.day
 

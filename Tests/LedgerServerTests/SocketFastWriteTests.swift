@@ -10,7 +10,7 @@ import Testing
 
 /// `POST /v1/events` through the fast path against the router: the same requests on two fresh ledgers, one server
 /// with the fast path and one without, answered byte for byte alike (the date aside), and the same events stored.
-@Suite("Fast path appends", .serialized, .timeLimit(.minutes(2)))
+@Suite("Fast path appends", .serialized, .timeLimit(.minutes(2)), .blocking)
 struct FastWriteTests {
     static func post(_ body: String, contentType: String? = "application/json", extra: String = "") -> String {
         let type = contentType.map { "Content-Type: \($0)\r\n" } ?? ""

@@ -14,7 +14,7 @@ import Glibc
 
 /// A full disk is named as such (`storage_full`, 503 with Retry-After), loses nothing acknowledged, and the ledger
 /// works again once space is freed.
-@Suite("A full disk", .serialized, .timeLimit(.minutes(2)))
+@Suite("A full disk", .serialized, .timeLimit(.minutes(2)), .blocking)
 struct StorageFullTests {
     /// The error mapping on its own, without a disk: what the LMDB wrapper reports becomes `storage_full`.
     @Test func noSpaceIsStorageFullAndAnIOErrorIsNot() throws {

@@ -172,7 +172,7 @@ private final class HTTPSReceiver: Sendable {
 /// that CA did not sign gets nothing, and the event becomes a dead letter after its attempts.
 @Suite(
     "The webhook over HTTPS", .serialized, .timeLimit(.minutes(3)),
-    .enabled(if: openssl != nil, "needs the openssl command-line tool to mint the receiver's certificates"))
+    .enabled(if: openssl != nil, "needs the openssl command-line tool to mint the receiver's certificates"), .blocking)
 struct WebhookTLSTests {
     static let secret = "tls-webhook-secret"
 

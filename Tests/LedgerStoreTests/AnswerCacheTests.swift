@@ -11,7 +11,7 @@ import Testing
 /// every instant the story holds (each expiry, grace end, revocation, owner change, one millisecond either side),
 /// in random order, with and without `asOf`, after every commit; each answer, written with its clocks, must be
 /// the JSON the store's uncached read gives at that instant.
-@Suite struct AnswerCacheTests {
+@Suite(.blocking) struct AnswerCacheTests {
     typealias History = IncrementalProjectionTests
 
     /// The incremental engine's random stories, with a grace period or a billing retry after some subscriptions'

@@ -4,6 +4,7 @@ import LedgerCore
 import LedgerStore
 import LedgerErrors
 import Logging
+import LedgerTestSupport
 import Testing
 
 /// A ledger in a fresh temporary directory.
@@ -49,7 +50,7 @@ func input(_ facts: [Fact], raw: String? = nil, receivedAt: Int64 = 1_605_243_60
     return .facts(facts, metadata: FactMetadata(source: .decodedJSON, receivedAt: receivedAt), raw: bytes)
 }
 
-@Suite struct EventStoreTests {
+@Suite(.blocking) struct EventStoreTests {
     @Test func appendWritesEventUnderItsTransactionID() throws {
         let t = try TemporaryLedger()
         let results = try t.ledger.appendAndWait([input([.transaction(transaction("1000000741475761"))])])
@@ -204,7 +205,7 @@ final class Box: @unchecked Sendable {
     }
 }
 
-@Suite struct LiveVerificationTests {
+@Suite(.blocking) struct LiveVerificationTests {
     /// Auditors run `verify` and `replay --check` against a ledger a server keeps appending to: no false faults.
     @Test func verifyAndReplayCheckPassWhileAppendsContinue() async throws {
         let t = try TemporaryLedger()

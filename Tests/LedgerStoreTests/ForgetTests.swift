@@ -8,7 +8,7 @@ import Testing
 
 /// Forgetting a person (docs/privacy.md): the log names people by pseudonyms, the values behind them can be erased,
 /// and nothing else changes.
-@Suite struct ForgetTests {
+@Suite(.blocking) struct ForgetTests {
     static let day: Int64 = 86_400_000
     static let start: Int64 = 1_740_819_600_000  // 2025-03-01T09:00:00Z
     static let monthly = "com.example.premium.monthly"

@@ -24,7 +24,7 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
 
 /// The incremental engine inside the store, against replays: whatever the delivery order, batching and
 /// redelivery, the stored projections equal a replay byte for byte, and their content equals in-order delivery.
-@Suite struct IncrementalProjectionTests {
+@Suite(.blocking) struct IncrementalProjectionTests {
     static let day: Int64 = 86_400_000
     static let start: Int64 = 1_672_531_200_000  // 2023-01-01
 
@@ -414,7 +414,7 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
     }
 }
 
-@Suite struct ReplayChunkingTests {
+@Suite(.blocking) struct ReplayChunkingTests {
     /// `replay --check` finds the stored projections by walking them in key order (the next entry first, a search
     /// when it is not the one): a projection changed, one missing, one at a chunk's edge and one of no subscription
     /// must each be reported, and nothing else; a rewriting replay repairs the first three.

@@ -4,12 +4,13 @@ import LedgerCore
 import LedgerErrors
 @testable import LedgerStore
 import Logging
+import LedgerTestSupport
 import Testing
 
 /// The write-ahead journal in process: its records and checkpoint read back as written, a journaled ledger seen by
 /// readers as soon as an append returns, the other writers kept out, and a clean close that leaves LMDB holding
 /// everything. Crashes are tested with real processes (StoreLedgerCLITests' JournalProcessTests).
-@Suite struct JournalTests {
+@Suite(.blocking) struct JournalTests {
     func journaled(bootID: String = "boot-test") -> Ledger.Options {
         var options = Ledger.Options()
         options.journal = true

@@ -9,7 +9,7 @@ import Testing
 /// The lifecycle projection inside the store: appended in random batches of multi-fact inputs, shuffled and
 /// redelivered, the stored stream is the one a full fold per input derives from the log (ids included), a replay
 /// checks it byte for byte, a rewrite rebuilds it, and the stream pages resume exactly.
-@Suite struct LifecycleStoreTests {
+@Suite(.blocking) struct LifecycleStoreTests {
     /// The stream derived from the log alone, by full folds: for each subscription, input by input (an input is the
     /// events sharing a raw key), the events `Lifecycle.events` says between the fold before and after it, in
     /// `lifecycle` key order (seq, environment code, index).

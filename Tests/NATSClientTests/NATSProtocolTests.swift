@@ -78,7 +78,7 @@ struct NATSFrameTests {
     }
 }
 
-@Suite("NATS client against a real nats-server", .serialized, .timeLimit(.minutes(3)))
+@Suite("NATS client against a real nats-server", .serialized, .timeLimit(.minutes(3)), .blocking)
 struct NATSServerTests {
     @Test(.enabled(if: natsServerPath != nil, natsMissing))
     func publishSubscribeRequestAndJetStream() async throws {

@@ -95,7 +95,7 @@ actor Acknowledgements {
     var count: Int { ids.count }
 }
 
-@Suite("Replicated ledgers on NATS JetStream (real processes)", .serialized, .timeLimit(.minutes(10)))
+@Suite("Replicated ledgers on NATS JetStream (real processes)", .serialized, .timeLimit(.minutes(10)), .blocking)
 struct ReplicatedLedgerTests {
     @Test(.enabled(if: natsServerPath != nil, natsMissing))
     func twoReplicasSurviveKilledNATSNodeAndKilledReplicaWithTheSameChainHead() async throws {
@@ -231,7 +231,7 @@ final class Counter: @unchecked Sendable {
 
 /// Forgetting a user on replicated ledgers (docs/privacy.md): the erasure goes through the stream under the user's
 /// pseudonym, and every replica applies it in its place.
-@Suite("Forgetting on replicated ledgers (real processes)", .serialized, .timeLimit(.minutes(10)))
+@Suite("Forgetting on replicated ledgers (real processes)", .serialized, .timeLimit(.minutes(10)), .blocking)
 struct ReplicatedForgetTests {
     static func person(_ n: Int) -> String { "person-\(n)@example.com" }
 

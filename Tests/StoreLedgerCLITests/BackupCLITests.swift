@@ -129,7 +129,7 @@ func exportLines(_ text: String) -> [[String: Any]] {
 
 // MARK: - Export and import
 
-@Suite("export, import, backup and restore", .serialized, .timeLimit(.minutes(5)))
+@Suite("export, import, backup and restore", .serialized, .timeLimit(.minutes(5)), .blocking)
 struct BackupCLITests {
     @Test func anExportImportsIntoTheSameLedger() async throws {
         let source = try await VariedLedger.make()

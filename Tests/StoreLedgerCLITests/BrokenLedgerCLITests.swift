@@ -97,7 +97,7 @@ func patchEveryNode<T: FixedWidthInteger>(in file: String, matching pattern: [UI
 
 /// Every command refuses a ledger it cannot open with one line `error: <code>: …` and exit 1: never a crash (a failed
 /// open must not free the environment twice), never a usage error, never a server started on it.
-@Suite("Ledgers that cannot be opened", .serialized)
+@Suite("Ledgers that cannot be opened", .serialized, .blocking)
 struct BrokenLedgerCLITests {
     /// Every command that opens the ledger, with the arguments it needs.
     static func commands(_ dir: String) -> [[String]] {
@@ -321,7 +321,7 @@ struct BrokenLedgerCLITests {
 }
 
 /// Exit statuses as docs/cli.md promises: 0 success, 1 a reported failure, 2 only for arguments that do not parse.
-@Suite("Exit statuses", .serialized)
+@Suite("Exit statuses", .serialized, .blocking)
 struct ExitStatusCLITests {
     /// Removes event 2 from the `events` database of the ledger in `dir`, behind the ledger's back.
     func removeSecondEvent(_ dir: String) throws {
@@ -406,7 +406,7 @@ struct ExitStatusCLITests {
 /// still shows a ledger lived there (LMDB's lock file, the journal), so no command opens it as a new, empty ledger
 /// that would take writes and pass `verify`; each says `corrupted`, and the journal and data file are left as they
 /// are. `--init` is the operator's way to start anew there, and it keeps the old journal aside.
-@Suite("An emptied data file", .serialized, .timeLimit(.minutes(3)))
+@Suite("An emptied data file", .serialized, .timeLimit(.minutes(3)), .blocking)
 struct EmptiedDataFileProcessTests {
     @Test func anEmptiedDataFileIsCorruptedNotANewLedger() async throws {
         let root = try TemporaryDirectory()

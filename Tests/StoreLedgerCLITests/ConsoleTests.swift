@@ -11,7 +11,7 @@ import Testing
 /// they hold answers, what a customer id carries is escaped, errors are pages with their code; and, in a real
 /// headless Chromium, every page loads with no console message and nothing but itself. Screenshots go to
 /// `STORELEDGER_SCREENSHOT_DIR` when set (`tools/screenshots.sh` writes the README's).
-@Suite(.serialized, .timeLimit(.minutes(5)))
+@Suite(.serialized, .timeLimit(.minutes(5)), .blocking)
 struct ConsoleTests {
     static let otid = "1000000741475761"
 

@@ -4,7 +4,7 @@ import Testing
 
 /// The demo's ledger is the docs' world: it folds with the catalog of examples/config.json (entitlement `premium`),
 /// recorded in its log, and every command the demo prints works on it as printed.
-@Suite(.serialized, .timeLimit(.minutes(5)))
+@Suite(.serialized, .timeLimit(.minutes(5)), .blocking)
 struct DemoLedgerCLITests {
     /// Runs the demo into a fresh `demo` directory of `dir`; its stdout.
     static func demo(_ dir: TemporaryDirectory) throws -> (ledger: String, stdout: String) {

@@ -2,7 +2,7 @@ import Foundation
 import LedgerTestSupport
 import Testing
 
-@Suite("A full disk from the command line", .serialized)
+@Suite("A full disk from the command line", .serialized, .blocking)
 struct DiskFullCLITests {
     /// `ingest` into a ledger on a full tmpfs (16 MiB, 14 of them held by a reserve file) says "disk full" in one line and exits 1; once space is freed the
     /// same file ingests (what was committed is a duplicate) and verify passes.

@@ -4,7 +4,7 @@ import Testing
 
 /// `storeledger why`, `timeline --svg/--html`, `replay --what-if` and `rules apply` on a real ledger: a purchase by
 /// alice, moved to bob by his restore ten days later.
-@Suite(.serialized) struct ExplainCLITests {
+@Suite(.serialized, .blocking) struct ExplainCLITests {
     static let day: Int64 = 86_400_000
     static let start: Int64 = 1_740_819_600_000  // 2025-03-01T09:00:00Z
     static let product = "com.example.premium.monthly"

@@ -9,7 +9,7 @@ import Testing
 /// Forgetting a user of a served ledger (docs/privacy.md), as an operator does it: `storeledger serve --pseudonyms`,
 /// inputs over the socket, `POST /v1/customers/{id}/forget`, the server killed, then export, backup, restore, import,
 /// `replay --check` and `verify` as processes, and the files scanned byte by byte for the user's id and token.
-@Suite struct ForgetProcessTests {
+@Suite(.blocking) struct ForgetProcessTests {
     static let day: Int64 = 86_400_000
     static let start: Int64 = 1_740_819_600_000  // 2025-03-01T09:00:00Z
     static let alice = "alice.forgotten@example.com"

@@ -23,7 +23,7 @@ func statsIfOpen(_ dir: String) throws -> [String: Any]? {
     return try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any]
 }
 
-@Suite(.serialized) struct IngestCLITests {
+@Suite(.serialized, .blocking) struct IngestCLITests {
     @Test func ingestAppendsThenReportsDuplicates() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -144,7 +144,7 @@ func statsIfOpen(_ dir: String) throws -> [String: Any]? {
     }
 }
 
-@Suite struct ClaimIdempotencyCLITests {
+@Suite(.blocking) struct ClaimIdempotencyCLITests {
     /// A backend re-posting the same signed transaction for the same user (no receivedAt, so "now" differs) states
     /// the same claim: the second ingest is all duplicates and the log does not grow.
     @Test func rePostingTheSameTransactionForTheSameUserIsADuplicate() throws {
@@ -164,7 +164,7 @@ func statsIfOpen(_ dir: String) throws -> [String: Any]? {
     }
 }
 
-@Suite struct TamperCLITests {
+@Suite(.blocking) struct TamperCLITests {
     /// Alter stored bytes in a copy of a ledger (a product id inside a stored value): `storeledger verify` exits 1 and
     /// names the fault; the original still verifies.
     @Test func verifyExitsOneOnAnAlteredCopy() throws {
@@ -192,7 +192,7 @@ func statsIfOpen(_ dir: String) throws -> [String: Any]? {
     }
 }
 
-@Suite struct RejectedCLITests {
+@Suite(.blocking) struct RejectedCLITests {
     @Test func refusedInputsAreListedWithTheirCodesAndBytes() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }

@@ -10,7 +10,7 @@ import Testing
 /// (`STORELEDGER_TEST_BOOT_ID`: a checkpoint of "another boot" means the page cache was lost, so LMDB is brought back
 /// to its last checkpoint and everything after it comes from the journal alone), a group durable in the journal but
 /// never committed, and the other writers kept out meanwhile.
-@Suite("The write-ahead journal, as processes", .serialized, .timeLimit(.minutes(5)))
+@Suite("The write-ahead journal, as processes", .serialized, .timeLimit(.minutes(5)), .blocking)
 struct JournalProcessTests {
     @Test func killNineAtRandomInstantsThenRecoveryAsAfterAPowerLossLosesNothingAcknowledged() async throws {
         try await withTaskExecutorPreference(TestExecutor.shared) { try await killRounds() }

@@ -4,7 +4,7 @@ import Testing
 
 /// `storeledger metrics` on a ledger made by `ingest`: the figures by month, the same question as known before a late
 /// refund, CSV, and the arguments it refuses.
-@Suite("storeledger metrics", .serialized)
+@Suite("storeledger metrics", .serialized, .blocking)
 struct MetricsCLITests {
     static let product = "com.example.premium.monthly"
 

@@ -11,7 +11,7 @@ import Testing
 /// The poison input's story, against `storeledger serve`: a transaction with an `expiresDate` of Int64.min, once
 /// appended with 200 (after which every read of its subscription trapped and the server died with SIGILL), is refused
 /// at the door and the server keeps answering; the CLI's reads, `replay --check` and `verify` too.
-@Suite("Poison inputs against storeledger serve", .serialized, .timeLimit(.minutes(2)))
+@Suite("Poison inputs against storeledger serve", .serialized, .timeLimit(.minutes(2)), .blocking)
 struct PoisonInputProcessTests {
     static func errorCode(_ response: LedgerResponse) -> String? {
         let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]

@@ -11,7 +11,7 @@ import Testing
 /// Anyone who may open the socket may read, so no read may end the server: an instant or a timeout at the ends of
 /// what a number can say is refused with 400 `invalid_query` naming the parameter, and the server keeps answering.
 /// The CLI's reads refuse the same instants with a usage error (exit 2), never a signal.
-@Suite("Read refusals against storeledger serve", .serialized, .timeLimit(.minutes(3)))
+@Suite("Read refusals against storeledger serve", .serialized, .timeLimit(.minutes(3)), .blocking)
 struct ReadRefusalProcessTests {
     static func error(_ response: LedgerResponse) -> (code: String?, message: String?) {
         let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]

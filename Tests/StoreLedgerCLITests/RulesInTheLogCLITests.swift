@@ -5,7 +5,7 @@ import Testing
 /// The rules a ledger folds with are in its log from its first write: a ledger written with a configuration gives
 /// the same answers, and passes its checks, in every command run without that file (an auditor's, a backup's, an
 /// import's), and a configuration that says otherwise is refused by a writer, naming the difference.
-@Suite("Rules in the log", .serialized, .timeLimit(.minutes(5)))
+@Suite("Rules in the log", .serialized, .timeLimit(.minutes(5)), .blocking)
 struct RulesInTheLogCLITests {
     static let start: Int64 = 1_740_819_600_000  // 2025-03-01T09:00:00Z
     static let day: Int64 = 86_400_000

@@ -14,7 +14,7 @@ private func entries(_ path: String) throws -> [String] {
 
 // MARK: - demo
 
-@Suite struct DemoCLITests {
+@Suite(.blocking) struct DemoCLITests {
     static let hint =
         "; the demo writes only to a missing or empty directory, or one an earlier demo made (marked by "
         + ".storeledger-demo): give another --data\n"
@@ -134,7 +134,7 @@ private func entries(_ path: String) throws -> [String] {
 
 // MARK: - Usage errors
 
-@Suite struct UsageCLITests {
+@Suite(.blocking) struct UsageCLITests {
     @Test func noCommandIsAUsageErrorWithTheCommands() throws {
         let out = try storeledger([])
         #expect(out.status == 2)
@@ -199,7 +199,7 @@ private func entries(_ path: String) throws -> [String] {
 
 // MARK: - Readable output
 
-@Suite struct ReadableOutputCLITests {
+@Suite(.blocking) struct ReadableOutputCLITests {
     /// An offer in the timeline's NOTES reads as words, not as a Swift dictionary.
     @Test func offersReadAsWords() throws {
         let dir = try TemporaryDirectory()
@@ -356,7 +356,7 @@ extension LiveProcesses {
 
 // MARK: - Paging and refused bytes
 
-@Suite struct EventsAndRejectedCLITests {
+@Suite(.blocking) struct EventsAndRejectedCLITests {
     /// `events` says when its limit cut the list, and how to go on; JSON says it with `more` and `nextAfter`.
     @Test func eventsSaysWhenMoreFollow() throws {
         let dir = try TemporaryDirectory()

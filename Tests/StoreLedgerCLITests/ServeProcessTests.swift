@@ -84,7 +84,7 @@ actor Acknowledged {
 
 // MARK: - Tests
 
-@Suite("storeledger serve as a process", .serialized, .timeLimit(.minutes(4)))
+@Suite("storeledger serve as a process", .serialized, .timeLimit(.minutes(4)), .blocking)
 struct ServeProcessTests {
     @Test func killNineUnderLoadLosesNoAcknowledgedInputAndVerifyPasses() async throws {
         try await withTaskExecutorPreference(TestExecutor.shared) { try await killNineUnderLoad() }
