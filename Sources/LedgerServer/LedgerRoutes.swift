@@ -27,7 +27,7 @@ public final class LedgerRoutes: Sendable {
     let intake: (any Intake)?
     let logger: Logger
     let commits: CommitSignal
-    let followers = FollowerCount()
+    let followers: FollowerCount
     /// The hot reads' answers kept between the commits that change them (`AnswerCache`); nil: every read is made
     /// anew (`storeledger serve --no-answer-cache`, and the tests that compare both).
     let answers: AnswerCache<ClockedAnswer>?
@@ -56,6 +56,7 @@ public final class LedgerRoutes: Sendable {
         self.pipeline = IngestPipeline(ledger: ledger, configuration: Self.decoding(configuration))
         let metrics = ServerMetrics()
         self.metrics = metrics
+        self.followers = FollowerCount { metrics.setFollowers($0) }
         let commits = CommitSignal(lastSeq: (try? ledger.lastSeq()) ?? 0)
         self.commits = commits
         ledger.observeCommits { [weak ledger] inputs, lastSeq, nanoseconds in
@@ -292,7 +293,7 @@ public final class LedgerRoutes: Sendable {
     func ingestOptions(_ request: Request, route: String, forcedType: InputType? = nil) throws
         -> IngestPipeline.Options
     {
-        let query = request.uri.queryParameters
+        let query = try RequestTarget.query(request)
         try Self.checkQuery(query.map(\.key), route: route)
         var options = IngestPipeline.Options(forcedType: forcedType)
         if let type = query["type"] {
@@ -506,24 +507,55 @@ struct RequestMetricsMiddleware: RouterMiddleware {
     }
 }
 
-/// How many followers stream right now.
+/// How many followers stream right now. A follower holds its place as a `Place`, which gives it back when released
+/// and, whatever ends the connection first (the peer closing before the streamed body starts, during it, a timeout,
+/// the server shutting down), when the answer that holds it is dropped: a place is never kept by a connection that is
+/// gone.
 final class FollowerCount: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0
+    /// Told the number after every change (the `storeledger_event_followers` gauge).
+    private let changed: @Sendable (Int) -> Void
+
+    init(changed: @escaping @Sendable (Int) -> Void = { _ in }) { self.changed = changed }
+
+    /// One follower's place, given back once.
+    final class Place: @unchecked Sendable {
+        private let owner: FollowerCount
+        private let lock = NSLock()
+        private var held = true
+
+        fileprivate init(_ owner: FollowerCount) { self.owner = owner }
+
+        deinit { release() }
+
+        func release() {
+            let wasHeld = lock.withLock {
+                defer { held = false }
+                return held
+            }
+            if wasHeld { owner.leave() }
+        }
+    }
 
     /// Takes a place if fewer than `limit` are taken.
-    func enter(limit: Int) -> Int? {
-        lock.withLock {
+    func enter(limit: Int) -> Place? {
+        let now: Int? = lock.withLock {
             guard count < limit else { return nil }
             count += 1
             return count
         }
+        guard let now else { return nil }
+        changed(now)
+        return Place(self)
     }
 
-    func leave() -> Int {
-        lock.withLock {
+    var current: Int { lock.withLock { count } }
+
+    private func leave() {
+        changed(lock.withLock {
             count -= 1
             return count
-        }
+        })
     }
 }

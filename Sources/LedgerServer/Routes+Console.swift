@@ -30,15 +30,22 @@ extension LedgerRoutes {
     }
 
     static func html(_ status: HTTPResponse.Status, _ page: String) -> Response {
+        document(status, contentType: "text/html; charset=utf-8", page)
+    }
+
+    /// Every HTML and SVG answer (the console's pages, the timeline pictures), with the same headers: they load
+    /// nothing but themselves (no script, style or image from anywhere else), are never read as another type than
+    /// the one they are sent as, and are kept by no cache (they show the ledger as it is now).
+    static func document(_ status: HTTPResponse.Status, contentType: String, _ text: String) -> Response {
         Response(
             status: status,
             headers: [
-                .contentType: "text/html; charset=utf-8",
-                // The console loads nothing but itself: no script, style or image from anywhere else.
+                .contentType: contentType,
                 .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+                .xContentTypeOptions: "nosniff",
                 .cacheControl: "no-store",
             ],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: page)))
+            body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
     /// The environment a console query names (default Production).
@@ -67,7 +74,7 @@ extension LedgerRoutes {
     /// `GET /console/`: the overview, by day over the year up to `to` (default: today, or the last day the ledger
     /// knows anything of when that is earlier) and by month over the same year, as known at `asOf`.
     func consoleOverview(_ request: Request) throws -> String {
-        let query = request.uri.queryParameters
+        let query = try RequestTarget.query(request, form: true)
         try Self.checkQuery(query.map(\.key), route: "GET " + Self.consoleRoute)
         let environment = try Self.consoleEnvironment { query[Substring($0)] }
         let asOf = try query["asOf"].flatMap { $0.isEmpty ? nil : try Self.seqQuery("asOf", $0) }
@@ -101,7 +108,7 @@ extension LedgerRoutes {
 
     /// `GET /console/customers?appUserId=…&environment=…`: the lookup form, and the customer when one is asked.
     func consoleCustomer(_ request: Request) throws -> String {
-        let query = request.uri.queryParameters
+        let query = try RequestTarget.query(request, form: true)
         try Self.checkQuery(query.map(\.key), route: "GET " + Self.consoleCustomersRoute)
         let environment = try Self.consoleEnvironment { query[Substring($0)] }
         let clocks = try Self.consoleClocks { query[Substring($0)] }
@@ -136,7 +143,7 @@ extension LedgerRoutes {
     /// `GET /console/subscriptions/{otid}?environment=…`: the timeline, the events with their raw inputs and
     /// signature status, the reconciliation check, the lifecycle events.
     func consoleSubscription(otid: String, _ request: Request) throws -> String {
-        let query = request.uri.queryParameters
+        let query = try RequestTarget.query(request, form: true)
         try Self.checkQuery(query.map(\.key), route: "GET " + Self.consoleSubscriptionRoute)
         let environment = try Self.consoleEnvironment { query[Substring($0)] }
         let clocks = try Self.consoleClocks { query[Substring($0)] }
@@ -181,7 +188,7 @@ extension LedgerRoutes {
             self.consolePage(path: request.uri.path) { try self.consoleCustomer(request) }
         }
         router.get(RouterPath(stringLiteral: Self.consoleSubscriptionRoute)) { request, context in
-            let otid = try context.parameters.require("otid")
+            let otid = try RequestTarget.parameter("otid", of: context)
             return self.consolePage(path: request.uri.path) { try self.consoleSubscription(otid: otid, request) }
         }
     }

@@ -35,8 +35,8 @@ extension LedgerRoutes {
                     .forbidden,
                     "uid \(peer.uid) may not forget anyone: only the ledger's owner (uid \(getuid())) or root may")
             }
-            try Self.checkQuery(request.uri.queryParameters.map(\.key), route: "POST " + Self.forgetRoute)
-            let user = try context.parameters.require("appUserId")
+            try Self.checkQuery(RequestTarget.query(request).map(\.key), route: "POST " + Self.forgetRoute)
+            let user = try RequestTarget.parameter("appUserId", of: context)
             guard !user.isEmpty else { throw CodedError(.invalidQuery, "the app user id must not be empty") }
             var received = ReceivedBody()
             let body = try await self.collectBody(request, into: &received)

@@ -14,12 +14,12 @@ extension LedgerRoutes {
         // A grant or revoke for the user the path names: one input of type `grant`, appended like any other (kept
         // as sent, refused inputs kept in `rejected`), so a replay and every replica see the same fact.
         router.post(RouterPath(stringLiteral: Self.grantsRoute)) { request, context in
-            let user = try context.parameters.require("appUserId")
+            let user = try RequestTarget.parameter("appUserId", of: context)
             guard !user.isEmpty else { throw CodedError(.invalidQuery, "the app user id must not be empty") }
             return try await self.appendOne(request, context, path: Self.grantsRoute, type: .grant, user: user)
         }
         router.get(RouterPath(stringLiteral: Self.grantsRoute)) { request, context in
-            let user = try context.parameters.require("appUserId")
+            let user = try RequestTarget.parameter("appUserId", of: context)
             let clocks = try ReadClocks(request, route: "GET " + Self.grantsRoute)
             let (grants, asOf) = try self.read {
                 let last = try self.ledger.lastSeq()

@@ -21,7 +21,7 @@ extension LedgerRoutes {
         /// - Parameters:
         ///   - route: the route read (`GET /v1/customers/{appUserId}`), whose parameters these are.
         ///   - names: every query parameter's name, in the order given; one the route does not read is refused.
-        ///   - query: a query parameter's value by name (the router's `uri.queryParameters`, or the fast path's
+        ///   - query: a query parameter's value by name (decoded by `RequestTarget.query`, or the fast path's
         ///     own parse of a query it takes).
         init(route: String, names: some Sequence<Substring>, query: (String) -> Substring?) throws {
             try LedgerRoutes.checkQuery(names, route: route)
@@ -38,7 +38,7 @@ extension LedgerRoutes {
         }
 
         init(_ request: Request, route: String) throws {
-            let query = request.uri.queryParameters
+            let query = try RequestTarget.query(request)
             try self.init(route: route, names: query.map(\.key)) { query[Substring($0)] }
         }
     }
@@ -141,9 +141,7 @@ extension LedgerRoutes {
     func pictureAnswer(otid: String, _ clocks: ReadClocks, page: Bool, contentType: String) throws -> Response {
         let view = try timelineView(otid: otid, clocks)
         let picture = TimelinePicture(view)
-        return Response(
-            status: .ok, headers: [.contentType: contentType],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: page ? picture.html : picture.svg)))
+        return Self.document(.ok, contentType: contentType, page ? picture.html : picture.svg)
     }
 
     /// `GET /v1/health`.
@@ -154,12 +152,12 @@ extension LedgerRoutes {
 
     func addReadRoutes(to router: Router<LedgerRequestContext>) {
         router.get(RouterPath(stringLiteral: Self.subscriptionRoute)) { request, context in
-            let otid = try context.parameters.require("otid")
+            let otid = try RequestTarget.parameter("otid", of: context)
             return try self.subscriptionAnswer(otid: otid, ReadClocks(request, route: "GET " + Self.subscriptionRoute))
                 .response
         }
         router.get(RouterPath(stringLiteral: Self.customerRoute)) { request, context in
-            let user = try context.parameters.require("appUserId")
+            let user = try RequestTarget.parameter("appUserId", of: context)
             return try self.customerAnswer(user: user, ReadClocks(request, route: "GET " + Self.customerRoute)).response
         }
         for (route, contentType, page) in [
@@ -167,14 +165,14 @@ extension LedgerRoutes {
             (Self.timelineHTMLRoute, "text/html; charset=utf-8", true),
         ] {
             router.get(RouterPath(stringLiteral: route)) { request, context in
-                let otid = try context.parameters.require("otid")
+                let otid = try RequestTarget.parameter("otid", of: context)
                 let clocks = try ReadClocks(request, route: "GET " + route)
                 return try self.pictureAnswer(otid: otid, clocks, page: page, contentType: contentType)
             }
         }
         router.get(RouterPath(stringLiteral: Self.whyRoute)) { request, context in
-            let user = try context.parameters.require("appUserId")
-            let entitlement = try context.parameters.require("entitlement")
+            let user = try RequestTarget.parameter("appUserId", of: context)
+            let entitlement = try RequestTarget.parameter("entitlement", of: context)
             let clocks = try ReadClocks(request, route: "GET " + Self.whyRoute)
             let explanation = try self.read {
                 try self.ledger.explain(
@@ -184,8 +182,8 @@ extension LedgerRoutes {
             return JSONBody.buffered(explanation).response
         }
         router.get("/v1/transactions/{transactionId}") { request, context in
-            try Self.checkQuery(request.uri.queryParameters.map(\.key), route: "GET /v1/transactions/{transactionId}")
-            let id = try context.parameters.require("transactionId")
+            try Self.checkQuery(RequestTarget.query(request).map(\.key), route: "GET /v1/transactions/{transactionId}")
+            let id = try RequestTarget.parameter("transactionId", of: context)
             let events = try self.read { try self.ledger.events(key: id) }
             guard !events.isEmpty else { throw CodedError(.notFound, "no event is recorded for transaction \(id)") }
             return try JSONBody.response(
@@ -288,7 +286,7 @@ extension LedgerRoutes {
         _ request: Request, _ context: LedgerRequestContext, route: String,
         page: @escaping @Sendable (_ after: UInt64, _ limit: Int) throws -> StreamPage
     ) throws -> Response {
-        let query = request.uri.queryParameters
+        let query = try RequestTarget.query(request)
         try Self.checkQuery(query.map(\.key), route: route)
         let (after, limit, follow, timeout) = try Self.streamQuery(query)
         let headers: HTTPFields = [.contentType: "application/x-ndjson"]
@@ -297,16 +295,15 @@ extension LedgerRoutes {
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: first.lines))
         }
 
-        guard let current = followers.enter(limit: Self.maxFollowers) else {
+        guard let place = followers.enter(limit: Self.maxFollowers) else {
             // A follower holds its place for long: wait longer than for a full writer queue.
             return HTTPErrors.response(
                 CodedError(.overloaded, "too many followers (\(Self.maxFollowers))"), retryAfter: 5)
         }
-        metrics.setFollowers(current)
         let channel = context.channel
         let deadline = timeout.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
         let body = ResponseBody { [self] writer in
-            defer { metrics.setFollowers(followers.leave()) }
+            defer { place.release() }
             var cursor = after
             var sent = 0
             streaming: while true {
@@ -373,11 +370,11 @@ extension LedgerRoutes {
 extension LedgerRoutes {
     func addOperationRoutes(to router: Router<LedgerRequestContext>) {
         router.get(RouterPath(stringLiteral: Self.healthRoute)) { request, _ in
-            try Self.checkQuery(request.uri.queryParameters.map(\.key), route: "GET " + Self.healthRoute)
+            try Self.checkQuery(RequestTarget.query(request).map(\.key), route: "GET " + Self.healthRoute)
             return try self.healthAnswer().response
         }
         router.get("/metrics") { request, _ in
-            try Self.checkQuery(request.uri.queryParameters.map(\.key), route: "GET /metrics")
+            try Self.checkQuery(RequestTarget.query(request).map(\.key), route: "GET /metrics")
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: self.metrics.render(self.ledger))))

@@ -24,7 +24,7 @@ extension LedgerRoutes {
 
         /// `product` names the product parameter (the metrics route's is `productId`).
         init(_ request: Request, route: String, product productName: String = "product") throws {
-            let query = request.uri.queryParameters
+            let query = try RequestTarget.query(request)
             try LedgerRoutes.checkQuery(query.map(\.key), route: route)
             for (name, target) in [("from", \RevenueQuery.from), ("to", \RevenueQuery.to)] {
                 guard let text = query[Substring(name)] else { continue }
@@ -66,7 +66,7 @@ extension LedgerRoutes {
             throw CodedError(
                 .notFound, "no metric '\(name)': one of \(MetricName.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        let query = request.uri.queryParameters
+        let query = try RequestTarget.query(request)
         guard let from = q.from, let to = q.to else {
             throw CodedError(.invalidQuery, "from and to are required: the buckets cover [from, to)")
         }
@@ -109,13 +109,13 @@ extension LedgerRoutes {
 
     func addRevenueRoutes(to router: Router<LedgerRequestContext>) {
         router.get(RouterPath(stringLiteral: Self.metricsRoute)) { request, context in
-            try self.metricsAnswer(name: try context.parameters.require("name"), request).response
+            try self.metricsAnswer(name: try RequestTarget.parameter("name", of: context), request).response
         }
         router.get(RouterPath(stringLiteral: Self.revenueRoute)) { request, _ in
             try self.revenueAnswer(user: nil, RevenueQuery(request, route: "GET " + Self.revenueRoute)).response
         }
         router.get(RouterPath(stringLiteral: Self.customerRevenueRoute)) { request, context in
-            let user = try context.parameters.require("appUserId")
+            let user = try RequestTarget.parameter("appUserId", of: context)
             return try self.revenueAnswer(
                 user: user, RevenueQuery(request, route: "GET " + Self.customerRevenueRoute)
             ).response

@@ -20,9 +20,9 @@ final class TestServer: Sendable {
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
 
-    /// Starts a server (configuration JSON optional; the ledger in `dataDirectory`, default a fresh one) and waits
-    /// until it answers.
-    init(configuration json: String? = nil, dataDirectory: String? = nil) async throws {
+    /// Starts a server (configuration JSON optional; the ledger in `dataDirectory`, default a fresh one, naming people
+    /// by pseudonyms when `pseudonyms`) and waits until it answers.
+    init(configuration json: String? = nil, dataDirectory: String? = nil, pseudonyms: Bool = false) async throws {
         let directory = try Self.makeDirectory()
         self.directory = directory
         socketPath = directory + "/s.sock"
@@ -32,6 +32,7 @@ final class TestServer: Sendable {
         logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
         var options = Ledger.Options()
         options.maxQueuedInputs = configuration.limits.maxQueuedInputs
+        options.pseudonyms = pseudonyms
         ledger = try Ledger(
             directory: dataDirectory ?? directory + "/data", rules: configuration.rules, options: options, logger: logger)
         service = LedgerService(ledger: ledger, configuration: configuration, socketPath: socketPath, logger: logger)

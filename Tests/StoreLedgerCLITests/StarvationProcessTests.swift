@@ -8,7 +8,7 @@ import Testing
 
 /// Clients that hold connections, trickle bodies or never finish a request, against a real `storeledger serve`:
 /// none of them keeps a normal client, or a writer, from being answered.
-@Suite("Starvation", .serialized, .timeLimit(.minutes(4)))
+@Suite("Starvation", .serialized, .timeLimit(.minutes(4)), .blocking)
 struct StarvationProcessTests {
     static let health = "GET /v1/health HTTP/1.1\r\nHost: ledger\r\n\r\n"
 
@@ -185,6 +185,83 @@ struct StarvationProcessTests {
             kept.send(Self.health)
             let second = await Task.detached { kept.readAnswer(seconds: 5) }.value
             #expect(second?.hasPrefix("HTTP/1.1 200 ") == true, "the keep-alive connection was closed")
+        }
+    }
+
+    /// A reader that may not write (`nobody`) opens 20,000 follow requests on both streams as fast as it can and
+    /// closes each at a different step: at once, at once with a reset, after the first bytes of the answer, after them
+    /// with a reset. Every follower's place is given back (the gauge is 0 again) and root's follower is answered 200.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") && getuid() == 0))
+    func followersClosedAtEveryStepGiveTheirPlacesBack() async throws {
+        try await withServer(configuration: #"{"socket":{"mode":"0666","writers":{"uids":[0]}}}"#) { server, dir in
+            chmod(dir, 0o755)
+            chmod((server.socketPath as NSString).deletingLastPathComponent, 0o755)
+            // Something to stream, so that an answer has begun when some of them close.
+            let client = try AsyncLedgerClient(socketPath: server.socketPath, timeoutSeconds: 10)
+            for i in 0..<3 {
+                let r = try await client.post("/v1/events", body: Array(transactionEnvelope("f\(i)", user: "root").utf8))
+                #expect(r.status == 200)
+            }
+            let script = """
+                import socket, struct, sys, time
+                path, count = sys.argv[1], int(sys.argv[2])
+                routes = [b"/v1/events?after=0&follow=true", b"/v1/lifecycle?after=0&follow=true"]
+                opened, began, end = 0, 0, time.time() + 150
+                for i in range(count):
+                    if time.time() > end:
+                        break
+                    s = socket.socket(socket.AF_UNIX)
+                    s.settimeout(5)
+                    step = (i // 2) % 4
+                    try:
+                        s.connect(path)
+                        opened += 1
+                        s.sendall(b"GET " + routes[i % 2] + b" HTTP/1.1\\r\\nHost: l\\r\\n\\r\\n")
+                        if step >= 2 and s.recv(64):
+                            began += 1
+                        if step % 2 == 1:
+                            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    except OSError:
+                        pass
+                    finally:
+                        s.close()
+                print(opened, began, flush=True)
+                """
+            try script.write(toFile: dir + "/followers.py", atomically: true, encoding: .utf8)
+            chmod(dir + "/followers.py", 0o644)
+            let attacker = Process()
+            attacker.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            attacker.arguments = [
+                "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", dir + "/followers.py",
+                server.socketPath, "20000",
+            ]
+            let out = Pipe()
+            attacker.standardOutput = out
+            try launch(attacker)
+            let printed = await Task.detached { () -> String in
+                let data = out.fileHandleForReading.readDataToEndOfFile()
+                attacker.waitUntilExit()
+                return String(decoding: data, as: UTF8.self)
+            }.value
+            let figures = printed.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+            #expect(figures.count == 2 && figures[0] == 20_000, "nobody opened \(printed)")
+            #expect(figures.count == 2 && figures[1] > 5_000, "answers had begun before the close: \(printed)")
+
+            // Each place is given back once its connection's end is seen: wait for that, bounded.
+            var followers = -1
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline {
+                let metrics = try await client.get("/metrics").text
+                followers = metrics.split(separator: "\n").first { $0.hasPrefix("storeledger_event_followers ") }
+                    .flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) } ?? -1
+                if followers == 0 { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(followers == 0, "followers still counted after every connection closed")
+            let root = try await client.get("/v1/events?after=0&follow=true&timeout=0.5")
+            #expect(root.status == 200, "\(root.text)")
+            // The three inputs: each a transaction and its claim.
+            #expect(root.text.split(separator: "\n").count == 6, "\(root.text)")
         }
     }
 }
