@@ -46,7 +46,7 @@ import Testing
             let seq = rng.next() % 1_000
             let instant = t.purchaseDate + 1
             var walked = Period(transactionId: t.transactionId, productId: t.productId, start: t.purchaseDate, seq: seq)
-            walked.take(t, rules: Self.rules)
+            walked.take(t, rules: Self.rules, format: .signed)
             walked.applyRevocation(of: t, at: instant, seq: seq)
             let bought = Period(bought: t, seq: seq, rules: Self.rules)
             #expect(bought == walked, "\(t)")

@@ -426,6 +426,28 @@ public enum FactSource: String, Hashable, Codable, Sendable, CaseIterable {
     case erasure
 }
 
+/// What a source can state of a transaction. A verifyReceipt response and a V1 notification (its
+/// `unified_receipt`) carry Apple's older transaction objects, which state no price, currency, transaction reason,
+/// storefront, billing plan or offer details beyond a trial; a signed transaction, a V2 notification and decoded V2
+/// JSON carry all of them (docs/domain.md, "What each format states"). A field a format cannot carry is unknown in
+/// its revisions, not absent: the fold keeps what another revision stated of it.
+public enum TransactionFormat: Sendable {
+    case receipt
+    case signed
+}
+
+extension FactSource {
+    /// The format of the transactions this source states.
+    public var transactionFormat: TransactionFormat {
+        switch self {
+        case .receipt, .notificationV1: .receipt
+        case .notificationV2, .signedTransaction, .decodedJSON, .binding, .reconciliation, .configuration, .grant,
+            .erasure:
+            .signed
+        }
+    }
+}
+
 /// Whether a fact's signature was checked.
 public enum SignatureStatus: String, Hashable, Codable, Sendable, CaseIterable {
     /// The input carried no signature (V1, receipts, decoded JSON, bindings).

@@ -223,6 +223,17 @@ public final class PeriodTerms: Hashable, Sendable {
             originalApplicationVersion: t.originalApplicationVersion, ownershipType: t.inAppOwnershipType)
     }
 
+    /// The terms after a revision in the receipt format: it cannot state price, currency, reason, billing plan,
+    /// commitment or app version, so those stay as `kept` states them; the ownership type it states when it names one
+    /// (receipts older than Family Sharing do not).
+    static func receiptStated(by t: borrowing TransactionFact, keeping kept: PeriodTerms?) -> PeriodTerms? {
+        sharing(
+            kept, price: kept?.price, currency: kept?.currency, transactionReason: kept?.transactionReason,
+            billingPlanType: kept?.billingPlanType, commitmentExpiresDate: kept?.commitmentExpiresDate,
+            originalApplicationVersion: kept?.originalApplicationVersion,
+            ownershipType: t.inAppOwnershipType ?? kept?.ownershipType)
+    }
+
     public static func == (a: PeriodTerms, b: PeriodTerms) -> Bool {
         a === b
             || (a.price == b.price && a.currency == b.currency && a.transactionReason == b.transactionReason
@@ -296,6 +307,30 @@ public struct Offer: Hashable, Sendable, Codable {
         self.discountType = discountType
         self.isTrial = isTrial
         self.period = period
+    }
+
+    /// The offer after a revision in the receipt format that states `stated`. A receipt names an introductory
+    /// offer, a free trial, a promotional offer and an offer code, but not a discount's kind beyond a free trial, an
+    /// offer's length, or a win-back offer: those stay as `kept` states them when the receipt names the same offer,
+    /// and a win-back offer stays when the receipt names none. Otherwise the receipt's word stands.
+    init?(receiptStated stated: Offer?, keeping kept: Offer?) {
+        guard let kept else {
+            guard let stated else { return nil }
+            self = stated
+            return
+        }
+        guard let stated else {
+            guard kept.type == 4 else { return nil }
+            self = kept
+            return
+        }
+        guard stated.type == kept.type, stated.identifier == nil || stated.identifier == kept.identifier,
+            !stated.isTrial || kept.isTrial
+        else {
+            self = stated
+            return
+        }
+        self = kept
     }
 
     /// The offer a transaction states, if any.

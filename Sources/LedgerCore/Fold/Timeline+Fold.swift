@@ -73,7 +73,9 @@ extension Timeline {
             {
                 continue
             }
-            step(events[key.index].fact, seq: events[key.index].seq, at: key.instant, rules: rules)
+            step(
+                events[key.index].fact, seq: events[key.index].seq, at: key.instant, rules: rules,
+                format: events[key.index].metadata.source.transactionFormat)
             previous = key
         }
         frontier = keys.last.map { FoldPosition(events[$0.index]) }
@@ -209,7 +211,7 @@ extension Timeline {
 
     /// Steps `event`, at `position`: after every event folded.
     private mutating func step(_ event: LedgerEvent, at position: FoldPosition, rules: FoldRules) {
-        step(event.fact, seq: event.seq, at: position.instant, rules: rules)
+        step(event.fact, seq: event.seq, at: position.instant, rules: rules, format: event.metadata.source.transactionFormat)
         frontier = position
         lastSeq = max(lastSeq, event.seq)
     }
@@ -265,9 +267,10 @@ extension Timeline {
 
     // MARK: - The step function
 
-    mutating func step(_ fact: Fact, seq: UInt64, at instant: UnixMillis, rules: FoldRules) {
+    /// `format` is what the event's source can state of a transaction (`TransactionFormat`).
+    mutating func step(_ fact: Fact, seq: UInt64, at instant: UnixMillis, rules: FoldRules, format: TransactionFormat) {
         switch fact {
-        case .transaction(let t): stepTransaction(t, at: instant, seq: seq, rules: rules)
+        case .transaction(let t): stepTransaction(t, at: instant, seq: seq, rules: rules, format: format)
         case .renewal(let r): stepRenewal(r, at: instant, seq: seq)
         case .notification(let n): stepNotification(n, at: instant, seq: seq)
         case .binding(let b): stepClaim(b, seq: seq, policy: rules.bindingPolicy)
@@ -302,11 +305,14 @@ extension Timeline {
     }
 
     /// One revision of one transaction: creates or updates its period, joins restored copies to the period they copy,
-    /// opens or reverses a revocation. (Its `appAccountToken` claims through the binding claim the decoder states
+    /// opens or reverses a revocation. A revision in a format that cannot state some fields (`format`) leaves what
+    /// another revision stated of them. (Its `appAccountToken` claims through the binding claim the decoder states
     /// beside it: see `stepClaim`.)
     /// - Complexity: O(1) for a transaction after every known one (a renewal: id, line item and start above all the
     ///   periods'), O(periods) otherwise (a revision, a restored copy, a refund).
-    mutating func stepTransaction(_ t: borrowing TransactionFact, at instant: UnixMillis, seq: UInt64, rules: FoldRules) {
+    mutating func stepTransaction(
+        _ t: borrowing TransactionFact, at instant: UnixMillis, seq: UInt64, rules: FoldRules, format: TransactionFormat
+    ) {
         let id = t.transactionId
         if !idBounds.built { idBounds = IDBounds(periods: periods) }
         defer {
@@ -318,7 +324,7 @@ extension Timeline {
         if !isSurelyNew(t, oneTime: oneTime) {
             if let i = periods.lastIndex(where: { $0.contains(id) }) {
                 var p = periods[i]
-                if p.transactionId == id { p.take(t, rules: rules) }
+                if p.transactionId == id { p.take(t, rules: rules, format: format) }
                 p.applyRevocation(of: t, at: instant, seq: seq)
                 place(consume p, from: i)
                 return
@@ -329,7 +335,7 @@ extension Timeline {
                     // The smaller id is the original: it becomes the period's transaction and states its fields.
                     p.observedAs.insertSorted(p.transactionId)
                     p.transactionId = id
-                    p.take(t, rules: rules)
+                    p.take(t, rules: rules, format: format)
                 } else {
                     p.observedAs.insertSorted(id)
                 }
@@ -583,18 +589,27 @@ extension Period {
         return productId == t.productId && start == t.purchaseDate
     }
 
-    /// Takes the period's fields from a revision of its own transaction.
-    mutating func take(_ t: TransactionFact, rules: FoldRules) {
+    /// Takes the period's fields from a revision of its own transaction. A revision in the receipt format states no
+    /// terms (price, currency, reason, billing plan) and only part of an offer: it keeps what a signed revision stated
+    /// of those (docs/domain.md, "What each format states"), so that the order in which the copies come changes
+    /// nothing.
+    mutating func take(_ t: TransactionFact, rules: FoldRules, format: TransactionFormat) {
         productId = t.productId
         if let w = t.webOrderLineItem { lineItem = w }
         expiresDate = t.expiresDate
         originalPurchaseDate = t.originalPurchaseDate
         quantity = t.quantity ?? 1
-        offer = Offer(t)
         upgraded = t.isUpgraded == true
         (type, end) = Period.typeAndEnd(of: t, rules: rules)
         start = Period.start(of: t, type: type)
-        terms = PeriodTerms.stated(by: t, sharing: terms)
+        switch format {
+        case .signed:
+            offer = Offer(t)
+            terms = PeriodTerms.stated(by: t, sharing: terms)
+        case .receipt:
+            offer = Offer(receiptStated: Offer(t), keeping: offer)
+            terms = PeriodTerms.receiptStated(by: t, keeping: terms)
+        }
     }
 
     /// The product type a revision states (catalog first, then Apple's `type`, then inferred: an expiry means a

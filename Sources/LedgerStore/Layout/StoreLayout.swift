@@ -51,8 +51,10 @@ struct StoreLayout {
     /// the timelines change.
     /// 8: personal values kept apart (`identities`, `identity_index`, `raw_sealed`, `rejected_sealed`); a ledger made by an older build
     /// keeps the values in its log and reads as before (`meta` has no `identity_generation`).
+    /// 9: a revision in the receipt format (verifyReceipt, V1 notifications) keeps the price, currency, reason and
+    /// offer details a signed revision of the transaction stated (docs/domain.md, "What each format states").
     /// An older ledger opened for writing is upgraded by rebuilding its projections from the log.
-    static let schemaVersion: UInt64 = 8
+    static let schemaVersion: UInt64 = 9
 
     let meta: Database
     let raw: Database
