@@ -342,6 +342,74 @@ import Testing
         #expect(staleChecked > 10 && lateChecked > 30, "stale receipts \(staleChecked), late statuses \(lateChecked)")
     }
 
+    /// What a verifyReceipt response (or a V1 notification) states of the transaction `t`: no price, currency,
+    /// reason, billing plan, storefront or signing date, and of its offer only a trial, an introductory, promotional
+    /// or offer-code offer (docs/domain.md, "What each format states").
+    static func receiptCopy(of t: TransactionFact) -> TransactionFact {
+        var copy = t
+        copy.price = nil
+        copy.currency = nil
+        copy.transactionReason = nil
+        copy.billingPlanType = nil
+        copy.commitment = nil
+        copy.storefront = nil
+        copy.appTransactionId = nil
+        copy.signedDate = nil
+        copy.offerPeriod = nil
+        let trial = t.offerDiscountType == "FREE_TRIAL" || t.isTrialPeriod == true
+        if let type = t.offerType, !(1...3).contains(type) {
+            copy.offerType = nil
+            copy.offerIdentifier = nil
+        }
+        copy.offerDiscountType = trial ? "FREE_TRIAL" : nil
+        copy.isTrialPeriod = trial
+        copy.isInIntroOfferPeriod = copy.offerType == 1
+        return copy
+    }
+
+    /// A receipt's copy of any transaction the ledger knows, added at any point of the history and delivered in any
+    /// order, changes no period's price, currency, reason or offer: a format that cannot state a field never erases
+    /// what another stated.
+    @Test func aReceiptCopyAtAnyPointChangesNoPriceReasonOrOffer() throws {
+        var copies = 0, compared = 0
+        for seed in UInt64(1)...300 {
+            let (facts, rules) = Self.history(seed: seed)
+            let reference = Self.fold(Self.events(facts), rules)
+            var rng = SplitMix64(seed: seed ^ 0xC09E)
+            var delivered = facts.map { (fact: $0.0, at: $0.1, source: FactSource.decodedJSON) }
+            for (fact, _) in facts {
+                guard case .transaction(let t) = fact, t.environment == .production, t.originalTransactionId == "9000",
+                    rng.chance(60)
+                else { continue }
+                let at = t.purchaseDate + Int64(rng.below(40 * 24)) * 3_600_000
+                delivered.append((.transaction(Self.receiptCopy(of: t)), at, .receipt))
+                copies += 1
+            }
+            rng.shuffle(&delivered)
+            let events = delivered.enumerated().map { i, d in
+                LedgerEvent(
+                    seq: UInt64(i + 1), fact: d.fact, metadata: FactMetadata(source: d.source, receivedAt: d.at, observedAt: d.at))
+            }
+            let folded = Self.fold(events, rules)
+            for p in reference.periods {
+                guard let q = folded.periods.first(where: { $0.transactionId == p.transactionId }) else {
+                    Issue.record("seed \(seed): period \(p.transactionId) is gone")
+                    continue
+                }
+                compared += 1
+                #expect(q.terms?.price == p.terms?.price && q.terms?.currency == p.terms?.currency, "seed \(seed): \(p.transactionId)'s price")
+                #expect(q.terms?.transactionReason == p.terms?.transactionReason, "seed \(seed): \(p.transactionId)'s reason")
+                #expect(q.terms?.billingPlanType == p.terms?.billingPlanType, "seed \(seed)")
+                #expect(q.offer == p.offer, "seed \(seed): \(p.transactionId)'s offer \(String(describing: q.offer)) was \(String(describing: p.offer))")
+            }
+            // The order of the same events changes nothing either.
+            var permuted = events
+            rng.shuffle(&permuted)
+            #expect(Self.fold(permuted, rules) == folded, "seed \(seed): fold depends on the order of its input")
+        }
+        #expect(copies > 500 && compared > 1_000, "copies \(copies), periods compared \(compared)")
+    }
+
     /// No owner depends on how user ids sort: the same history with the users renamed so that they sort the other way
     /// round folds to the same timeline, renamed.
     @Test func ownersDoNotDependOnHowUserIdsSort() {
