@@ -348,6 +348,97 @@ while time.time() < end:
            f"nobody held {opened}; root's writes: {statuses.count(200)}/100 acknowledged, statuses {sorted(set(statuses))}")
 
 
+def encoded_ids(server):
+    """Ids as clients send them: each written percent-encoded (and as-is where the grammar allows) must be the same
+    customer; targets that do not decode must be refused with invalid_query, and nothing appended."""
+    from urllib.parse import quote
+    ids = ["user+1@example.org", "o/x 1", "100%", "Zo\u00eb", "\U0001F98A fox"]
+    same, tried = 0, 0
+    for i, user in enumerate(ids):
+        body = envelope(f"88{i:06d}", user)
+        status, _, _ = request(server.socket, "POST", "/v1/events", body)
+        FIGURES["acknowledged"] += status == 200
+        enc = quote(user, safe="")
+        answers = [request(server.socket, "GET", f"/v1/customers/{enc}?at=1700000100000")]
+        if all(c.isascii() and (c.isalnum() or c in "-._~!$&'()*+,;=:@") for c in user):
+            answers.append(request(server.socket, "GET", f"/v1/customers/{user}?at=1700000100000"))
+        for st, _, b in answers:
+            tried += 1
+            doc = json.loads(b or b"{}") if st == 200 else {}
+            same += st == 200 and doc.get("appUserId") == user and doc.get("subscriptions") == [f"88{i:06d}"]
+    record("ids sent percent-encoded", same == tried, f"{same}/{tried} answers name the customer and its subscription")
+    before = request(server.socket, "GET", "/v1/health")[2]
+    bad = ["/v1/customers/a%zz", "/v1/customers/a%", "/v1/customers/a%00b", "/v1/customers/%C3%28",
+           "/v1/subscriptions/%FF", "/v1/customers/u1?at=%zz", "/v1/events?after=1%00"]
+    refused = 0
+    for target in bad:
+        st, _, b = request(server.socket, "GET", target)
+        FIGURES["bad inputs tried"] += 1
+        FIGURES["5xx answers"] += st >= 500
+        refused += st == 400 and b'"invalid_query"' in b
+    for target in ["/v1/customers/a%zz/grants", "/v1/events?appUserId=%FF"]:
+        st, _, b = request(server.socket, "POST", target, envelope("89000001"))
+        FIGURES["bad inputs tried"] += 1
+        FIGURES["5xx answers"] += st >= 500
+        refused += st == 400 and b'"invalid_query"' in b
+    after = request(server.socket, "GET", "/v1/health")[2]
+    record("targets that do not decode", refused == len(bad) + 2 and before == after,
+           f"{refused}/{len(bad) + 2} refused with invalid_query; log {'unchanged' if before == after else 'CHANGED'}")
+
+
+def followers_closed_early(server, count):
+    """A reader that may not write opens `count` follow requests and closes each at once, or after the first bytes,
+    with or without a reset: every follower's place must come back, and root's follower must be answered 200."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        record("followers closed early", True, "skipped: needs root and setpriv")
+        return
+    script = f"""
+import socket, struct, time
+opened = 0
+routes = [b"/v1/events?after=0&follow=true", b"/v1/lifecycle?after=0&follow=true"]
+end = time.time() + 150
+for i in range({count}):
+    if time.time() > end:
+        break
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    try:
+        s.connect({server.socket!r})
+        opened += 1
+        s.sendall(b"GET " + routes[i % 2] + b" HTTP/1.1\\r\\nHost: l\\r\\n\\r\\n")
+        step = (i // 2) % 4
+        if step >= 2:
+            s.recv(64)
+        if step % 2 == 1:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except OSError:
+        pass
+    finally:
+        s.close()
+print(opened, flush=True)
+"""
+    path = os.path.join(os.path.dirname(server.data), "followers.py")
+    with open(path, "w") as f:
+        f.write(script)
+    os.chmod(path, 0o644)
+    t0 = time.time()
+    attacker = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", path],
+                              capture_output=True, text=True, timeout=200)
+    opened = int((attacker.stdout.strip() or "0"))
+    took = time.time() - t0
+    gauge, deadline = None, time.time() + 60
+    while time.time() < deadline:
+        st, _, body = request(server.socket, "GET", "/metrics")
+        line = next((l for l in body.decode().splitlines() if l.startswith("storeledger_event_followers ")), None)
+        gauge = float(line.split()[-1]) if line else None
+        if gauge == 0:
+            break
+        time.sleep(0.2)
+    st, _, _ = request(server.socket, "GET", "/v1/events?after=0&follow=true&timeout=0.5", timeout=10)
+    record("followers closed early", gauge == 0 and st == 200,
+           f"nobody opened and closed {opened} follows in {took:.0f} s; followers counted after: {gauge}; root's follower: {st}")
+
+
 def whole_request_deadline(server):
     s = connect(server.socket, 60)
     s.sendall(b"POST /v1/events HTTP/1.1\r\nHost: l\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
@@ -490,6 +581,8 @@ def main():
         slowloris(server, 200 if quick else 600, 3 if quick else 8)
         trickle_as_nobody(server, 520, 20 if quick else 40)
         whole_request_deadline(server)
+        encoded_ids(server)
+        followers_closed_early(server, 2000 if quick else 20000)
         http10(server)
         emptied_data_file(server, args.binary)
         damaged_pages(server, args.binary, 4 if quick else 20)
