@@ -29,6 +29,21 @@ struct StarvationProcessTests {
         try await body(server, dir.path)
     }
 
+    /// Runs the Python `script` (written to `dir/name`) as `nobody` with `arguments`; its standard output is piped.
+    static func asNobody(_ script: String, in dir: String, named name: String, _ arguments: [String]) throws
+        -> (Process, Pipe)
+    {
+        try script.write(toFile: dir + "/" + name, atomically: true, encoding: .utf8)
+        chmod(dir + "/" + name, 0o644)
+        let attacker = Process()
+        attacker.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        attacker.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", dir + "/" + name] + arguments
+        let out = Pipe()
+        attacker.standardOutput = out
+        try launch(attacker)
+        return (attacker, out)
+    }
+
     /// `count` requests, each on a connection of its own, as a client that connects per request; the statuses.
     func normalClient(_ socket: String, count: Int) async -> [String] {
         await Task.detached {
@@ -80,17 +95,7 @@ struct StarvationProcessTests {
                         except OSError: pass
                     time.sleep(2)
                 """
-            try script.write(toFile: dir + "/trickle.py", atomically: true, encoding: .utf8)
-            chmod(dir + "/trickle.py", 0o644)
-            let attacker = Process()
-            attacker.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            attacker.arguments = [
-                "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", dir + "/trickle.py",
-                server.socketPath,
-            ]
-            let out = Pipe()
-            attacker.standardOutput = out
-            try launch(attacker)
+            let (attacker, out) = try Self.asNobody(script, in: dir, named: "trickle.py", [server.socketPath])
             defer {
                 attacker.terminate()
                 attacker.waitUntilExit()
@@ -227,17 +232,7 @@ struct StarvationProcessTests {
                         s.close()
                 print(opened, began, flush=True)
                 """
-            try script.write(toFile: dir + "/followers.py", atomically: true, encoding: .utf8)
-            chmod(dir + "/followers.py", 0o644)
-            let attacker = Process()
-            attacker.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            attacker.arguments = [
-                "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", dir + "/followers.py",
-                server.socketPath, "20000",
-            ]
-            let out = Pipe()
-            attacker.standardOutput = out
-            try launch(attacker)
+            let (attacker, out) = try Self.asNobody(script, in: dir, named: "followers.py", [server.socketPath, "20000"])
             let printed = await Task.detached { () -> String in
                 let data = out.fileHandleForReading.readDataToEndOfFile()
                 attacker.waitUntilExit()
