@@ -89,6 +89,13 @@ final class Harness: @unchecked Sendable {
             Array("POST \(target) HTTP/1.1\r\nHost: localhost\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body
         }
         raw.append(post("/v1/customers/u1/grants", Array(#"{"entitlement":"premium","duration":"P7D"}"#.utf8)))
+        // Ids clients percent-encode: an email, and a subscription id with a slash, a space and a letter beyond ASCII.
+        raw.append(
+            post("/v1/customers/user%2B1%40example.org/grants", Array(#"{"entitlement":"premium","duration":"P7D"}"#.utf8)))
+        raw.append(
+            post(
+                "/v1/events?appUserId=u5%2Fw%20x",
+                F.json(F.v2Transaction(transactionId: "t/1 \u{00FC}", originalTransactionId: "sub/1 \u{00FC}"))))
         raw.append(
             post(
                 "/v1/events?appUserId=u3",
@@ -262,6 +269,28 @@ extension Harness {
         let clockFree =
             kept.status != 200 || parsed["at"] != nil
             || ["GET /v1/events", "GET /v1/lifecycle", "GET /v1/transactions/{transactionId}"].contains(query.route.name)
+        // A known id percent-encoded is the id: the same answer as the target that writes it plainly.
+        if query.plainTarget != query.target {
+            let plain = target == query.target ? query.plainTarget : Self.notFollowing(query.plainTarget)
+            guard let plainRequest = requests(in: Self.get(plain)).first else {
+                fatalError("NIO did not decode the request for \(plain)")
+            }
+            let asPlain = answer(plainRequest, keepingResponder)
+            finding(asPlain.status == kept.status, "GET \(target): \(kept.status), but \(asPlain.status) for GET \(plain)")
+            // A refusal may quote the target as it was written: the status says enough. Two requests made one
+            // after the other answer alike only when neither reads the clock (an empty `at` on a console page or a
+            // picture is now).
+            let clockRead = parsed["at"].map { $0.isEmpty } ?? true
+            let noClock =
+                !clockRead
+                || ["GET /v1/events", "GET /v1/lifecycle", "GET /v1/transactions/{transactionId}"].contains(query.route.name)
+            if noClock && kept.status == 200 {
+                finding(
+                    Self.same(kept.body, asPlain.body, query.route),
+                    "GET \(target) answers otherwise than GET \(plain):\n"
+                        + "\(String(decoding: kept.body, as: UTF8.self))\n\(String(decoding: asPlain.body, as: UTF8.self))")
+            }
+        }
         if clockFree {
             finding(
                 Self.same(kept.body, made.body, query.route),

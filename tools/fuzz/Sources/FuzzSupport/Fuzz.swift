@@ -117,6 +117,7 @@ public enum Fuzz {
         case .reconciliation(let c): [c.checkedAt]
         case .rules(let r): [r.appliedAt]
         case .grant(let g): [g.from, g.until].compactMap { $0 }
+        case .erasure(let e): [e.requestedAt]
         }
     }
 }

@@ -231,6 +231,9 @@ public struct ReadQuery: Sendable {
     public var route: ReadRoute
     /// The request target: the path, then `?` and the parameters joined by `&` when there are any.
     public var target: String
+    /// `target` with each id the ledger holds written plainly (letters, digits and `-._~:` as they are): a known id
+    /// percent-encoded otherwise must be answered exactly as this one.
+    public var plainTarget: String
     /// The parameters as written, before encoding (name, value; nil value: no `=`).
     public var parameters: [(name: [UInt8], value: [UInt8]?)]
 
@@ -242,17 +245,25 @@ public struct ReadQuery: Sendable {
         let choice = Int(reader.byte()) % (ReadRoutes.all.count + 1)
         route = choice < ReadRoutes.all.count ? ReadRoutes.all[choice] : ReadRoutes.missing
         var segments: [String] = []
+        var plainSegments: [String] = []
         for kind in route.ids {
             let b = reader.byte()
             let ids = known[kind] ?? []
             if b < 0xE0, !ids.isEmpty {
-                segments.append(TargetEncoding.plain.encode(ids[Int(b) % ids.count].utf8))
+                // A known id, written plainly, with only RFC 3986's unreserved characters as they are, or every byte
+                // percent-encoded (never `.raw`, whose `/` and `?` would end the segment).
+                let id = ids[Int(b) % ids.count].utf8
+                segments.append(TargetEncoding(rawValue: (b >> 5) % 3)!.encode(id))
+                plainSegments.append(TargetEncoding.plain.encode(id))
             } else {
                 let count = Int(reader.byte()) % 32
-                segments.append(TargetEncoding(rawValue: b & 3)!.encode(reader.bytes(count)))
+                let segment = TargetEncoding(rawValue: b & 3)!.encode(reader.bytes(count))
+                segments.append(segment)
+                plainSegments.append(segment)
             }
         }
         var target = route.path(segments)
+        var plainTarget = route.path(plainSegments)
         parameters = []
         var pairs: [String] = []
         while !reader.atEnd, parameters.count < Self.maxParameters {
@@ -281,8 +292,12 @@ public struct ReadQuery: Sendable {
             parameters.append((name, value))
             pairs.append(encoding.encode(name) + (value.map { "=" + encoding.encode($0) } ?? ""))
         }
-        if !pairs.isEmpty { target += "?" + pairs.joined(separator: "&") }
+        if !pairs.isEmpty {
+            target += "?" + pairs.joined(separator: "&")
+            plainTarget += "?" + pairs.joined(separator: "&")
+        }
         self.target = target
+        self.plainTarget = plainTarget
     }
 
     /// The bytes of an input (for seeds): `route`, one byte per id (known ids by index), then each parameter as
