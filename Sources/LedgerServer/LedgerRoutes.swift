@@ -550,8 +550,6 @@ final class FollowerCount: @unchecked Sendable {
         return Place(self)
     }
 
-    var current: Int { lock.withLock { count } }
-
     private func leave() {
         changed(lock.withLock {
             count -= 1

@@ -21,10 +21,13 @@ extension LedgerRoutes {
         var product: String?
         var asOf: UInt64?
         var environment = AppStoreEnvironment.production
+        /// Every parameter, decoded (the metrics route reads more of them).
+        var parameters: Parameters
 
         /// `product` names the product parameter (the metrics route's is `productId`).
         init(_ request: Request, route: String, product productName: String = "product") throws {
             let query = try RequestTarget.query(request)
+            parameters = query
             try LedgerRoutes.checkQuery(query.map(\.key), route: route)
             for (name, target) in [("from", \RevenueQuery.from), ("to", \RevenueQuery.to)] {
                 guard let text = query[Substring(name)] else { continue }
@@ -66,7 +69,7 @@ extension LedgerRoutes {
             throw CodedError(
                 .notFound, "no metric '\(name)': one of \(MetricName.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        let query = try RequestTarget.query(request)
+        let query = q.parameters
         guard let from = q.from, let to = q.to else {
             throw CodedError(.invalidQuery, "from and to are required: the buckets cover [from, to)")
         }
