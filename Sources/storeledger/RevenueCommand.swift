@@ -86,19 +86,23 @@ func printRevenueTable(_ d: RevenueDocument) {
     func row(_ label: String, _ currency: String, _ t: RevenueTotals) {
         print(
             "  " + pad(label, 34) + pad(currency, 5) + pad("\(t.purchases)", 11) + pad(milliunits(t.gross), 14)
-                + pad("\(t.refunds)/\(t.reversals)", 11) + pad(milliunits(t.refunded), 14) + milliunits(t.net))
+                + pad("\(t.refunds)/\(t.reversals)", 11) + pad(milliunits(t.refunded), 14)
+                + pad(milliunits(t.credited), 14) + milliunits(t.net))
     }
     print("\n  " + pad("", 34) + pad("CUR", 5) + pad("PURCHASES", 11) + pad("GROSS", 14) + pad("REF/REV", 11)
-        + pad("REFUNDED", 14) + "NET")
+        + pad("REFUNDED", 14) + pad("CREDITED*", 14) + "NET")
     for c in s.totals.keys.sorted() { row("TOTAL", c, s.totals[c]!) }
     for p in s.products.keys.sorted() {
         for c in s.products[p]!.keys.sorted() { row(p, c, s.products[p]![c]!) }
     }
     if s.totals.isEmpty { print("  (no revenue in the interval)") }
+    if s.totals.values.contains(where: { $0.upgradeCredits > 0 }) {
+        print("\n* estimated: the unused share of periods upgraded mid-way, which Apple refunds without stating an amount")
+    }
     if s.unpriced > 0 { print("\n\(s.unpriced) period(s) without a price Apple stated (not counted)") }
     if let c = d.converted {
         let unconverted = c.unconverted.isEmpty ? "" : "; not converted (no rate): " + c.unconverted.joined(separator: ", ")
-        print("\nIN \(c.currency)    gross \(milliunits(c.gross))   refunded \(milliunits(c.refunded))   net \(milliunits(c.net))\(unconverted)")
+        print("\nIN \(c.currency)    gross \(milliunits(c.gross))   refunded \(milliunits(c.refunded))   credited \(milliunits(c.credited))   net \(milliunits(c.net))\(unconverted)")
     }
     if d.withEntries && !s.entries.isEmpty {
         print("\nENTRIES")
@@ -106,6 +110,7 @@ func printRevenueTable(_ d: RevenueDocument) {
             var detail = e.periodType == .normal ? "" : e.periodType.rawValue
             if e.kind != .purchase, let type = e.revocationType { detail = type }
             if let pct = e.percentage, e.kind != .purchase { detail += " \(milliunits(pct))%" }
+            if e.kind == .upgradeCredit { detail = "estimated" }
             print(
                 "  " + pad(formatInstant(e.at), 22) + pad(e.kind.rawValue, 17) + pad(e.currency, 5)
                     + pad(milliunits(e.amount), 14) + pad(e.productId, 34) + pad(e.transactionId, 20) + detail)

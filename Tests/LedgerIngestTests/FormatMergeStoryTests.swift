@@ -98,4 +98,49 @@ import Testing
         #expect(try await Self.answers(receiptFirst: false) == expected)
         #expect(try await Self.answers(receiptFirst: true) == expected)
     }
+
+    /// The renewal info Apple signed states the next renewal's price and currency; the receipt's
+    /// `pending_renewal_info` a day later cannot, and says the same of the rest. Whichever arrives first, the
+    /// timeline after both tells the price the signed info stated.
+    static func renewalPrice(receiptFirst: Bool) async throws -> [String?] {
+        let dir = try TemporaryDirectory(prefix: "format-merge-renewal")
+        defer { dir.remove() }
+        let ledger = try Ledger(directory: dir.path, logger: Logger(label: "test"))
+        defer { ledger.close() }
+        let pipeline = IngestPipeline(
+            ledger: ledger,
+            configuration: AppStoreConfiguration(
+                bundleId: AppleFixtures.bundleId, trustedRootsDER: [TestPKI.shared.rootDER],
+                acceptedEnvironments: [.production]))
+        let notification = AppleFixtures.v2Notification(
+            type: "DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_ENABLED", signedDate: epoch + day,
+            transaction: AppleFixtures.v2Transaction(
+                transactionId: otid, originalTransactionId: otid, purchaseDate: epoch, expiresDate: epoch + 30 * day,
+                signedDate: epoch + day, price: 4990, currency: "EUR"),
+            renewal: AppleFixtures.v2Renewal(
+                originalTransactionId: otid, signedDate: epoch + day,
+                extra: ["renewalPrice": 5990, "currency": "EUR", "eligibleWinBackOfferIds": ["winback-1"]]))
+        let copy = AppleFixtures.v1Transaction(
+            transactionId: otid, originalTransactionId: otid, purchaseDate: epoch, expiresDate: epoch + 30 * day,
+            webOrderLineItemId: "3000000000000001")
+        let receipt = AppleFixtures.receiptIOS7(
+            requestDate: epoch + 2 * day, inApp: [copy], latest: [copy],
+            pending: [AppleFixtures.v1PendingRenewal(originalTransactionId: otid)])
+        for body in receiptFirst ? [receipt, notification] : [notification, receipt] {
+            let results = try await pipeline.ingest(body: body, options: .init(), now: epoch + 3 * day)
+            #expect(results.allSatisfy { $0.status == .appended }, "\(results.map(\.status))")
+        }
+        let view = try #require(try ledger.timeline(OriginalTransactionID(otid), at: epoch + 3 * day))
+        #expect(try ledger.replay(check: true).differences.isEmpty)
+        return [
+            view.renewalPrice.map(String.init), view.renewalCurrency, view.eligibleWinBackOfferIds?.joined(),
+            view.autoRenew.map { "\($0)" },
+        ]
+    }
+
+    @Test func aPendingRenewalInfoErasesNoRenewalPriceWhicheverComesFirst() async throws {
+        let expected: [String?] = ["5990", "EUR", "winback-1", "true"]
+        #expect(try await Self.renewalPrice(receiptFirst: false) == expected)
+        #expect(try await Self.renewalPrice(receiptFirst: true) == expected)
+    }
 }

@@ -346,10 +346,13 @@ public enum ConsolePage {
             b += "<p>No priced purchase.</p>\n"
         } else {
             b += "<table>\n<thead><tr><th scope=\"col\">currency</th><th scope=\"col\">purchases</th><th scope=\"col\">gross</th>"
-            b += "<th scope=\"col\">refunds</th><th scope=\"col\">refunded</th><th scope=\"col\">net</th></tr></thead>\n<tbody>\n"
+            b += "<th scope=\"col\">refunds</th><th scope=\"col\">refunded</th>"
+            b += "<th scope=\"col\" title=\"estimated: the unused share of periods upgraded mid-way\">upgrade credit (est.)</th>"
+            b += "<th scope=\"col\">net</th></tr></thead>\n<tbody>\n"
             for (currency, t) in c.revenue.totals.sorted(by: { $0.key < $1.key }) {
                 b += "<tr><th scope=\"row\">\(xmlEscaped(currency))</th><td>\(t.purchases)</td><td>\(money(t.gross))</td>"
-                b += "<td>\(t.refunds)</td><td>\(money(t.refunded))</td><td>\(money(t.net))</td></tr>\n"
+                b += "<td>\(t.refunds)</td><td>\(money(t.refunded))</td><td>\(money(t.credited))</td>"
+                b += "<td>\(money(t.net))</td></tr>\n"
             }
             b += "</tbody></table>\n"
         }

@@ -59,6 +59,8 @@ extension RevenueTotals: JSONDocument {
             o.key("refunds"); o.number(refunds)
             o.key("reversals"); o.number(reversals)
             o.key("refunded"); o.number(refunded)
+            o.key("upgradeCredits"); o.number(upgradeCredits)
+            o.key("credited"); o.number(credited)
             o.key("net"); o.number(net)
         }
     }
@@ -71,6 +73,7 @@ extension ConvertedRevenue: JSONDocument {
             o.key("currency"); o.string(currency)
             o.key("gross"); o.number(gross)
             o.key("refunded"); o.number(refunded)
+            o.key("credited"); o.number(credited)
             o.key("net"); o.number(net)
             o.key("ratesMicros")
             o.object { r in
@@ -83,7 +86,8 @@ extension ConvertedRevenue: JSONDocument {
     }
 }
 
-/// `revocationType` and `percentage` only on refunds and reversals.
+/// `revocationType` and `percentage` only on refunds and reversals; `estimated` on an upgrade's credit, the one
+/// amount Apple does not state.
 extension RevenueEntry: JSONDocument {
     public func write(to json: inout JSONWriter) {
         json.object { o in
@@ -97,9 +101,13 @@ extension RevenueEntry: JSONDocument {
             o.key("currency"); o.string(currency)
             o.key("price"); o.number(price)
             o.key("amount"); o.number(amount)
-            if kind != .purchase {
+            switch kind {
+            case .purchase: break
+            case .refund, .refundReversed:
                 o.key("revocationType"); o.string(revocationType)
                 o.key("percentage"); o.number(percentage)
+            case .upgradeCredit:
+                o.key("estimated"); o.bool(true)
             }
         }
     }

@@ -3,7 +3,9 @@
 extension Timeline {
     /// Whether the subscription is set to renew, as known at `at`: what was stated last by then, the latest renewal
     /// info (its `autoRenewStatus`) or a later auto-renew change a notification stated (DID_CHANGE_RENEWAL_STATUS
-    /// without a renewal info); nil when neither says.
+    /// without a renewal info). The timeline keeps only the latest renewal info: at an instant before it spoke, the
+    /// state is the last change stated by then, else the one the first later change turned from, else (nothing
+    /// changed it) what the info says. Nil when nothing says, and before the first period.
     /// - Complexity: O(stated changes).
     public func autoRenewStatus(at: UnixMillis) -> Bool? {
         let info = renewal.flatMap { $0.at <= at ? $0 : nil }
@@ -12,7 +14,13 @@ extension Timeline {
         {
             return change.kind == .autoRenewOn
         }
-        return info?.info.autoRenewStatus
+        if let info { return info.info.autoRenewStatus }
+        // Before the first period nothing was bought, so nothing renews.
+        guard let later = renewal, periods.contains(where: { $0.start <= at }) else { return nil }
+        if let next = statedChanges.first(where: { $0.at > at && ($0.kind == .autoRenewOn || $0.kind == .autoRenewOff) }) {
+            return next.kind == .autoRenewOff
+        }
+        return later.info.autoRenewStatus
     }
 
     /// When the customer was seen turning auto-renew off, as known at `at` (RevenueCat's `unsubscribeDetectedAt`):

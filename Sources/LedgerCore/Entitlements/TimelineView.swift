@@ -1,4 +1,4 @@
-/// A timeline evaluated at one instant, in the API.md Timeline shape (`timeline --json`,
+/// A timeline evaluated at one instant, in the socket API's Timeline shape (`timeline --json`,
 /// `GET /v1/subscriptions/{otid}`), with a few extra fields. Its JSON is written by LedgerAPI.
 public struct TimelineView: Hashable, Sendable {
     public var originalTransactionId: String
@@ -22,7 +22,7 @@ public struct TimelineView: Hashable, Sendable {
     public var priceIncreaseStatus: Int64?
     public var refusedClaims: [RefusedClaimView]
     public var lastSeq: UInt64
-    /// The next renewal's price (milliunits of `renewalCurrency`), from the latest renewal info.
+    /// The next renewal's price (milliunits of `renewalCurrency`), from the latest renewal info when it spoke by `at`.
     public var renewalPrice: Int64?
     public var renewalCurrency: String?
     /// Win-back offers the customer may redeem, per the latest renewal info.
@@ -165,19 +165,16 @@ extension Timeline {
         return immediate ? .upgrade : .downgrade
     }
 
-    /// The timeline at instant `at`, in the API.md shape. `asOf` is echoed: the caller folds only the events with
+    /// The timeline at instant `at`, in the socket API's shape. `asOf` is echoed: the caller folds only the events with
     /// seq ≤ asOf.
     /// - Complexity: O(size of the timeline).
     public func view(at: UnixMillis, asOf: UInt64?, rules: FoldRules = FoldRules()) -> TimelineView {
         let s = status(at: at)
-        let renewalKnown = renewal.flatMap { $0.at <= at ? $0.info : nil }
-        let current = s.period?.productId ?? periods.last?.productId
-        let autoRenew = autoRenewStatus(at: at)
-        let pending = renewalKnown?.autoRenewProductId.flatMap { $0 != current ? $0 : nil }
+        let next = renewal(at: at, current: s.period?.productId ?? periods.last?.productId, status: s.status)
         return TimelineView(
             originalTransactionId: originalTransactionId.rawValue, environment: environment.rawValue, at: at,
             asOf: asOf, status: s.status.rawValue, productId: s.period?.productId, expiresAt: s.expiresAt,
-            autoRenew: autoRenew, pendingProductId: pending,
+            autoRenew: next.autoRenew, pendingProductId: next.pendingProductId,
             periods: periods.map(PeriodView.init),
             changes: changes(rules: rules).map {
                 ChangeView(at: $0.at, kind: $0.kind.rawValue, seq: $0.seq, detail: $0.detail, until: $0.until)
@@ -185,12 +182,12 @@ extension Timeline {
             owners: ownerIntervals.map(OwnerView.init),
             expirationReason: s.status == .expired ? s.expirationReason : nil,
             gracePeriodExpiresAt: s.gracePeriodExpiresAt, productType: productType?.catalogName,
-            inBillingRetry: renewalKnown?.isInBillingRetryPeriod, priceIncreaseStatus: renewalKnown?.priceIncreaseStatus,
+            inBillingRetry: next.inBillingRetry, priceIncreaseStatus: next.priceIncreaseStatus,
             refusedClaims: refusedClaims.map {
                 RefusedClaimView(appUserId: $0.appUserId.rawValue, at: $0.at, seq: $0.seq, cause: $0.cause.rawValue)
             },
-            lastSeq: lastSeq, renewalPrice: renewalKnown?.renewalPrice, renewalCurrency: renewalKnown?.currency,
-            eligibleWinBackOfferIds: renewalKnown?.eligibleWinBackOfferIds)
+            lastSeq: lastSeq, renewalPrice: next.renewalPrice, renewalCurrency: next.renewalCurrency,
+            eligibleWinBackOfferIds: next.eligibleWinBackOfferIds)
     }
 }
 

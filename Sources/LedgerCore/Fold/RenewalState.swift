@@ -32,15 +32,47 @@ public struct RenewalState: Hashable, Sendable {
 
     /// Becomes the state `r` states, in place: the fold replaces its renewal state at every renewal info, and the
     /// state's box is its own, so the fields are written where they are (no box made, none freed).
+    ///
+    /// A renewal info in the receipt format (`pending_renewal_info`) cannot state the next renewal's price and
+    /// currency, win-back offers, billing plan or renewal date: those are unknown in it, not absent, so the values an
+    /// earlier signed renewal info stated stay (a renewal date only while it is still ahead).
     @inline(__always)
-    mutating func restate(_ r: borrowing RenewalInfoFact, at: UnixMillis, seq: UInt64) {
+    mutating func restate(_ r: borrowing RenewalInfoFact, at: UnixMillis, seq: UInt64, format: TransactionFormat) {
         self.at = at
         self.seq = seq
         if !isKnownUniquelyReferenced(&info.box) { info.box = CopyOnWriteBox(info.box.value) }
+        let kept = format == .receipt ? Unstated(info.box.value, at: at) : nil
         // Read from `r`'s box, not through its dynamic-member subscript (see `keep`).
         info.box.value.originalTransactionId = r.box.value.originalTransactionId
         info.box.value.environment = r.box.value.environment
         Self.keep(r, in: &info.box.value)
+        kept?.restore(into: &info.box.value)
+    }
+
+    /// What a signed renewal info states and `pending_renewal_info` cannot.
+    private struct Unstated {
+        var renewalPrice: Int64?
+        var currency: String?
+        var eligibleWinBackOfferIds: [String]?
+        var renewalBillingPlanType: String?
+        var renewalDate: UnixMillis?
+
+        init(_ k: RenewalInfoFact.Fields, at: UnixMillis) {
+            renewalPrice = k.renewalPrice
+            currency = k.currency
+            eligibleWinBackOfferIds = k.eligibleWinBackOfferIds
+            renewalBillingPlanType = k.renewalBillingPlanType
+            renewalDate = k.renewalDate.flatMap { $0 > at ? $0 : nil }
+        }
+
+        /// Fills what the receipt-format info left unstated.
+        func restore(into k: inout RenewalInfoFact.Fields) {
+            if k.renewalPrice == nil { k.renewalPrice = renewalPrice }
+            if k.currency == nil { k.currency = currency }
+            if k.eligibleWinBackOfferIds == nil { k.eligibleWinBackOfferIds = eligibleWinBackOfferIds }
+            if k.renewalBillingPlanType == nil { k.renewalBillingPlanType = renewalBillingPlanType }
+            if k.renewalDate == nil { k.renewalDate = renewalDate }
+        }
     }
 
     /// Writes the fields of `r` that are about the next renewal into `k` (every field `init(_:at:seq:)` keeps but

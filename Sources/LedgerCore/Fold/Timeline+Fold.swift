@@ -271,7 +271,7 @@ extension Timeline {
     mutating func step(_ fact: Fact, seq: UInt64, at instant: UnixMillis, rules: FoldRules, format: TransactionFormat) {
         switch fact {
         case .transaction(let t): stepTransaction(t, at: instant, seq: seq, rules: rules, format: format)
-        case .renewal(let r): stepRenewal(r, at: instant, seq: seq)
+        case .renewal(let r): stepRenewal(r, at: instant, seq: seq, format: format)
         case .notification(let n): stepNotification(n, at: instant, seq: seq)
         case .binding(let b): stepClaim(b, seq: seq, policy: rules.bindingPolicy)
         case .reconciliation: break
@@ -421,7 +421,7 @@ extension Timeline {
     }
 
     /// The renewal info replaces the renewal state; what changed becomes stated changes.
-    mutating func stepRenewal(_ r: RenewalInfoFact, at instant: UnixMillis, seq: UInt64) {
+    mutating func stepRenewal(_ r: RenewalInfoFact, at instant: UnixMillis, seq: UInt64, format: TransactionFormat) {
         // What the renewal state said before, read from its info (which shares its box: one retain, released at the
         // end of this block, so that `restate` below finds the box its own and writes in place).
         let wasAutoRenewing: Bool?, wasRetrying: Bool, oldGraceEnd: UnixMillis?, current: String?
@@ -462,7 +462,7 @@ extension Timeline {
         if renewal == nil {
             renewal = RenewalState(r, at: instant, seq: seq)
         } else {
-            renewal!.restate(r, at: instant, seq: seq)
+            renewal!.restate(r, at: instant, seq: seq, format: format)
         }
     }
 

@@ -248,12 +248,16 @@ public enum Metrics {
     }
 
     /// `p`'s price per average month in its currency; nil when Apple stated no price (or the period has no end), or
-    /// when it was shared through Family Sharing.
+    /// when it was shared through Family Sharing. The price bought the whole billed period: the old side of an
+    /// upgrade ends early, but its price is still spread over the length it was billed for (to its `expiresDate`),
+    /// or a year upgraded after a week would count as a year's price per week.
     static func monthly(_ p: Period) -> (currency: String, amount: Int64)? {
         guard p.terms?.ownershipType != "FAMILY_SHARED", let price = p.terms?.price, let currency = p.terms?.currency,
             let end = p.end, end > p.start
         else { return nil }
-        let amount = (Int128(price) * Int128(month) + Int128(end - p.start) / 2) / Int128(end - p.start)
+        let billedUntil = p.upgraded ? max(end, p.expiresDate ?? end) : end
+        let length = Int128(billedUntil) - Int128(p.start)
+        let amount = (Int128(price) * Int128(month) + length / 2) / length
         return (currency, Int64(clamping: amount))
     }
 

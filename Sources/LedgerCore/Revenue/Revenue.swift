@@ -10,6 +10,10 @@ public struct RevenueEntry: Hashable, Sendable {
         case refund
         /// A refund reversed (REFUND_REVERSED): the refunded amount comes back.
         case refundReversed = "refund_reversed"
+        /// What an upgrade gave back of the old period, **estimated**: Apple refunds the unused part of a period
+        /// upgraded mid-way, prorated, but states no amount. The estimate is the period's price × the unused share
+        /// of its length (`Revenue.upgradeCredit`), dated at the upgrade.
+        case upgradeCredit = "upgrade_credit"
     }
 
     public var kind: Kind
@@ -24,7 +28,8 @@ public struct RevenueEntry: Hashable, Sendable {
     public var currency: String
     /// The period's price.
     public var price: Int64
-    /// What this entry adds to the revenue: `price`, minus what a refund gave back, plus what a reversal restored.
+    /// What this entry adds to the revenue: `price`, minus what a refund gave back, plus what a reversal restored,
+    /// minus an upgrade's estimated credit.
     public var amount: Int64
     public var periodType: LifecyclePeriodType
     /// A refund's revocation type (`REFUND_FULL`, `REFUND_PRORATED`) and Apple's `revocationPercentage`.
@@ -41,11 +46,14 @@ public struct RevenueTotals: Hashable, Sendable {
     public var refunds = 0
     public var reversals = 0
     public var refunded: Int64 = 0
+    /// Upgrades mid-period, and the estimated credit of their old periods' unused parts (`RevenueEntry.Kind.upgradeCredit`).
+    public var upgradeCredits = 0
+    public var credited: Int64 = 0
 
     public init() {}
 
-    /// `gross - refunded`.
-    public var net: Int64 { gross.saturatingSubtract(refunded) }
+    /// `gross - refunded - credited`.
+    public var net: Int64 { gross.saturatingSubtract(refunded).saturatingSubtract(credited) }
 
     mutating func add(_ e: RevenueEntry) {
         switch e.kind {
@@ -58,6 +66,9 @@ public struct RevenueTotals: Hashable, Sendable {
         case .refundReversed:
             reversals += 1
             refunded = refunded.saturatingSubtract(e.amount)
+        case .upgradeCredit:
+            upgradeCredits += 1
+            credited = credited.saturatingAdd(-e.amount)
         }
     }
 }
@@ -88,7 +99,8 @@ public struct RevenueSummary: Hashable, Sendable {
 public enum Revenue {
     /// The money one period of `t` states, bought by `buyer`: its price at its purchase date, each refund at its
     /// date (the price, or the share a prorated refund states: `Lifecycle.refundedAmount`), each reversal at its
-    /// instant. Empty for a period shared through Family Sharing (`inAppOwnershipType` `FAMILY_SHARED`): it brought
+    /// instant; for the old side of an upgrade without a refund, the estimated credit of its unused part at the
+    /// upgrade (`upgradeCredit`). Empty for a period shared through Family Sharing (`inAppOwnershipType` `FAMILY_SHARED`): it brought
     /// nothing (the family organizer's own purchase did), and neither does its revoke; a Family Sharing revoke is
     /// never a refund. Nil when Apple stated no price or currency (V1 receipts): unpriced, never guessed.
     public static func entries(of p: Period, in t: Timeline, buyer: AppUserID?) -> [RevenueEntry]? {
@@ -99,6 +111,13 @@ public enum Revenue {
             transactionId: p.transactionId.rawValue, productId: p.productId, appUserId: buyer?.rawValue,
             currency: currency, price: price, amount: price, periodType: LifecyclePeriodType(p.offer))
         var out = [entry]
+        if let credit = upgradeCredit(of: p, price: price), !p.revocations.contains(where: { !$0.isFamilyRevoke }) {
+            var e = entry
+            e.kind = .upgradeCredit
+            e.at = p.end ?? p.start
+            e.amount = -credit
+            out.append(e)
+        }
         for r in p.revocations where !r.isFamilyRevoke {
             let back = Lifecycle.refundedAmount(price: price, revocation: r)
             var refund = entry
@@ -117,6 +136,24 @@ public enum Revenue {
             }
         }
         return out
+    }
+
+    /// The estimated credit of an upgraded period's unused part: `price` × (its `expiresDate` − the upgrade) ÷
+    /// (its `expiresDate` − its start), rounded half away from zero. Nil when the period was not upgraded or no part
+    /// of it was left. A refund of the period (a different statement, with its own amount) replaces the estimate.
+    public static func upgradeCredit(of p: Period, price: Int64) -> Int64? {
+        guard p.upgraded, let upgradedAt = p.end, let billedUntil = p.expiresDate, billedUntil > upgradedAt,
+            upgradedAt >= p.start
+        else { return nil }
+        var unused = Int128(billedUntil) - Int128(upgradedAt)
+        var length = Int128(billedUntil) - Int128(p.start)
+        // Instants at the ends of the range make lengths past 2^62 ms; halving both keeps the product in range.
+        while length > Int128(1) << 62 {
+            unused >>= 1
+            length >>= 1
+        }
+        let credit = (Int128(price) * unused + length / 2) / length
+        return credit > 0 ? Int64(clamping: credit) : nil
     }
 
     /// The summary of `timelines` over `[from, to)` (either end open when nil): the entries of `environment` whose
@@ -196,7 +233,9 @@ public struct ConvertedRevenue: Hashable, Sendable {
     public var currency: String
     public var gross: Int64 = 0
     public var refunded: Int64 = 0
-    public var net: Int64 { gross.saturatingSubtract(refunded) }
+    /// Upgrades' estimated credits (`RevenueTotals.credited`).
+    public var credited: Int64 = 0
+    public var net: Int64 { gross.saturatingSubtract(refunded).saturatingSubtract(credited) }
     /// The currencies converted, with the rate used (millionths).
     public var rates: [String: Int64] = [:]
     /// Currencies of the summary the table has no rate for: their totals are left out of the sums above.
@@ -209,13 +248,15 @@ extension RevenueSummary {
         var c = ConvertedRevenue(currency: rates.currency)
         for currency in totals.keys.sorted() {
             let t = totals[currency]!
-            guard let gross = rates.convert(t.gross, from: currency), let refunded = rates.convert(t.refunded, from: currency)
+            guard let gross = rates.convert(t.gross, from: currency), let refunded = rates.convert(t.refunded, from: currency),
+                let credited = rates.convert(t.credited, from: currency)
             else {
                 c.unconverted.append(currency)
                 continue
             }
             c.gross = c.gross.saturatingAdd(gross)
             c.refunded = c.refunded.saturatingAdd(refunded)
+            c.credited = c.credited.saturatingAdd(credited)
             c.rates[currency] = currency == rates.currency ? 1_000_000 : rates.micros[currency]
         }
         return c

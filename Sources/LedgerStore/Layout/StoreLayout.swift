@@ -53,8 +53,9 @@ struct StoreLayout {
     /// keeps the values in its log and reads as before (`meta` has no `identity_generation`).
     /// 9: a revision in the receipt format (verifyReceipt, V1 notifications) keeps the price, currency, reason and
     /// offer details a signed revision of the transaction stated (docs/domain.md, "What each format states").
+    /// 10: the MRR of the old side of an upgrade is spread over the length it was billed for (`metric_days`).
     /// An older ledger opened for writing is upgraded by rebuilding its projections from the log.
-    static let schemaVersion: UInt64 = 9
+    static let schemaVersion: UInt64 = 10
 
     let meta: Database
     let raw: Database
