@@ -118,7 +118,7 @@ public final class Ledger: Sendable {
         }
         self.layout = layout
         let batch = AppendBatch(
-            layout: layout, projections: ProjectionEngine(layout: layout, history: history, identities: identities),
+            layout: layout, projections: ProjectionEngine(layout: layout, history: history),
             identities: identities)
         self.batch = batch
         var journal: Journal?

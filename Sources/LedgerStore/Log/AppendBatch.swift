@@ -24,8 +24,9 @@ struct AppendBatch {
         let rejectedCountBefore: UInt64
     }
 
-    /// Appends `inputs`; `changes` learns what the commit will change (for the readers' answer cache), `seeds` the
-    /// identity seed given to each input (by index) that came without one and named someone for the first time.
+    /// Appends `inputs`; `changes` learns what the commit will change (for the readers' answer cache, from the
+    /// `WriteReport` of what it wrote), `seeds` the identity seed given to each input (by index) that came without
+    /// one and named someone for the first time.
     func run(
         _ inputs: [LedgerInput], in txn: Transaction, changes: inout CommitChanges, seeds: inout [Int: [UInt8]]
     ) throws -> [AppendResult] {
@@ -35,6 +36,7 @@ struct AppendBatch {
             rejectedCountBefore: refusedBefore)
         var results: [AppendResult] = []
         results.reserveCapacity(inputs.count)
+        var report = WriteReport()
         var written: [LedgerEvent] = []
         // The input of each written event: the seq of its first event (its raw key).
         var inputOf: [UInt64] = []
@@ -89,22 +91,9 @@ struct AppendBatch {
                         layout.log, key: StoreLayout.logKey(seq),
                         value: LogRecord.encode(link: state.chainHead, rawKey: rawKey!, eventKey: key),
                         flags: .append)
-                    if case .binding(let claim) = fact, claim.everyEnvironment {
-                        // Indexed under each environment of the subscription by the projection engine.
-                        try txn.put(
-                            layout.bindingsAny, key: StoreLayout.anyEnvironmentKey(claim.originalTransactionId),
-                            value: EventReference.encode(seq: seq, eventKey: key), flags: .appendDuplicate)
-                    } else if let otid = fact.originalTransactionId {
-                        try txn.put(
-                            layout.byOTID, key: StoreLayout.subscriptionKey(fact.environment, otid),
-                            value: EventReference.encode(seq: seq, eventKey: key), flags: .appendDuplicate)
-                        if case .binding(let claim) = fact {
-                            try index(
-                                user: claim.appUserId, shown: naming?.valueOf[claim.appUserId.rawValue],
-                                otid: claim.originalTransactionId, claim.environment, txn, changes: &changes)
-                        }
-                    } else if case .erasure(let erasure) = fact {
-                        // The people it names can no longer be told; every answer that showed them changes.
+                    try EventIndexes.write(fact, seq: seq, eventKey: key, layout, txn, report: &report)
+                    if case .erasure(let erasure) = fact {
+                        // The people it names can no longer be told (every answer that showed them changes).
                         if let named = naming?.named { changes.identities.merge(named) { _, new in new } }
                         let forgotten = Set(erasure.pseudonyms)
                         changes.identities = changes.identities.filter { !forgotten.contains($0.value.pseudonym) }
@@ -112,11 +101,6 @@ struct AppendBatch {
                         naming = try identities.generation(layout, txn).map {
                             Pseudonymizer(identities: identities, generation: $0, layout: layout, inputs: inputs.count)
                         }
-                        changes.everything = true
-                    } else if case .grant(let grant) = fact {
-                        // Found by its key (`OperatorGrant.eventKey`); the customer's kept answer is no longer true.
-                        let shown = naming?.valueOf[grant.appUserId.rawValue].map { AppUserID($0) } ?? grant.appUserId
-                        changes.customers.insert(StoreLayout.userKey(grant.environment, shown))
                     }
                     written.append(LedgerEvent(seq: seq, fact: fact, metadata: metadata))
                     inputOf.append(rawKey!)
@@ -131,9 +115,9 @@ struct AppendBatch {
         }
 
         if let named = naming?.named { changes.identities.merge(named) { _, new in new } }
-        changes.valueOf = naming?.valueOf ?? [:]
+        let valueOf = naming?.valueOf ?? [:]
         if !written.isEmpty {
-            try projections.apply(written, inputs: inputOf, in: txn, changes: &changes)
+            try projections.apply(written, inputs: inputOf, in: txn, report: &report)
             try txn.put(layout.meta, key: StoreLayout.metaChainHead, value: ChainHead(last: state.seq, link: state.chainHead).encoded)
         }
         if let head = state.rejectedHead, state.rejectedCount != state.rejectedCountBefore {
@@ -141,7 +125,12 @@ struct AppendBatch {
             try txn.put(
                 layout.meta, key: StoreLayout.metaRejectedHead, value: ChainHead(last: state.rejectedCount, link: head).encoded)
         }
-        changes.lastSeq = state.seq
+        let named = changes.identities
+        changes = try report.changes(lastSeq: state.seq) { user in
+            try valueOf[user.rawValue] ?? identities.shown(user.rawValue, layout, txn)
+        }
+        changes.identities = named
+        changes.valueOf = valueOf
         return results
     }
 
@@ -216,22 +205,6 @@ struct AppendBatch {
                 "the last number of `\(database)` reads as \(last), the largest there is: nothing can follow it")
         }
         return last + 1
-    }
-
-    /// Indexes `user`'s claim of `otid`; `shown` is the value the user's pseudonym stands for, by which readers ask
-    /// (and the answer cache keeps their answers).
-    func index(
-        user: AppUserID, shown: String?, otid: OriginalTransactionID, _ environment: AppStoreEnvironment,
-        _ txn: Transaction, changes: inout CommitChanges
-    ) throws {
-        let key = StoreLayout.userKey(environment, user)
-        changes.customers.insert(shown.map { StoreLayout.userKey(environment, AppUserID($0)) } ?? key)
-        do {
-            try txn.put(
-                layout.byUser, key: key, value: StoreLayout.subscriptionKey(environment, otid), flags: .noDuplicateData)
-        } catch let error as LMDBError where error == .keyExists {
-            // Already indexed.
-        }
     }
 
     // MARK: - Reading the head

@@ -221,7 +221,7 @@ public final class LedgerImport {
             var (written, inputs) = carriedBefore
             written.reserveCapacity(written.count + events.count)
             // An import fills a ledger no server serves yet: no reader keeps answers to tell of these changes.
-            var changes = CommitChanges()
+            var report = WriteReport()
             for e in events {
                 let event = try next.check(e)
                 let fact = event.fact
@@ -239,22 +239,9 @@ public final class LedgerImport {
                 try txn.put(
                     layout.log, key: StoreLayout.logKey(e.seq),
                     value: LogRecord.encode(link: e.chainHash, rawKey: e.rawKey, eventKey: key), flags: .append)
-                // The index entries an append writes (AppendBatch.run); the claims that name no environment reach
-                // `by_otid` and `by_user` through the projection engine below, as they did in the source.
-                if case .binding(let claim) = fact, claim.everyEnvironment {
-                    try txn.put(
-                        layout.bindingsAny, key: StoreLayout.anyEnvironmentKey(claim.originalTransactionId),
-                        value: EventReference.encode(seq: e.seq, eventKey: key), flags: .appendDuplicate)
-                } else if let otid = fact.originalTransactionId {
-                    try txn.put(
-                        layout.byOTID, key: StoreLayout.subscriptionKey(fact.environment, otid),
-                        value: EventReference.encode(seq: e.seq, eventKey: key), flags: .appendDuplicate)
-                    if case .binding(let claim) = fact {
-                        try batch.index(
-                            user: claim.appUserId, shown: nil, otid: claim.originalTransactionId, claim.environment,
-                            txn, changes: &changes)
-                    }
-                }
+                // The index entries an append writes; the claims that name no environment reach `by_otid` and
+                // `by_user` through the projection engine below, as they did in the source.
+                try EventIndexes.write(fact, seq: e.seq, eventKey: key, layout, txn, report: &report)
                 written.append(event)
                 inputs.append(e.rawKey)
             }
@@ -262,7 +249,7 @@ public final class LedgerImport {
             var cut = written.count
             while cut > 0, inputs[cut - 1] == inputs.last { cut -= 1 }
             try batch.projections.apply(
-                Array(written[..<cut]), inputs: Array(inputs[..<cut]), in: txn, changes: &changes)
+                Array(written[..<cut]), inputs: Array(inputs[..<cut]), in: txn, report: &report)
             carriedAfter = (Array(written[cut...]), Array(inputs[cut...]))
             try txn.put(
                 layout.meta, key: StoreLayout.metaChainHead,
@@ -305,8 +292,8 @@ public final class LedgerImport {
         if !carried.events.isEmpty {
             let (events, inputs) = carried
             try ledger.environment.write { txn in
-                var changes = CommitChanges()  // no server serves an import yet
-                try ledger.batch.projections.apply(events, inputs: inputs, in: txn, changes: &changes)
+                var report = WriteReport()  // no server serves an import yet
+                try ledger.batch.projections.apply(events, inputs: inputs, in: txn, report: &report)
             }
             carried = ([], [])
         }

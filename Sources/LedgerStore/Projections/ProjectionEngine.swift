@@ -12,21 +12,16 @@ struct ProjectionEngine {
     let layout: StoreLayout
     /// The rules in force (the log's latest change, else the configuration's), read in each write transaction.
     let history: RulesHistory
-    /// To tell the answer cache whose answers changed, by the values readers ask with.
-    let identities: Identities
 
     /// Brings the timelines of every subscription `events` touch up to date, and writes the lifecycle events each
     /// input said about each of them (`Lifecycle.events`, at the input's last seq about the subscription); `events`
     /// are in log order, `inputs[i]` names the input of `events[i]` (the seq of its first event). A change of rules
     /// among them refolds every subscription and derives its lifecycle events again under the new rules instead (as
-    /// a replay does). `changes` learns each timeline written and each customer given a `by_user` entry (every
-    /// answer, after a change of rules), and each subscription checked against Apple (its timeline answer shows the
-    /// latest check).
-    func apply(_ events: [LedgerEvent], inputs: [UInt64], in txn: Transaction, changes: inout CommitChanges) throws {
+    /// a replay does). Timelines and `by_user` entries are written through `report`, which tells the readers' cache.
+    func apply(_ events: [LedgerEvent], inputs: [UInt64], in txn: Transaction, report: inout WriteReport) throws {
         let rules = try history.rules(asOf: .max, layout, txn)
         if events.contains(where: { $0.fact.kind == .rules }) {
-            changes.everything = true
-            try refoldEverySubscription(rules, txn)
+            try refoldEverySubscription(rules, txn, report: &report)
             return
         }
         // Group by subscription, keeping log order inside each group.
@@ -34,12 +29,7 @@ struct ProjectionEngine {
         var groups: [[UInt8]: [(event: LedgerEvent, input: UInt64)]] = [:]
         var claimsOfEveryEnvironment: [(BindingClaim, LedgerEvent, UInt64)] = []
         for (event, input) in zip(events, inputs) {
-            guard let otid = event.fact.originalTransactionId else {
-                if case .reconciliation(let check) = event.fact {
-                    changes.subscriptions.insert(StoreLayout.subscriptionKey(check.environment, check.originalTransactionId))
-                }
-                continue
-            }
+            guard let otid = event.fact.originalTransactionId else { continue }
             if case .binding(let claim) = event.fact, claim.everyEnvironment {
                 claimsOfEveryEnvironment.append((claim, event, input))
                 continue
@@ -53,13 +43,12 @@ struct ProjectionEngine {
             for environment in AppStoreEnvironment.known {
                 let key = StoreLayout.subscriptionKey(environment, claim.originalTransactionId)
                 guard try groups[key] != nil || txn.get(layout.timelines, key: key) != nil else { continue }
-                try index(claim, seq: event.seq, in: environment, txn, changes: &changes)
+                try index(claim, seq: event.seq, in: environment, txn, report: &report)
                 if groups[key] == nil { order.append(key) }
                 groups[key, default: []].append((event, input))
             }
         }
         for key in order {
-            changes.subscriptions.insert(key)
             // Such claims joined their groups last: back into log order.
             var group = groups[key]!
             if !claimsOfEveryEnvironment.isEmpty { group.sort { $0.event.seq < $1.event.seq } }
@@ -72,8 +61,7 @@ struct ProjectionEngine {
                 // The common case, one input's events after everything known about the latest period: only that
                 // period is decoded, the earlier ones are copied as stored.
                 if runs.count == 1, let tail = try StoredTimeline.appendingWithTimelines(runs[0], to: stored, rules: rules) {
-                    try txn.put(layout.timelines, key: key, value: tail.bytes)
-                    try MetricDays.markChanged(key, layout, txn)
+                    try report.putTimeline(key, tail.bytes, layout, txn)
                     try write(Lifecycle.events(before: tail.before, after: tail.after, seq: runs[0].last!.seq, rules: rules), txn)
                     continue
                 }
@@ -81,7 +69,7 @@ struct ProjectionEngine {
             }
             // Input by input, so that each says what it changed, as a replay of the log derives it.
             let adopting =
-                timeline == nil ? try adoptClaimsOfEveryEnvironment(environment, otid, txn, changes: &changes) : false
+                timeline == nil ? try adoptClaimsOfEveryEnvironment(environment, otid, txn, report: &report) : false
             for run in runs {
                 let seq = run.last!.seq
                 guard var next = timeline else {
@@ -105,10 +93,7 @@ struct ProjectionEngine {
                 try write(Lifecycle.events(before: timeline, after: next, seq: seq, rules: rules), txn)
                 timeline = next
             }
-            if let timeline {
-                try txn.put(layout.timelines, key: key, value: StoredTimeline.encode(timeline))
-                try MetricDays.markChanged(key, layout, txn)
-            }
+            if let timeline { try report.putTimeline(key, StoredTimeline.encode(timeline), layout, txn) }
         }
     }
 
@@ -144,7 +129,7 @@ struct ProjectionEngine {
     /// a replay derives them (docs/lifecycle.md: a change of rules restates the stream). One pass over `by_otid`, in
     /// this write transaction.
     /// - Complexity: O(events of the ledger).
-    private func refoldEverySubscription(_ rules: FoldRules, _ txn: Transaction) throws {
+    private func refoldEverySubscription(_ rules: FoldRules, _ txn: Transaction, report: inout WriteReport) throws {
         try txn.clear(layout.lifecycle)
         let cursor = try txn.cursor(layout.byOTID)
         var scan = SubscriptionScan()
@@ -158,7 +143,7 @@ struct ProjectionEngine {
             if !scan.events.isEmpty {
                 let timeline = Timeline.fold(
                     scan.events, originalTransactionId: otid, environment: environment, rules: rules, ties: .canonical)
-                try txn.put(layout.timelines, key: key, value: StoredTimeline.encode(timeline))
+                try report.putTimeline(key, StoredTimeline.encode(timeline), marking: false, layout, txn)
                 let inputs = try LifecycleReplay.inputs(of: scan.events, layout, txn)
                 for said in LifecycleReplay.entries(
                     scan.events, inputs: inputs, otid: otid, environment: environment, rules: rules)
@@ -184,7 +169,7 @@ struct ProjectionEngine {
     /// appeared); false when there are none.
     private func adoptClaimsOfEveryEnvironment(
         _ environment: AppStoreEnvironment, _ otid: OriginalTransactionID, _ txn: Transaction,
-        changes: inout CommitChanges
+        report: inout WriteReport
     ) throws -> Bool {
         let cursor = try txn.cursor(layout.bindingsAny)
         var entry = try cursor.find(StoreLayout.anyEnvironmentKey(otid))
@@ -195,7 +180,7 @@ struct ProjectionEngine {
                 let stored = try txn.get(layout.events, key: revisionKey),
                 case .binding(let claim) = try StoreLayout.decodeEvent(seq: seq, stored).fact
             else { throw LedgerError.corrupted("bindings_any names a claim of \(otid) that is missing") }
-            try index(claim, seq: seq, in: environment, txn, changes: &changes)
+            try index(claim, seq: seq, in: environment, txn, report: &report)
             entry = try cursor.nextDuplicate()
         }
         return true
@@ -204,25 +189,15 @@ struct ProjectionEngine {
     /// `by_otid` and `by_user` entries of a claim that named no environment, in `environment`.
     private func index(
         _ claim: BindingClaim, seq: UInt64, in environment: AppStoreEnvironment, _ txn: Transaction,
-        changes: inout CommitChanges
+        report: inout WriteReport
     ) throws {
-        let shown = try changes.valueOf[claim.appUserId.rawValue] ?? identities.shown(claim.appUserId.rawValue, layout, txn)
-        changes.customers.insert(StoreLayout.userKey(environment, AppUserID(shown)))
-        for (database, key, value) in [
-            (
-                layout.byOTID, StoreLayout.subscriptionKey(environment, claim.originalTransactionId),
-                EventReference.encode(seq: seq, eventKey: Fact.binding(claim).eventKey)
-            ),
-            (
-                layout.byUser, StoreLayout.userKey(environment, claim.appUserId),
-                StoreLayout.subscriptionKey(environment, claim.originalTransactionId)
-            ),
-        ] {
-            do {
-                try txn.put(database, key: key, value: value, flags: .noDuplicateData)
-            } catch let error as LMDBError where error == .keyExists {
-                // Indexed already (by an earlier claim of the same user, or this claim in the same batch).
-            }
+        do {
+            try txn.put(
+                layout.byOTID, key: StoreLayout.subscriptionKey(environment, claim.originalTransactionId),
+                value: EventReference.encode(seq: seq, eventKey: Fact.binding(claim).eventKey), flags: .noDuplicateData)
+        } catch let error as LMDBError where error == .keyExists {
+            // Indexed already (by an earlier claim of the same user, or this claim in the same batch).
         }
+        try report.indexUser(claim.appUserId, environment, otid: claim.originalTransactionId, layout, txn)
     }
 }
