@@ -193,9 +193,11 @@ struct StarvationProcessTests {
         }
     }
 
-    /// A reader that may not write (`nobody`) opens 20,000 follow requests on both streams as fast as it can and
+    /// A reader that may not write (`nobody`) opens 4,096 follow requests on both streams as fast as it can and
     /// closes each at a different step: at once, at once with a reset, after the first bytes of the answer, after them
     /// with a reset. Every follower's place is given back (the gauge is 0 again) and root's follower is answered 200.
+    /// Sixteen times the server's 256 places: a place kept by one close in sixteen would leave none. The script opens
+    /// every one of them however slow the machine is (a deadline would make the count depend on the load).
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") && getuid() == 0))
     func followersClosedAtEveryStepGiveTheirPlacesBack() async throws {
         try await withServer(configuration: #"{"socket":{"mode":"0666","writers":{"uids":[0]}}}"#) { server, dir in
@@ -208,13 +210,11 @@ struct StarvationProcessTests {
                 #expect(r.status == 200)
             }
             let script = """
-                import socket, struct, sys, time
+                import socket, struct, sys
                 path, count = sys.argv[1], int(sys.argv[2])
                 routes = [b"/v1/events?after=0&follow=true", b"/v1/lifecycle?after=0&follow=true"]
-                opened, began, end = 0, 0, time.time() + 150
+                opened, began = 0, 0
                 for i in range(count):
-                    if time.time() > end:
-                        break
                     s = socket.socket(socket.AF_UNIX)
                     s.settimeout(5)
                     step = (i // 2) % 4
@@ -232,15 +232,15 @@ struct StarvationProcessTests {
                         s.close()
                 print(opened, began, flush=True)
                 """
-            let (attacker, out) = try Self.asNobody(script, in: dir, named: "followers.py", [server.socketPath, "20000"])
+            let (attacker, out) = try Self.asNobody(script, in: dir, named: "followers.py", [server.socketPath, "4096"])
             let printed = await Task.detached { () -> String in
                 let data = out.fileHandleForReading.readDataToEndOfFile()
                 attacker.waitUntilExit()
                 return String(decoding: data, as: UTF8.self)
             }.value
             let figures = printed.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
-            #expect(figures.count == 2 && figures[0] == 20_000, "nobody opened \(printed)")
-            #expect(figures.count == 2 && figures[1] > 5_000, "answers had begun before the close: \(printed)")
+            #expect(figures.count == 2 && figures[0] == 4_096, "nobody opened \(printed)")
+            #expect(figures.count == 2 && figures[1] > 1_000, "answers had begun before the close: \(printed)")
 
             // Each place is given back once its connection's end is seen: wait for that, bounded.
             var followers = -1

@@ -24,114 +24,165 @@ struct AppendBatch {
         let rejectedCountBefore: UInt64
     }
 
+    /// What the transaction has done so far, stage by stage.
+    private struct Progress {
+        var head: Pending
+        /// What it wrote that readers' answers are made of (`WriteReport`).
+        var report = WriteReport()
+        /// The events logged, in log order, and the input of each (the seq of its first event, its raw key): what
+        /// the projections fold.
+        var written: [LedgerEvent] = []
+        var inputOf: [UInt64] = []
+        /// Names people by pseudonyms, in a ledger with them.
+        var naming: Pseudonymizer?
+        /// The people named for the first time (`CommitChanges.identities`).
+        var named: [String: Identities.Identity] = [:]
+    }
+
     /// Appends `inputs`; `changes` learns what the commit will change (for the readers' answer cache, from the
     /// `WriteReport` of what it wrote), `seeds` the identity seed given to each input (by index) that came without
     /// one and named someone for the first time.
+    ///
+    /// The stages, in order: refusals are kept apart (`reject`); each accepted input is hashed and its people named
+    /// by pseudonyms (`append`); each fact not known yet is logged with its raw bytes and chain link (`log`) and
+    /// indexed (`EventIndexes`); then the projections fold what was logged (`ProjectionEngine`), and the heads and
+    /// the report say what changed (`finish`).
     func run(
         _ inputs: [LedgerInput], in txn: Transaction, changes: inout CommitChanges, seeds: inout [Int: [UInt8]]
     ) throws -> [AppendResult] {
         let refusedBefore = try rejectedCount(txn)
-        var state = try Pending(
-            seq: lastSeq(txn), chainHead: chainHead(txn), rejectedCount: refusedBefore, rejectedHead: nil,
-            rejectedCountBefore: refusedBefore)
+        var progress = try Progress(
+            head: Pending(
+                seq: lastSeq(txn), chainHead: chainHead(txn), rejectedCount: refusedBefore, rejectedHead: nil,
+                rejectedCountBefore: refusedBefore),
+            naming: naming(txn, inputs: inputs.count))
         var results: [AppendResult] = []
         results.reserveCapacity(inputs.count)
-        var report = WriteReport()
-        var written: [LedgerEvent] = []
-        // The input of each written event: the seq of its first event (its raw key).
-        var inputOf: [UInt64] = []
-        var naming = try identities.generation(layout, txn).map {
-            Pseudonymizer(identities: identities, generation: $0, layout: layout, inputs: inputs.count)
-        }
-
         for (position, input) in inputs.enumerated() {
             switch input {
             case .rejected(let rejection):
-                try reject(rejection, &state, txn, sealingWith: naming?.generation)
+                try reject(rejection, &progress.head, txn, sealingWith: progress.naming?.generation)
                 results.append(.rejected(code: rejection.code, message: rejection.message))
-            case .facts(var facts, var metadata, let raw, let seed):
+            case .facts(let facts, let metadata, let raw, let seed):
                 if let problem = Self.problem(in: facts) {
-                    try reject(
-                        RejectedInput(raw: raw, code: problem.code, message: problem.message, receivedAt: metadata.receivedAt),
-                        &state, txn, sealingWith: naming?.generation)
+                    let rejection = RejectedInput(
+                        raw: raw, code: problem.code, message: problem.message, receivedAt: metadata.receivedAt)
+                    try reject(rejection, &progress.head, txn, sealingWith: progress.naming?.generation)
                     results.append(.rejected(code: problem.code, message: problem.message))
                     continue
                 }
-                metadata.rawDigest = sha256(raw)
-                // The log names people by pseudonyms; an input that names anyone is kept sealed with their keys.
-                var people: [Identities.Identity] = []
-                if naming != nil {
-                    var used = seed
-                    (facts, metadata, people) = try naming!.rename(facts, metadata, seed: &used, txn)
-                    if seed == nil, let used { seeds[position] = used }
-                }
-                var writtenForInput: [AppendResult.WrittenEvent] = []
-                var rawKey: UInt64? = nil
-                for fact in facts {
-                    let key = fact.eventKey
-                    let factBytes = fact.encoded()
-                    if try layout.isKnown(factBytes, key: key, txn) { continue }
-                    state.seq = try Self.successor(state.seq, of: "log")
-                    let seq = state.seq
-                    if rawKey == nil {
-                        // The raw input is stored once, under the seq of the first event it produced.
-                        rawKey = seq
-                        if people.isEmpty {
-                            try txn.put(layout.raw, key: StoreLayout.rawKey(seq), value: raw, flags: .append)
-                        } else {
-                            try txn.put(
-                                layout.rawSealed, key: StoreLayout.rawKey(seq), value: try SealedRaw.seal(raw, for: people),
-                                flags: .append)
-                        }
-                    }
-                    let stored = LedgerEvent.encode(factBytes: factBytes, metadata: metadata)
-                    try txn.put(layout.events, key: StoreLayout.revisionKey(key.utf8, seq: seq), value: stored)
-                    state.chainHead = HashChain.link(previous: state.chainHead, seq: seq, eventKey: key, event: stored)
-                    try txn.put(
-                        layout.log, key: StoreLayout.logKey(seq),
-                        value: LogRecord.encode(link: state.chainHead, rawKey: rawKey!, eventKey: key),
-                        flags: .append)
-                    try EventIndexes.write(fact, seq: seq, eventKey: key, layout, txn, report: &report)
-                    if case .erasure(let erasure) = fact {
-                        // The people it names can no longer be told (every answer that showed them changes).
-                        if let named = naming?.named { changes.identities.merge(named) { _, new in new } }
-                        let forgotten = Set(erasure.pseudonyms)
-                        changes.identities = changes.identities.filter { !forgotten.contains($0.value.pseudonym) }
-                        try identities.erase(erasure, layout, txn)
-                        naming = try identities.generation(layout, txn).map {
-                            Pseudonymizer(identities: identities, generation: $0, layout: layout, inputs: inputs.count)
-                        }
-                    }
-                    written.append(LedgerEvent(seq: seq, fact: fact, metadata: metadata))
-                    inputOf.append(rawKey!)
-                    writtenForInput.append(
-                        AppendResult.WrittenEvent(
-                            seq: seq, kind: fact.kind, transactionId: fact.transactionId?.rawValue,
-                            originalTransactionId: fact.originalTransactionId?.rawValue,
-                            grantId: { if case .grant(let g) = fact { g.grantId } else { nil } }()))
-                }
-                results.append(AppendResult(events: writtenForInput))
+                var used = seed
+                results.append(try append(facts, metadata, raw, seed: &used, inputs.count, &progress, txn))
+                if seed == nil, let used { seeds[position] = used }
             }
         }
+        changes = try finish(&progress, txn)
+        return results
+    }
 
-        if let named = naming?.named { changes.identities.merge(named) { _, new in new } }
-        let valueOf = naming?.valueOf ?? [:]
-        if !written.isEmpty {
-            try projections.apply(written, inputs: inputOf, in: txn, report: &report)
-            try txn.put(layout.meta, key: StoreLayout.metaChainHead, value: ChainHead(last: state.seq, link: state.chainHead).encoded)
+    /// The ledger's pseudonymizer for a batch of `inputs` (nil in a ledger without pseudonyms).
+    private func naming(_ txn: Transaction, inputs: Int) throws -> Pseudonymizer? {
+        try identities.generation(layout, txn).map {
+            Pseudonymizer(identities: identities, generation: $0, layout: layout, inputs: inputs)
         }
-        if let head = state.rejectedHead, state.rejectedCount != state.rejectedCountBefore {
-            try txn.put(layout.meta, key: StoreLayout.metaRejectedCount, value: BigEndian.bytes(state.rejectedCount))
+    }
+
+    /// One accepted input: its digest, its people named by pseudonyms (`seed` learns the identity seed it was given),
+    /// then each of its facts the log does not hold yet, logged and indexed.
+    private func append(
+        _ facts: [Fact], _ metadata: FactMetadata, _ raw: [UInt8], seed: inout [UInt8]?, _ batchSize: Int,
+        _ progress: inout Progress, _ txn: Transaction
+    ) throws -> AppendResult {
+        var (facts, metadata) = (facts, metadata)
+        metadata.rawDigest = sha256(raw)
+        // The log names people by pseudonyms; an input that names anyone is kept sealed with their keys.
+        var people: [Identities.Identity] = []
+        if progress.naming != nil {
+            (facts, metadata, people) = try progress.naming!.rename(facts, metadata, seed: &seed, txn)
+        }
+        var events: [AppendResult.WrittenEvent] = []
+        var rawKey: UInt64? = nil
+        for fact in facts {
+            let key = fact.eventKey
+            let factBytes = fact.encoded()
+            // Idempotency: the same revision again is the same event.
+            if try layout.isKnown(factBytes, key: key, txn) { continue }
+            let seq = try log(
+                factBytes, key: key, metadata, raw: raw, sealedFor: people, rawKey: &rawKey, &progress.head, txn)
+            try EventIndexes.write(fact, seq: seq, eventKey: key, layout, txn, report: &progress.report)
+            if case .erasure(let erasure) = fact { try forget(erasure, &progress, batchSize: batchSize, txn) }
+            progress.written.append(LedgerEvent(seq: seq, fact: fact, metadata: metadata))
+            progress.inputOf.append(rawKey!)
+            events.append(
+                AppendResult.WrittenEvent(
+                    seq: seq, kind: fact.kind, transactionId: fact.transactionId?.rawValue,
+                    originalTransactionId: fact.originalTransactionId?.rawValue,
+                    grantId: { if case .grant(let g) = fact { g.grantId } else { nil } }()))
+        }
+        return AppendResult(events: events)
+    }
+
+    /// The log and its chain: the event under the next seq, its link, and (for the first event of its input) the raw
+    /// input, stored once under that seq (`rawKey`), sealed when it names `people`. Returns the seq.
+    private func log(
+        _ factBytes: [UInt8], key: String, _ metadata: FactMetadata, raw: [UInt8],
+        sealedFor people: [Identities.Identity], rawKey: inout UInt64?, _ head: inout Pending, _ txn: Transaction
+    ) throws -> UInt64 {
+        head.seq = try Self.successor(head.seq, of: "log")
+        let seq = head.seq
+        if rawKey == nil {
+            rawKey = seq
+            if people.isEmpty {
+                try txn.put(layout.raw, key: StoreLayout.rawKey(seq), value: raw, flags: .append)
+            } else {
+                try txn.put(
+                    layout.rawSealed, key: StoreLayout.rawKey(seq), value: try SealedRaw.seal(raw, for: people),
+                    flags: .append)
+            }
+        }
+        let stored = LedgerEvent.encode(factBytes: factBytes, metadata: metadata)
+        try txn.put(layout.events, key: StoreLayout.revisionKey(key.utf8, seq: seq), value: stored)
+        head.chainHead = HashChain.link(previous: head.chainHead, seq: seq, eventKey: key, event: stored)
+        try txn.put(
+            layout.log, key: StoreLayout.logKey(seq),
+            value: LogRecord.encode(link: head.chainHead, rawKey: rawKey!, eventKey: key), flags: .append)
+        return seq
+    }
+
+    /// An erasure logged: the people it names are destroyed with their keys, and the batch names people with the
+    /// generation in force after it.
+    private func forget(_ erasure: Erasure, _ progress: inout Progress, batchSize: Int, _ txn: Transaction) throws {
+        if let named = progress.naming?.named { progress.named.merge(named) { _, new in new } }
+        let forgotten = Set(erasure.pseudonyms)
+        progress.named = progress.named.filter { !forgotten.contains($0.value.pseudonym) }
+        try identities.erase(erasure, layout, txn)
+        progress.naming = try naming(txn, inputs: batchSize)
+    }
+
+    /// The projections of what was logged, the heads of the log and of the refusals, and what the commit changes
+    /// for the readers (from the report).
+    private func finish(_ progress: inout Progress, _ txn: Transaction) throws -> CommitChanges {
+        if let named = progress.naming?.named { progress.named.merge(named) { _, new in new } }
+        let head = progress.head
+        if !progress.written.isEmpty {
+            try projections.apply(progress.written, inputs: progress.inputOf, in: txn, report: &progress.report)
             try txn.put(
-                layout.meta, key: StoreLayout.metaRejectedHead, value: ChainHead(last: state.rejectedCount, link: head).encoded)
+                layout.meta, key: StoreLayout.metaChainHead,
+                value: ChainHead(last: head.seq, link: head.chainHead).encoded)
         }
-        let named = changes.identities
-        changes = try report.changes(lastSeq: state.seq) { user in
+        if let link = head.rejectedHead, head.rejectedCount != head.rejectedCountBefore {
+            try txn.put(layout.meta, key: StoreLayout.metaRejectedCount, value: BigEndian.bytes(head.rejectedCount))
+            try txn.put(
+                layout.meta, key: StoreLayout.metaRejectedHead,
+                value: ChainHead(last: head.rejectedCount, link: link).encoded)
+        }
+        let valueOf = progress.naming?.valueOf ?? [:]
+        var changes = try progress.report.changes(lastSeq: head.seq) { user in
             try valueOf[user.rawValue] ?? identities.shown(user.rawValue, layout, txn)
         }
-        changes.identities = named
+        changes.identities = progress.named
         changes.valueOf = valueOf
-        return results
+        return changes
     }
 
     /// Checks the store's own invariants on facts (the decoders should already have refused these).
