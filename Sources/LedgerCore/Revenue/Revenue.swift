@@ -112,28 +112,15 @@ public enum Revenue {
             currency: currency, price: price, amount: price, periodType: LifecyclePeriodType(p.offer))
         var out = [entry]
         if let credit = upgradeCredit(of: p, price: price), !p.revocations.contains(where: { !$0.isFamilyRevoke }) {
-            var e = entry
-            e.kind = .upgradeCredit
-            e.at = p.end ?? p.start
-            e.amount = -credit
-            out.append(e)
+            out.append(entry.following(.upgradeCredit, at: p.end ?? p.start, amount: -credit))
         }
         for r in p.revocations where !r.isFamilyRevoke {
             let back = Lifecycle.refundedAmount(price: price, revocation: r)
-            var refund = entry
-            refund.kind = .refund
-            refund.at = r.date
-            refund.amount = -back
+            var refund = entry.following(.refund, at: r.date, amount: -back)
             refund.revocationType = r.type
             refund.percentage = r.percentage
             out.append(refund)
-            if let reversed = r.reversedAt {
-                var reversal = refund
-                reversal.kind = .refundReversed
-                reversal.at = reversed
-                reversal.amount = back
-                out.append(reversal)
-            }
+            if let reversed = r.reversedAt { out.append(refund.following(.refundReversed, at: reversed, amount: back)) }
         }
         return out
     }
@@ -192,6 +179,17 @@ public enum Revenue {
         return RevenueSummary(
             environment: environment.rawValue, from: from, to: to, asOf: asOf, appUserId: user?.rawValue,
             productId: product, totals: totals, products: products, unpriced: unpriced, entries: entries)
+    }
+}
+
+extension RevenueEntry {
+    /// A later movement of the same period's money: this entry's period and buyer, another kind, instant and amount.
+    func following(_ kind: Kind, at: UnixMillis, amount: Int64) -> RevenueEntry {
+        var e = self
+        e.kind = kind
+        e.at = at
+        e.amount = amount
+        return e
     }
 }
 
