@@ -3,8 +3,8 @@ import LedgerCore
 
 // MARK: - Instants
 
-/// Parses instants as API.md writes them (query strings, CLI flags): milliseconds since epoch or ISO-8601, with or
-/// without fractional seconds.
+/// Parses instants as docs/socket-api.md and docs/cli.md write them (query strings, CLI flags): milliseconds since
+/// epoch or ISO-8601, with or without fractional seconds.
 public enum Instant {
     /// The instants a caller may ask about (`at`, `from`, `to`, `--at`, …): 1970-01-01T00:00:00Z through
     /// 9999-12-31T23:59:59.999Z, the last instant ISO-8601's four-digit years can write. It holds every instant the

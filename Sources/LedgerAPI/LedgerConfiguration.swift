@@ -2,7 +2,7 @@ import Foundation
 import LedgerAppStore
 import LedgerCore
 
-/// Everything `storeledger` reads from its configuration file (API.md "Configuration"); every key is optional.
+/// Everything `storeledger` reads from its configuration file (docs/configuration.md); every key is optional.
 ///
 /// ```json
 /// {"bundleId": "com.example.app", "bindingPolicy": "transfer", "trustedRoots": ["certs/AppleRootCA-G3.cer"],

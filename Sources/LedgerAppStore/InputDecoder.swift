@@ -3,8 +3,8 @@ import LedgerCore
 
 // MARK: - InputDecoder
 
-/// Turns one input — an API.md envelope or a bare Apple document — into canonical facts, or refuses it with an
-/// `InputError`. Never crashes on hostile bytes: size is checked first, the JSON parser is strict (RFC 8259) and
+/// Turns one input — an envelope (docs/inputs.md) or a bare Apple document — into canonical facts, or refuses it with
+/// an `InputError`. Never crashes on hostile bytes: size is checked first, the JSON parser is strict (RFC 8259) and
 /// stops at the nesting limit, and every instant and quantity a fact carries is checked against `FactBounds` before
 /// it can reach the fold.
 ///
@@ -109,7 +109,7 @@ public final class InputDecoder: Sendable {
         }
         guard object["payload"] != nil else { return .object(object) }
 
-        // An API.md envelope.
+        // An envelope (docs/inputs.md).
         let envelope = AppleObject(object)
         if let name = try envelope.string("type") {
             guard let type = InputType(rawValue: name) else {

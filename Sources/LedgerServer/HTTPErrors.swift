@@ -6,8 +6,8 @@ import NIOCore
 
 // MARK: - Error codes over HTTP
 
-/// How the server answers each error code (API.md "Errors"): the one table from code to HTTP status, `Retry-After`
-/// and whether the connection closes after the answer. The body is always the code's `ErrorDocument`.
+/// How the server answers each error code (docs/socket-api.md, "Errors"): the one table from code to HTTP status,
+/// `Retry-After` and whether the connection closes after the answer. The body is always the code's `ErrorDocument`.
 enum HTTPErrors {
     /// The HTTP side of one code.
     struct Answer: Hashable, Sendable {
@@ -51,7 +51,7 @@ enum HTTPErrors {
         // RFC 9110 §15.5.20: the request went to a server that does not hold what it names.
         .wrongPartition: Answer(.misdirectedRequest),
         .storageError: Answer(.serviceUnavailable, retryAfter: 30),
-        // 503 rather than 507: API.md promises 503 for a full disk, and clients already retry 503 after Retry-After.
+        // 503 rather than 507: the socket API promises 503 for a full disk, and clients retry 503 after Retry-After.
         .storageFull: Answer(.serviceUnavailable, retryAfter: 30),
         .internal: Answer(.internalServerError),
     ]

@@ -13,8 +13,8 @@ import NIOHTTP1
 
 // MARK: - LedgerRoutes
 
-/// The HTTP surface of API.md over one ledger: builds the router and holds what every route shares (the ingest
-/// pipeline, limits, writer allow-list, metrics, the commit signal for followers).
+/// The HTTP surface (docs/socket-api.md) over one ledger: builds the router and holds what every route shares (the
+/// ingest pipeline, limits, writer allow-list, metrics, the commit signal for followers).
 ///
 /// Decoding and signature checks run on the request's task; only `Ledger.append` reaches the writer thread, whose group
 /// commit answers many concurrent requests with one fsync. A 2xx is sent only after that commit.
@@ -79,7 +79,7 @@ public final class LedgerRoutes: Sendable {
 
     // MARK: - Router
 
-    /// The router with every route of API.md, grouped by resource, behind the error and metrics middlewares.
+    /// The router with every route of the socket API, grouped by resource, behind the error and metrics middlewares.
     public func makeRouter() -> Router<LedgerRequestContext> {
         let router = Router(context: LedgerRequestContext.self)
         router.add(middleware: RequestMetricsMiddleware(metrics: metrics, logger: logger))
@@ -393,7 +393,7 @@ extension LedgerRoutes {
 
 // MARK: - Middlewares
 
-/// Turns every error into API.md's `{"error":{"code","message"}}` document; a failing request never escapes as
+/// Turns every error into the socket API's `{"error":{"code","message"}}` document; a failing request never escapes as
 /// anything else, and never takes the server down.
 struct ErrorMiddleware: RouterMiddleware {
     typealias Context = LedgerRequestContext

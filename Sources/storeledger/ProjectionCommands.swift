@@ -93,7 +93,7 @@ struct Customer: ParsableCommand {
     }
 }
 
-// MARK: - Tables (the fields of the API.md shapes, so they show what --json shows)
+// MARK: - Tables (the fields of the documents, so they show what --json shows)
 
 private func yesNo(_ b: Bool?) -> String {
     guard let b else { return "-" }

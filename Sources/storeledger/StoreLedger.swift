@@ -4,7 +4,7 @@ import LedgerAPI
 import LedgerStore
 import LedgerErrors
 
-/// `storeledger`: the ledger's one executable (API.md "Executable").
+/// `storeledger`: the ledger's one executable (docs/cli.md).
 @main
 struct StoreLedger: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -23,7 +23,7 @@ struct StoreLedger: AsyncParsableCommand {
         ]
     )
 
-    /// Parses and runs a command with the exit statuses API.md promises: 0 success, 1 a reported failure (a failed
+    /// Parses and runs a command with the exit statuses docs/cli.md promises: 0 success, 1 a reported failure (a failed
     /// verification, corruption, a ledger that cannot be opened, a full disk, rejected input), 2 only a usage error
     /// (the arguments do not parse or validate). Every failure is one line `error: <code>: <message>` on stderr.
     static func main() async {

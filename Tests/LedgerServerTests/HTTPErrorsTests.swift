@@ -5,7 +5,7 @@ import Testing
 
 @testable import LedgerServer
 
-/// The one table from error code to HTTP answer (API.md "Errors").
+/// The one table from error code to HTTP answer (docs/socket-api.md, "Errors").
 @Suite struct HTTPErrorsTests {
     struct Row: Sendable, CustomStringConvertible {
         var code: ErrorCode

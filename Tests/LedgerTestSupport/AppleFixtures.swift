@@ -25,7 +25,7 @@ public enum AppleFixtures {
         return [UInt8](data)
     }
 
-    /// The API.md envelope around `payload` (embedded byte for byte; a JWS string is quoted).
+    /// The envelope (docs/inputs.md) around `payload` (embedded byte for byte; a JWS string is quoted).
     public static func envelope(
         type: String?, appUserId: String? = nil, receivedAt: Int64? = nil, payload: [UInt8]
     ) -> [UInt8] {

@@ -2,7 +2,7 @@ import Foundation
 import LedgerTestSupport
 import Testing
 
-/// One decoded StoreKit 2 transaction as an API.md envelope (one NDJSON line).
+/// One decoded StoreKit 2 transaction as an envelope (docs/inputs.md) (one NDJSON line).
 func transactionLine(_ i: Int, otids: Int = 500) -> String {
     let day: Int64 = 86_400_000
     let purchase = 1_605_243_570_000 + Int64(i / otids) * 30 * day

@@ -1,6 +1,6 @@
 import LedgerCore
 
-// MARK: - Customer (API.md "Customer": `customer --json`, `GET /v1/customers/{id}`)
+// MARK: - Customer (docs/socket-api.md, the customer document: `customer --json`, `GET /v1/customers/{id}`)
 
 /// Entitlements and credits by name in sorted order; absent values as `null`. The members after `refusedClaims` (and
 /// an entitlement's after `grantedBy`) are those of RevenueCat's CustomerInfo and EntitlementInfo, written after the

@@ -2,7 +2,7 @@ import LedgerCore
 import LedgerStore
 import LedgerErrors
 
-// MARK: - Result (API.md "Result": one per input)
+// MARK: - Result (docs/socket-api.md: one per input)
 
 /// `seq` only when something was written, `error` only when refused; an event's ids only when it has them.
 extension AppendResult: JSONDocument {
@@ -44,7 +44,7 @@ public struct ResultsDocument: JSONDocument, Sendable {
     }
 }
 
-// MARK: - Errors (API.md "Errors")
+// MARK: - Errors (docs/socket-api.md, "Errors")
 
 /// `{"error":{"code","message"}}`: the body of every error answer, and the CLI's `--json` failure.
 public struct ErrorDocument: JSONDocument, Hashable, Sendable {

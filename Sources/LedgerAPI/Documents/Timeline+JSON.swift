@@ -1,8 +1,8 @@
 import LedgerCore
 
-// MARK: - Timeline (API.md "Timeline": `timeline --json`, `GET /v1/subscriptions/{otid}`)
+// MARK: - Timeline (docs/socket-api.md, the timeline document: `timeline --json`, `GET /v1/subscriptions/{otid}`)
 
-/// Every field of API.md's shape is written, absent values as `null`; the extras after `owners` too.
+/// Every field of the documented shape is written, absent values as `null`; the extras after `owners` too.
 extension TimelineView: JSONDocument {
     public func write(to json: inout JSONWriter) { _ = writeLocatingClocks(to: &json) }
 

@@ -9,8 +9,8 @@ import X509
 /// signature, and each certificate's validity window, which each payload's `signedDate` must fall in.
 ///
 /// The windows are kept apart from the verdict because one chain signs payloads at many instants: Apple signs with
-/// one chain for months, and a payload signed while its leaf was valid stays genuine after the leaf expires (DOMAIN.md,
-/// "JWS verification"). The verdict is cached; the windows are checked every time, as integers.
+/// one chain for months, and a payload signed while its leaf was valid stays genuine after the leaf expires
+/// (docs/domain.md, "JWS verification"). The verdict is cached; the windows are checked every time, as integers.
 struct VerifiedChain: Sendable {
     struct Window: Sendable {
         var subject: String

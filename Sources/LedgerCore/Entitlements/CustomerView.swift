@@ -1,4 +1,4 @@
-/// One app user's entitlements, subscriptions, credits and binding history at one instant, in the API.md Customer
+/// One app user's entitlements, subscriptions, credits and binding history at one instant, in the socket API's Customer
 /// shape (`customer --json`, `GET /v1/customers/{id}`). Built by `Entitlements.customer`; its JSON is written by
 /// LedgerAPI.
 public struct CustomerView: Hashable, Sendable {

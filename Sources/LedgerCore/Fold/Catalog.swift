@@ -1,5 +1,5 @@
-/// What the app sells, as configured (`products` in the configuration file, API.md): which entitlements each product
-/// grants, its type, group, duration (non-renewing) and credits (consumables). Products missing from the catalog still
+/// What the app sells, as configured (`products` in the configuration file, docs/configuration.md): which entitlements
+/// each product grants, its type, group, duration (non-renewing) and credits (consumables). Products missing from the catalog still
 /// grant an entitlement named after their product id (DOMAIN §6).
 public struct Catalog: Hashable, Sendable, Codable {
     /// Product id → configuration.
@@ -38,7 +38,7 @@ public struct Catalog: Hashable, Sendable, Codable {
     public func credits(for productId: String) -> [String: Int64] { products[productId]?.credits ?? [:] }
 }
 
-/// One product's configuration (API.md `products` values).
+/// One product's configuration (the configuration's `products` values).
 public struct ProductConfiguration: Hashable, Sendable, Codable {
     public var type: ProductType?
     /// Nil means "not configured": the product then grants an entitlement named after itself.
@@ -121,7 +121,7 @@ public enum BindingPolicy: String, Hashable, Sendable, Codable, CaseIterable {
     case share
 }
 
-/// Everything configurable that the fold depends on. Decodes from the configuration JSON (API.md), reading only its
+/// Everything configurable that the fold depends on. Decodes from the configuration JSON (docs/configuration.md), reading only its
 /// `products` and `bindingPolicy` keys; absent keys keep the defaults (empty catalog, `transfer`).
 public struct FoldRules: Hashable, Sendable, Codable {
     public var catalog: Catalog

@@ -31,7 +31,7 @@ public struct TimelineChange: Hashable, Sendable {
     }
 }
 
-/// The kinds of change on a timeline (API.md names them in snake case).
+/// The kinds of change on a timeline (the documents name them in snake case).
 public enum ChangeKind: String, Hashable, Sendable, Codable, CaseIterable {
     // Derived from the periods.
     case purchase, renewal, resubscribe, upgrade, downgrade, crossgrade

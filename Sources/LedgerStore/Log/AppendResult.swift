@@ -1,7 +1,7 @@
 import LedgerCore
 import LedgerErrors
 
-/// What happened to one input (API.md "Result"): the events written for it, or why it was refused. Its status and
+/// What happened to one input (docs/socket-api.md): the events written for it, or why it was refused. Its status and
 /// seq follow from those.
 public struct AppendResult: Sendable, Hashable, Codable {
     public enum Status: String, Sendable, Hashable, Codable {
