@@ -275,7 +275,7 @@ let package = Package(
         .testTarget(
             name: "LedgerIngestTests",
             dependencies: ["LedgerIngest", "LedgerErrors", "LedgerCore", "LedgerAppStore", "LedgerStore", "LedgerTestSupport",
-                .product(name: "Logging", package: "swift-log"),
+                "LMDB", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,4 +1,5 @@
 import Foundation
+import LMDB
 import LedgerAppStore
 import LedgerCore
 import LedgerIngest
@@ -101,5 +102,51 @@ import Testing
             let answers = try await Self.answers(order: order)
             #expect(answers == expected, "order \(order)")
         }
+    }
+
+    /// A ledger an earlier build wrote holds the metric figures that build summed (the old side of an upgrade over the
+    /// days it lasted). Opened for writing by this build, its projections and figures are made again from the log:
+    /// the maintained MRR is this build's, and `verify` and `replay --check` pass. (The copy's figures are removed
+    /// rather than forged: whatever an earlier build left there, the upgrade sums them anew.)
+    @Test func aLedgerOfTheSchemaBeforeSumsItsMetricsAgainWhenOpened() async throws {
+        let dir = try TemporaryDirectory(prefix: "upgrade-credit-schema")
+        defer { dir.remove() }
+        let copy = try TemporaryDirectory(prefix: "upgrade-credit-schema-copy")
+        defer { copy.remove() }
+        do {
+            let ledger = try Ledger(directory: dir.path, logger: Logger(label: "test"))
+            defer { ledger.close() }
+            let pipeline = IngestPipeline(
+                ledger: ledger,
+                configuration: AppStoreConfiguration(
+                    bundleId: AppleFixtures.bundleId, trustedRootsDER: [TestPKI.shared.rootDER],
+                    acceptedEnvironments: [.production]))
+            for body in Self.inputs { _ = try await pipeline.ingest(body: body, options: .init(), now: Self.upgradeAt + Self.day) }
+            _ = try ledger.catchUpMetrics()
+            try ledger.copy(to: copy.path)
+        }
+        do {
+            let env = try Environment(path: copy.path)
+            let meta = try env.openDatabase("meta")
+            let days = try env.openDatabase("metric_days")
+            let points = try env.openDatabase("metric_points")
+            try env.write { txn in
+                try txn.put(meta, key: Array("schema".utf8), value: withUnsafeBytes(of: UInt64(9).bigEndian, Array.init))
+                try txn.clear(days)
+                try txn.clear(points)
+            }
+        }
+        let upgraded = try Ledger(directory: copy.path, logger: Logger(label: "test"))
+        defer { upgraded.close() }
+        _ = try upgraded.catchUpMetrics()
+        let (day, epoch, upgradeAt) = (Self.day, Self.epoch, Self.upgradeAt)
+        let inOldPeriod = (epoch / day + 10) * day
+        let afterUpgrade = (upgradeAt / day + 10) * day
+        let figures = try upgraded.metrics(boundaries: [inOldPeriod, inOldPeriod + day, afterUpgrade, afterUpgrade + day])
+        #expect(figures.maintained)
+        #expect(figures.buckets[0].mrr["USD"] == 8_338)
+        #expect(figures.buckets[2].mrr["USD"] == 12_507)
+        #expect(try upgraded.verify().ok)
+        #expect(try upgraded.replay(check: true).differences.isEmpty)
     }
 }
