@@ -141,7 +141,9 @@ struct StarvationProcessTests {
                 let t0 = Date()
                 let answer = await Task.detached { huge.readUntilClosed(seconds: 10) }.value
                 #expect(answer.0.hasPrefix("HTTP/1.1 413 ") || answer.0.hasPrefix("HTTP/1.1 400 "), "\(declared): \(answer.0.prefix(200))")
-                #expect(answer.1 && Date().timeIntervalSince(t0) < 2, "\(declared): held \(Date().timeIntervalSince(t0)) s")
+                // A server that waited for the body would answer 408 at the 2 s timeout: the status tells it; the
+                // bound only says the answer came before the client gave up, with room for a loaded machine.
+                #expect(answer.1 && Date().timeIntervalSince(t0) < 5, "\(declared): held \(Date().timeIntervalSince(t0)) s")
             }
             let answers = await normalClient(server.socketPath, count: 5)
             #expect(answers.allSatisfy { $0.hasPrefix("HTTP/1.1 200") }, "\(answers)")
@@ -159,7 +161,8 @@ struct StarvationProcessTests {
             let t0 = Date()
             let refused = await Task.detached { overflowing.readUntilClosed(seconds: 10) }.value
             #expect(refused.0.hasPrefix("HTTP/1.1 400 ") && refused.0.contains(#""code":"invalid_body""#), "\(refused.0.prefix(200))")
-            #expect(refused.1 && Date().timeIntervalSince(t0) < 1.5, "held \(Date().timeIntervalSince(t0)) s")
+            // Waiting for the chunk would end in 408 at the 2 s timeout: the 400 above tells the two apart.
+            #expect(refused.1 && Date().timeIntervalSince(t0) < 5, "held \(Date().timeIntervalSince(t0)) s")
 
             let huge = try RawConnection(server.socketPath)
             huge.send(head + "8000000000000000\r\n")
