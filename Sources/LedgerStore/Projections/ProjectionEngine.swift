@@ -24,7 +24,21 @@ struct ProjectionEngine {
             try refoldEverySubscription(rules, txn, report: &report)
             return
         }
-        // Group by subscription, keeping log order inside each group.
+        let (order, groups) = try groupBySubscription(events, inputs: inputs, txn, report: &report)
+        for key in order {
+            guard let (environment, otid) = key.withUnsafeBytes({ StoreLayout.decodeSubscriptionKey($0) }) else {
+                throw LedgerError.corrupted("a subscription key of \(key) does not decode")
+            }
+            try update(key, environment, otid, with: groups[key]!, rules, txn, report: &report)
+        }
+    }
+
+    /// The events grouped by the subscription they are about, in log order inside each group, and the groups in the
+    /// order they first appear. A claim that named no environment joins the subscription in every environment where
+    /// it is known, and is indexed there.
+    private func groupBySubscription(
+        _ events: [LedgerEvent], inputs: [UInt64], _ txn: Transaction, report: inout WriteReport
+    ) throws -> (order: [[UInt8]], groups: [[UInt8]: [(event: LedgerEvent, input: UInt64)]]) {
         var order: [[UInt8]] = []
         var groups: [[UInt8]: [(event: LedgerEvent, input: UInt64)]] = [:]
         var claimsOfEveryEnvironment: [(BindingClaim, LedgerEvent, UInt64)] = []
@@ -38,7 +52,7 @@ struct ProjectionEngine {
             if groups[key] == nil { order.append(key) }
             groups[key, default: []].append((event, input))
         }
-        // A claim that named no environment joins the subscription in every environment where it is known.
+        guard !claimsOfEveryEnvironment.isEmpty else { return (order, groups) }
         for (claim, event, input) in claimsOfEveryEnvironment {
             for environment in AppStoreEnvironment.known {
                 let key = StoreLayout.subscriptionKey(environment, claim.originalTransactionId)
@@ -48,53 +62,56 @@ struct ProjectionEngine {
                 groups[key, default: []].append((event, input))
             }
         }
-        for key in order {
-            // Such claims joined their groups last: back into log order.
-            var group = groups[key]!
-            if !claimsOfEveryEnvironment.isEmpty { group.sort { $0.event.seq < $1.event.seq } }
-            guard let (environment, otid) = key.withUnsafeBytes({ StoreLayout.decodeSubscriptionKey($0) }) else {
-                throw LedgerError.corrupted("a subscription key of \(key) does not decode")
+        // Such claims joined their groups last: back into log order.
+        for key in order { groups[key]!.sort { $0.event.seq < $1.event.seq } }
+        return (order, groups)
+    }
+
+    /// Brings one subscription's stored timeline up to date with `group` (its events of this batch, in log order),
+    /// input by input, writing the lifecycle events each input says.
+    private func update(
+        _ key: [UInt8], _ environment: AppStoreEnvironment, _ otid: OriginalTransactionID,
+        with group: [(event: LedgerEvent, input: UInt64)], _ rules: FoldRules, _ txn: Transaction,
+        report: inout WriteReport
+    ) throws {
+        let runs = Self.inputRuns(group)
+        var timeline: Timeline?
+        if let stored = try txn.get(layout.timelines, key: key) {
+            // The common case, one input's events after everything known about the latest period: only that
+            // period is decoded, the earlier ones are copied as stored.
+            if runs.count == 1, let tail = try StoredTimeline.appendingWithTimelines(runs[0], to: stored, rules: rules) {
+                try report.putTimeline(key, tail.bytes, layout, txn)
+                try write(Lifecycle.events(before: tail.before, after: tail.after, seq: runs[0].last!.seq, rules: rules), txn)
+                return
             }
-            let runs = Self.inputRuns(group)
-            var timeline: Timeline?
-            if let stored = try txn.get(layout.timelines, key: key) {
-                // The common case, one input's events after everything known about the latest period: only that
-                // period is decoded, the earlier ones are copied as stored.
-                if runs.count == 1, let tail = try StoredTimeline.appendingWithTimelines(runs[0], to: stored, rules: rules) {
-                    try report.putTimeline(key, tail.bytes, layout, txn)
-                    try write(Lifecycle.events(before: tail.before, after: tail.after, seq: runs[0].last!.seq, rules: rules), txn)
-                    continue
-                }
-                timeline = try StoredTimeline.decode(stored)
-            }
-            // Input by input, so that each says what it changed, as a replay of the log derives it.
-            let adopting =
-                timeline == nil ? try adoptClaimsOfEveryEnvironment(environment, otid, txn, report: &report) : false
-            for run in runs {
-                let seq = run.last!.seq
-                guard var next = timeline else {
-                    // New here: claims that named no environment say nothing until the subscription's own first
-                    // event (they join the fold then).
-                    if run.allSatisfy({ Self.namesNoEnvironment($0) }) { continue }
-                    let after =
-                        adopting
-                        ? try refold(environment, otid, upTo: seq, rules, txn)
-                        : Timeline.fold(
-                            group.prefix { $0.event.seq <= seq }.map(\.event), originalTransactionId: otid,
-                            environment: environment, rules: rules, ties: .canonical)
-                    try write(Lifecycle.events(before: nil, after: after, seq: seq, rules: rules), txn)
-                    timeline = after
-                    continue
-                }
-                // `apply` leaves the timeline untouched when it declines, so a refold starts from the facts alone.
-                if !next.apply(contentsOf: run, rules: rules) {
-                    next = try refold(environment, otid, upTo: seq, rules, txn)
-                }
-                try write(Lifecycle.events(before: timeline, after: next, seq: seq, rules: rules), txn)
-                timeline = next
-            }
-            if let timeline { try report.putTimeline(key, StoredTimeline.encode(timeline), layout, txn) }
+            timeline = try StoredTimeline.decode(stored)
         }
+        // Input by input, so that each says what it changed, as a replay of the log derives it.
+        let adopting = timeline == nil ? try adoptClaimsOfEveryEnvironment(environment, otid, txn, report: &report) : false
+        for run in runs {
+            let seq = run.last!.seq
+            guard var next = timeline else {
+                // New here: claims that named no environment say nothing until the subscription's own first
+                // event (they join the fold then).
+                if run.allSatisfy({ Self.namesNoEnvironment($0) }) { continue }
+                let after =
+                    adopting
+                    ? try refold(environment, otid, upTo: seq, rules, txn)
+                    : Timeline.fold(
+                        group.prefix { $0.event.seq <= seq }.map(\.event), originalTransactionId: otid,
+                        environment: environment, rules: rules, ties: .canonical)
+                try write(Lifecycle.events(before: nil, after: after, seq: seq, rules: rules), txn)
+                timeline = after
+                continue
+            }
+            // `apply` leaves the timeline untouched when it declines, so a refold starts from the facts alone.
+            if !next.apply(contentsOf: run, rules: rules) {
+                next = try refold(environment, otid, upTo: seq, rules, txn)
+            }
+            try write(Lifecycle.events(before: timeline, after: next, seq: seq, rules: rules), txn)
+            timeline = next
+        }
+        if let timeline { try report.putTimeline(key, StoredTimeline.encode(timeline), layout, txn) }
     }
 
     /// The events of a subscription's group split by input, in log order.
