@@ -70,13 +70,20 @@ import Testing
                 bundleId: AppleFixtures.bundleId, trustedRootsDER: [TestPKI.shared.rootDER],
                 acceptedEnvironments: [.production]))
         let now = epoch + 30 * day
-        #expect(try await pipeline.ingest(body: purchase, options: .init(), now: now).map(\.status) == [.appended])
+        var claimed = IngestPipeline.Options()
+        claimed.appUserId = AppUserID("u1")
+        #expect(try await pipeline.ingest(body: purchase, options: claimed, now: now).allSatisfy { $0.status == .appended })
         for i in order {
             let results = try await pipeline.ingest(body: notifications[i], options: .init(), now: now)
             #expect(results.allSatisfy { $0.status == .appended || $0.status == .duplicate }, "\(results.map(\.status))")
         }
         #expect(try ledger.verify().ok)
         #expect(try ledger.replay(check: true).differences.isEmpty)
+        // The customer's answer tells the same: renewing until day 25, when auto-renew was seen turned off.
+        for (d, renews, detected) in [(7, true, nil), (22, true, nil), (27, false, epoch + 25 * day)] as [(Int64, Bool, Int64?)] {
+            let premium = try ledger.customer(AppUserID("u1"), at: epoch + d * day).entitlements[yearly]
+            #expect(premium?.willRenew == renews && premium?.unsubscribeDetectedAt == detected, "day \(d): \(String(describing: premium))")
+        }
         return try ([3, 7, 12, 22, 27] as [Int64]).map { d in
             let view = try #require(try ledger.timeline(OriginalTransactionID(otid), at: epoch + d * day))
             return RenewalAnswer(
