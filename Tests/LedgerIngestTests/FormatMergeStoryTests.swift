@@ -4,7 +4,6 @@ import LedgerCore
 import LedgerIngest
 import LedgerStore
 import LedgerTestSupport
-import Logging
 import Testing
 
 /// What Apple stated stays stated: the same two transactions reach the ledger as signed transactions (which state
@@ -53,24 +52,16 @@ import Testing
     }
 
     static func answers(receiptFirst: Bool) async throws -> Answers {
-        let dir = try TemporaryDirectory(prefix: "format-merge")
-        defer { dir.remove() }
-        let ledger = try Ledger(directory: dir.path, logger: Logger(label: "test"))
-        defer { ledger.close() }
-        let pipeline = IngestPipeline(
-            ledger: ledger,
-            configuration: AppStoreConfiguration(
-                bundleId: AppleFixtures.bundleId, trustedRootsDER: [TestPKI.shared.rootDER],
-                acceptedEnvironments: [.production]))
-        var claimed = IngestPipeline.Options()
-        claimed.appUserId = AppUserID("u1")
+        let story = try StoryLedger("format-merge")
+        defer { story.close() }
+        let ledger = story.ledger
         let receipt = { () async throws in
-            let results = try await pipeline.ingest(body: Self.receipt, options: claimed, now: Self.renewalStart + 7 * Self.day)
+            let results = try await story.ingest(Self.receipt, claimedBy: "u1", now: Self.renewalStart + 7 * Self.day)
             #expect(results.allSatisfy { $0.status == .appended }, "\(results.map(\.status))")
         }
         if receiptFirst { try await receipt() }
         for body in Self.signedInputs {
-            let results = try await pipeline.ingest(body: body, options: .init(), now: Self.renewalStart + Self.day)
+            let results = try await story.ingest(body, now: Self.renewalStart + Self.day)
             #expect(results.map(\.status) == [.appended])
         }
         if !receiptFirst { try await receipt() }
@@ -103,15 +94,9 @@ import Testing
     /// `pending_renewal_info` a day later cannot, and says the same of the rest. Whichever arrives first, the
     /// timeline after both tells the price the signed info stated.
     static func renewalPrice(receiptFirst: Bool) async throws -> [String?] {
-        let dir = try TemporaryDirectory(prefix: "format-merge-renewal")
-        defer { dir.remove() }
-        let ledger = try Ledger(directory: dir.path, logger: Logger(label: "test"))
-        defer { ledger.close() }
-        let pipeline = IngestPipeline(
-            ledger: ledger,
-            configuration: AppStoreConfiguration(
-                bundleId: AppleFixtures.bundleId, trustedRootsDER: [TestPKI.shared.rootDER],
-                acceptedEnvironments: [.production]))
+        let story = try StoryLedger("format-merge-renewal")
+        defer { story.close() }
+        let ledger = story.ledger
         let notification = AppleFixtures.v2Notification(
             type: "DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_ENABLED", signedDate: epoch + day,
             transaction: AppleFixtures.v2Transaction(
@@ -127,7 +112,7 @@ import Testing
             requestDate: epoch + 2 * day, inApp: [copy], latest: [copy],
             pending: [AppleFixtures.v1PendingRenewal(originalTransactionId: otid)])
         for body in receiptFirst ? [receipt, notification] : [notification, receipt] {
-            let results = try await pipeline.ingest(body: body, options: .init(), now: epoch + 3 * day)
+            let results = try await story.ingest(body, now: epoch + 3 * day)
             #expect(results.allSatisfy { $0.status == .appended }, "\(results.map(\.status))")
         }
         let view = try #require(try ledger.timeline(OriginalTransactionID(otid), at: epoch + 3 * day))

@@ -4,7 +4,6 @@ import LedgerCore
 import LedgerIngest
 import LedgerStore
 import LedgerTestSupport
-import Logging
 import Testing
 
 /// The renewal state at a past instant is the state then, not the latest renewal info's. A yearly subscriber picks
@@ -60,21 +59,13 @@ import Testing
 
     /// The timeline's renewal answers on days 3, 7, 12, 22 and 27, after the notifications arrived in `order`.
     static func answers(order: [Int]) async throws -> [RenewalAnswer] {
-        let dir = try TemporaryDirectory(prefix: "renewal-at")
-        defer { dir.remove() }
-        let ledger = try Ledger(directory: dir.path, logger: Logger(label: "test"))
-        defer { ledger.close() }
-        let pipeline = IngestPipeline(
-            ledger: ledger,
-            configuration: AppStoreConfiguration(
-                bundleId: AppleFixtures.bundleId, trustedRootsDER: [TestPKI.shared.rootDER],
-                acceptedEnvironments: [.production]))
+        let story = try StoryLedger("renewal-at")
+        defer { story.close() }
+        let ledger = story.ledger
         let now = epoch + 30 * day
-        var claimed = IngestPipeline.Options()
-        claimed.appUserId = AppUserID("u1")
-        #expect(try await pipeline.ingest(body: purchase, options: claimed, now: now).allSatisfy { $0.status == .appended })
+        #expect(try await story.ingest(purchase, claimedBy: "u1", now: now).allSatisfy { $0.status == .appended })
         for i in order {
-            let results = try await pipeline.ingest(body: notifications[i], options: .init(), now: now)
+            let results = try await story.ingest(notifications[i], now: now)
             #expect(results.allSatisfy { $0.status == .appended || $0.status == .duplicate }, "\(results.map(\.status))")
         }
         #expect(try ledger.verify().ok)

@@ -29,6 +29,13 @@ import Testing
             isUpgraded: upgraded ? true : nil, price: 99_990, currency: "USD", extra: extra)).utf8)
     }
 
+    /// A UTC day in the old period, and one after the upgrade (buckets 0 and 2): where MRR is read.
+    static let mrrDays: [UnixMillis] = {
+        let inOldPeriod = (epoch / day + 10) * day
+        let afterUpgrade = (upgradeAt / day + 10) * day
+        return [inOldPeriod, inOldPeriod + day, afterUpgrade, afterUpgrade + day]
+    }()
+
     static let inputs: [[UInt8]] = [
         transaction(upgraded: false),
         Array(AppleFixtures.signedTransaction(AppleFixtures.v2Transaction(
@@ -46,31 +53,20 @@ import Testing
     }
 
     static func answers(order: [Int]) async throws -> Answers {
-        let dir = try TemporaryDirectory(prefix: "upgrade-credit")
-        defer { dir.remove() }
-        let ledger = try Ledger(directory: dir.path, logger: Logger(label: "test"))
-        defer { ledger.close() }
-        let pipeline = IngestPipeline(
-            ledger: ledger,
-            configuration: AppStoreConfiguration(
-                bundleId: AppleFixtures.bundleId, trustedRootsDER: [TestPKI.shared.rootDER],
-                acceptedEnvironments: [.production]))
-        var claimed = IngestPipeline.Options()
-        claimed.appUserId = AppUserID("u1")
+        let story = try StoryLedger("upgrade-credit")
+        defer { story.close() }
+        let ledger = story.ledger
         for i in order {
-            let results = try await pipeline.ingest(body: inputs[i], options: claimed, now: upgradeAt + day)
+            let results = try await story.ingest(inputs[i], claimedBy: "u1", now: upgradeAt + day)
             #expect(results.allSatisfy { $0.status == .appended }, "\(results.map(\.status))")
         }
         #expect(try ledger.verify().ok)
         #expect(try ledger.replay(check: true).differences.isEmpty)
 
         let revenue = try ledger.revenue(user: AppUserID("u1"))
-        let inOldPeriod = (epoch / day + 10) * day
-        let afterUpgrade = (upgradeAt / day + 10) * day
-        let boundaries = [inOldPeriod, inOldPeriod + day, afterUpgrade, afterUpgrade + day]
         var mrr: [Int64?] = []
         for folding in [false, true] {
-            let figures = try ledger.metrics(boundaries: boundaries, folding: folding)
+            let figures = try ledger.metrics(boundaries: mrrDays, folding: folding)
             #expect(figures.maintained == !folding)
             mrr += [figures.buckets[0].mrr["USD"], figures.buckets[2].mrr["USD"]]
         }
@@ -109,21 +105,14 @@ import Testing
     /// the maintained MRR is this build's, and `verify` and `replay --check` pass. (The copy's figures are removed
     /// rather than forged: whatever an earlier build left there, the upgrade sums them anew.)
     @Test func aLedgerOfTheSchemaBeforeSumsItsMetricsAgainWhenOpened() async throws {
-        let dir = try TemporaryDirectory(prefix: "upgrade-credit-schema")
-        defer { dir.remove() }
         let copy = try TemporaryDirectory(prefix: "upgrade-credit-schema-copy")
         defer { copy.remove() }
         do {
-            let ledger = try Ledger(directory: dir.path, logger: Logger(label: "test"))
-            defer { ledger.close() }
-            let pipeline = IngestPipeline(
-                ledger: ledger,
-                configuration: AppStoreConfiguration(
-                    bundleId: AppleFixtures.bundleId, trustedRootsDER: [TestPKI.shared.rootDER],
-                    acceptedEnvironments: [.production]))
-            for body in Self.inputs { _ = try await pipeline.ingest(body: body, options: .init(), now: Self.upgradeAt + Self.day) }
-            _ = try ledger.catchUpMetrics()
-            try ledger.copy(to: copy.path)
+            let story = try StoryLedger("upgrade-credit-schema")
+            defer { story.close() }
+            for body in Self.inputs { _ = try await story.ingest(body, now: Self.upgradeAt + Self.day) }
+            _ = try story.ledger.catchUpMetrics()
+            try story.ledger.copy(to: copy.path)
         }
         do {
             let env = try Environment(path: copy.path)
@@ -139,10 +128,7 @@ import Testing
         let upgraded = try Ledger(directory: copy.path, logger: Logger(label: "test"))
         defer { upgraded.close() }
         _ = try upgraded.catchUpMetrics()
-        let (day, epoch, upgradeAt) = (Self.day, Self.epoch, Self.upgradeAt)
-        let inOldPeriod = (epoch / day + 10) * day
-        let afterUpgrade = (upgradeAt / day + 10) * day
-        let figures = try upgraded.metrics(boundaries: [inOldPeriod, inOldPeriod + day, afterUpgrade, afterUpgrade + day])
+        let figures = try upgraded.metrics(boundaries: Self.mrrDays)
         #expect(figures.maintained)
         #expect(figures.buckets[0].mrr["USD"] == 8_338)
         #expect(figures.buckets[2].mrr["USD"] == 12_507)

@@ -30,6 +30,12 @@ public struct Period: Hashable, Sendable {
     public var offer: Optional<Offer>
     /// The old side of an upgrade: ends at `end`, not a refund.
     public var upgraded: Bool
+    /// The end of what the period's price bought: `end`, or for the old side of an upgrade (which ends early) its
+    /// `expiresDate`. Nil without an end.
+    public var billedUntil: UnixMillis? {
+        guard let end else { return nil }
+        return upgraded ? max(end, expiresDate ?? end) : end
+    }
     /// Restored copies of this period (other transaction ids, same period), in id order.
     public var observedAs: [TransactionID]
     /// Refunds and Family Sharing revokes, oldest first, each possibly reversed.

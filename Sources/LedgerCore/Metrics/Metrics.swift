@@ -253,9 +253,8 @@ public enum Metrics {
     /// or a year upgraded after a week would count as a year's price per week.
     static func monthly(_ p: Period) -> (currency: String, amount: Int64)? {
         guard p.terms?.ownershipType != "FAMILY_SHARED", let price = p.terms?.price, let currency = p.terms?.currency,
-            let end = p.end, end > p.start
+            let end = p.end, end > p.start, let billedUntil = p.billedUntil
         else { return nil }
-        let billedUntil = p.upgraded ? max(end, p.expiresDate ?? end) : end
         let length = Int128(billedUntil) - Int128(p.start)
         let amount = (Int128(price) * Int128(month) + length / 2) / length
         return (currency, Int64(clamping: amount))

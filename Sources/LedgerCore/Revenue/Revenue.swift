@@ -129,7 +129,7 @@ public enum Revenue {
     /// (its `expiresDate` − its start), rounded half away from zero. Nil when the period was not upgraded or no part
     /// of it was left. A refund of the period (a different statement, with its own amount) replaces the estimate.
     public static func upgradeCredit(of p: Period, price: Int64) -> Int64? {
-        guard p.upgraded, let upgradedAt = p.end, let billedUntil = p.expiresDate, billedUntil > upgradedAt,
+        guard p.upgraded, let upgradedAt = p.end, let billedUntil = p.billedUntil, billedUntil > upgradedAt,
             upgradedAt >= p.start
         else { return nil }
         var unused = Int128(billedUntil) - Int128(upgradedAt)
