@@ -181,7 +181,6 @@ struct AppendBatch {
             try valueOf[user.rawValue] ?? identities.shown(user.rawValue, layout, txn)
         }
         changes.identities = progress.named
-        changes.valueOf = valueOf
         return changes
     }
 
