@@ -66,6 +66,22 @@ public final class InputDecoder: Sendable {
         return DecodedInput(facts: decoded.facts, metadata: metadata, type: decoded.type, raw: raw)
     }
 
+    /// The receipt creation date each `in_app` copy of a stored verifyReceipt response speaks from, by transaction
+    /// id: what this decoder states in those facts today, read again from the bytes an older build stored them from
+    /// (LedgerStore's `Ledger.Options.receiptCreationDates`). Empty for bytes that are no such response, or that no
+    /// longer decode; the stored facts then stay as they were.
+    public func receiptCreationDates(_ raw: [UInt8]) -> [TransactionID: UnixMillis] {
+        var context = Context(receivedAt: 0, appUserId: nil, type: .receipt)
+        guard case .object(let object)? = try? parse(raw, context: &context), context.type == .receipt,
+            let result = try? ReceiptDecoder.decode(AppleObject(object))
+        else { return [:] }
+        var dates: [TransactionID: UnixMillis] = [:]
+        for case .transaction(let t) in result.facts {
+            if let created = t.receiptCreationDate { dates[t.transactionId] = created }
+        }
+        return dates
+    }
+
     // MARK: - Envelope and detection
 
     /// What the caller and the envelope said about the input.

@@ -45,6 +45,11 @@ public final class Ledger: Sendable {
         /// A new ledger names people by pseudonyms and keeps their values apart, so that it can forget them
         /// (`forget`, docs/privacy.md). Read when the ledger is made; a ledger keeps the choice it was made with.
         public var pseudonyms = false
+        /// Apple's parsing, for the store that knows no Apple format: the receipt creation date each `in_app` copy
+        /// of a stored verifyReceipt response speaks from, by transaction id (LedgerAppStore's
+        /// `InputDecoder.receiptCreationDates`). Read when a ledger an older build wrote is upgraded, and by an
+        /// import (`ReceiptCreationDates`); nil: such receipts keep speaking from their request date.
+        public var receiptCreationDates: (@Sendable (_ raw: [UInt8]) -> [TransactionID: UnixMillis])?
         public init() {}
     }
 
@@ -59,6 +64,8 @@ public final class Ledger: Sendable {
     let batch: AppendBatch
     /// The personal values behind the log's pseudonyms.
     let identities: Identities
+    /// Apple's parsing of a stored receipt, for an import (`Options.receiptCreationDates`).
+    let receiptCreationDates: (@Sendable (_ raw: [UInt8]) -> [TransactionID: UnixMillis])?
     private let writer: Writer?
     let observers = CommitObservers()
     /// One `forget` at a time: each makes the next key generation.
@@ -80,6 +87,7 @@ public final class Ledger: Sendable {
     public init(directory: String, rules: FoldRules = FoldRules(), options: Options = Options(), logger: Logger) throws {
         self.directory = directory
         self.rules = rules
+        self.receiptCreationDates = options.receiptCreationDates
         let bootID = JournalCheckpoint.bootID(override: options.bootID)
         var lock: DataFileLock?
         var checkpoint: JournalCheckpoint?
@@ -156,6 +164,15 @@ public final class Ledger: Sendable {
                 let initial = RulesChange(rules: rules, appliedAt: currentMillis(), initial: true)
                 _ = try appendRules(initial)
                 logger.notice("recorded the configuration's rules as the ledger's initial rules")
+            }
+            // Receipts stored before schema 6 speak from their creation once it is read again from their bytes.
+            if found < 6 {
+                if let parse = options.receiptCreationDates {
+                    let count = try deriveReceiptCreationDates(parse, logger: logger)
+                    logger.notice("read the creation dates of stored receipts again", metadata: ["in_app copies": "\(count)"])
+                } else {
+                    logger.notice("receipts stored before schema 6 keep speaking from their request date: no receipt parser was given")
+                }
             }
             // An older schema: the events are unchanged; the projections are rebuilt by this build's fold.
             let report = try replay(check: false)

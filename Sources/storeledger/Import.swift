@@ -200,6 +200,8 @@ struct Import: ParsableCommand {
         // export of a ledger without them is rewritten under them.
         let rewriting = ledger.pseudonyms && !checked.pseudonyms
         options.pseudonyms = checked.pseudonyms || rewriting
+        // An export of a ledger an older build wrote: its receipts are read again.
+        options.readsStoredReceipts(with: configuration)
         let store: Ledger
         do {
             // The exported log carries its own rules: the configuration's are not the imported ledger's.

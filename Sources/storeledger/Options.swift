@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LedgerAPI
+import LedgerAppStore
 import LedgerCore
 import LedgerIngest
 import LedgerStore
@@ -83,6 +84,7 @@ struct LedgerOptions: ParsableArguments {
         options.journal = journal && !readOnly
         options.initialize = initialize
         options.pseudonyms = pseudonyms
+        options.readsStoredReceipts(with: configuration)
         let environment = ProcessInfo.processInfo.environment
         options.bootID = environment["STORELEDGER_TEST_BOOT_ID"]
         options.exitAfterJournalRecords = environment["STORELEDGER_TEST_EXIT_AFTER_JOURNAL_RECORDS"].flatMap { Int($0) }
@@ -286,4 +288,13 @@ func humanSize(_ bytes: some BinaryInteger) -> String {
         unit += 1
     }
     return String(format: "%.1f %@", value, units[unit])
+}
+
+extension Ledger.Options {
+    /// Gives the store Apple's parsing of the receipts an older build stored (`Ledger.Options.receiptCreationDates`),
+    /// with the configuration's limits.
+    mutating func readsStoredReceipts(with configuration: LedgerConfiguration) {
+        let decoder = InputDecoder(configuration: configuration.appStore)
+        receiptCreationDates = { raw in decoder.receiptCreationDates(raw) }
+    }
 }

@@ -79,7 +79,7 @@ import Testing
     static let databases = [
         "meta", "raw", "events", "log", "by_otid", "by_user", "timelines", "rejected", "bindings_any", "lifecycle",
         "webhook_dead", "metric_days", "metric_points", "metric_dirty", "identities", "identity_index", "raw_sealed",
-        "rejected_sealed",
+        "rejected_sealed", "receipt_created",
     ]
 
     /// FNV-1a (64 bits) over every key and value of each database, in key order, each framed by its length.
@@ -114,7 +114,7 @@ import Testing
 
     /// Recorded with the build before the reorganisation (entries, then the digest).
     static let recorded: [String: String] = [
-        "meta": "4 505ab4938a0dd303", "raw": "9 6e2eb91d3bb58e27", "events": "11 e61e484b471ab0e9",
+        "meta": "4 505ab3938a0dd150", "raw": "9 6e2eb91d3bb58e27", "events": "11 e61e484b471ab0e9",
         "log": "11 4c669db929224b3b", "by_otid": "12 5338f56e78c08b57", "by_user": "3 5f4cffb065e548f3",
         "timelines": "4 93a3815902793d1b", "rejected": "2 d1bcf857e3108c25", "bindings_any": "1 f9d7db8022222bf4",
         // Schema 4: the schema version in `meta`, the lifecycle events, no dead letter; schema 5: the version in
@@ -123,11 +123,12 @@ import Testing
         // in `meta`, and the metrics summed by day; schema 8: the version in `meta` (the history is written without
         // pseudonyms, so no identity and no sealed raw input); schema 9: the version in `meta` (the history has no
         // receipt copy of a signed transaction, so its timelines are as before); schema 10: the version in `meta`
-        // (the history has no upgrade, so its metrics are as before).
+        // (the history has no upgrade, so its metrics are as before); schema 11: the version in `meta` (this build
+        // wrote the history's receipts, with their creation dates, so none is derived).
         "lifecycle": "9 b19334a9fb8c9035", "webhook_dead": "0 cbf29ce484222325", "metric_days": "9 fda1abe387f74699",
         "metric_points": "4 d348f1db7385a75", "metric_dirty": "0 cbf29ce484222325",
         "identities": "0 cbf29ce484222325", "identity_index": "0 cbf29ce484222325", "raw_sealed": "0 cbf29ce484222325",
-        "rejected_sealed": "0 cbf29ce484222325",
+        "rejected_sealed": "0 cbf29ce484222325", "receipt_created": "0 cbf29ce484222325",
     ]
 
     @Test func aFixedHistoryIsStoredAsTheEarlierBuildStoredIt() throws {

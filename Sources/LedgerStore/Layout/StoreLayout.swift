@@ -25,6 +25,7 @@ import LedgerCore
 /// | `identity_index` | SHA-256(index key ‖ value)        | the value's pseudonym                            |
 /// | `raw_sealed` | first seq of the input (BE, 8)        | an input that names a person, sealed (`SealedRaw`); not in `raw` |
 /// | `rejected_sealed` | rejection number (BE, 8)         | a refusal's message, bytes and request, sealed (`Identities.sealRefusal`) |
+/// | `receipt_created` | seq (BE, 8)                       | the receipt creation date (BE, 8) an older build's `in_app` copy speaks from (`ReceiptCreationDates`) |
 ///
 /// The log names people by pseudonyms only; the values behind them are in `identities`, sealed with a key kept
 /// beside the data file (`identity.key`), so that `forget` can make them unreadable (docs/privacy.md).
@@ -54,8 +55,10 @@ struct StoreLayout {
     /// 9: a revision in the receipt format (verifyReceipt, V1 notifications) keeps the price, currency, reason and
     /// offer details a signed revision of the transaction stated (docs/domain.md, "What each format states").
     /// 10: the MRR of the old side of an upgrade is spread over the length it was billed for (`metric_days`).
+    /// 11: receipts stored before schema 6 speak from their creation too (`receipt_created`, derived from their raw
+    /// bytes by the upgrade, and by an import).
     /// An older ledger opened for writing is upgraded by rebuilding its projections from the log.
-    static let schemaVersion: UInt64 = 10
+    static let schemaVersion: UInt64 = 11
 
     let meta: Database
     let raw: Database
@@ -75,6 +78,7 @@ struct StoreLayout {
     let identityIndex: Database
     let rawSealed: Database
     let rejectedSealed: Database
+    let receiptCreated: Database
 
     init(environment: Environment) throws {
         // One transaction: a ledger being created is never seen (by `stats` in another process) half made.
@@ -83,7 +87,7 @@ struct StoreLayout {
             ("timelines", []), ("rejected", []), ("bindings_any", [.dupSort]), ("lifecycle", []),
             ("webhook_dead", []), ("metric_days", []),
             ("metric_points", []), ("metric_dirty", []), ("identities", []), ("identity_index", []),
-            ("raw_sealed", []), ("rejected_sealed", []),
+            ("raw_sealed", []), ("rejected_sealed", []), ("receipt_created", []),
         ])
         (meta, raw, events, log) = (dbs[0], dbs[1], dbs[2], dbs[3])
         (byOTID, byUser, timelines, rejected, bindingsAny) = (dbs[4], dbs[5], dbs[6], dbs[7], dbs[8])
@@ -91,10 +95,11 @@ struct StoreLayout {
         webhookDead = dbs[10]
         (metricDays, metricPoints, metricDirty) = (dbs[11], dbs[12], dbs[13])
         (identities, identityIndex, rawSealed, rejectedSealed) = (dbs[14], dbs[15], dbs[16], dbs[17])
+        receiptCreated = dbs[18]
     }
 
     /// Every database, for statistics and verification.
-    var all: [Database] { [meta, raw, events, log, byOTID, byUser, timelines, rejected, bindingsAny, lifecycle, webhookDead, metricDays, metricPoints, metricDirty, identities, identityIndex, rawSealed, rejectedSealed] }
+    var all: [Database] { [meta, raw, events, log, byOTID, byUser, timelines, rejected, bindingsAny, lifecycle, webhookDead, metricDays, metricPoints, metricDirty, identities, identityIndex, rawSealed, rejectedSealed, receiptCreated] }
 
     // MARK: - Meta keys
 

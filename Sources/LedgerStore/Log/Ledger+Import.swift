@@ -188,6 +188,9 @@ public final class LedgerImport {
     /// split between two writes would otherwise say its lifecycle events in two parts, where the source said them
     /// once (each input's are derived from the timelines before and after all of it).
     private var carried: (events: [LedgerEvent], inputs: [UInt64]) = ([], [])
+    /// The receipt creation dates of the last verifyReceipt response written (`ReceiptCreationDates`), whose events
+    /// may go on in the next write.
+    private var receipt: (rawKey: UInt64, dates: [TransactionID: UnixMillis])?
 
     /// An importer into `ledger`, which must hold no event and no refused input (`ledger_not_empty` otherwise).
     public init(into ledger: Ledger) throws {
@@ -215,6 +218,8 @@ public final class LedgerImport {
         var next = check
         let carriedBefore = carried
         var carriedAfter = carried
+        let receiptBefore = receipt
+        var receiptAfter = receipt
         // `Environment.write` runs the closure again after growing the map: it starts from `check` each time.
         try ledger.environment.write { txn in
             next = check
@@ -222,8 +227,19 @@ public final class LedgerImport {
             written.reserveCapacity(written.count + events.count)
             // An import fills a ledger no server serves yet: no reader keeps answers to tell of these changes.
             var report = WriteReport()
+            var receipt = receiptBefore
             for e in events {
-                let event = try next.check(e)
+                var event = try next.check(e)
+                // An export may come from a ledger an older build wrote: its receipts' `in_app` copies get the
+                // creation date this build reads in their raw bytes, as an upgrade gives them.
+                if let parse = ledger.receiptCreationDates, event.metadata.source == .receipt {
+                    if e.rawKey == e.seq { receipt = (e.rawKey, parse(e.raw ?? [])) }
+                    if let receipt, receipt.rawKey == e.rawKey,
+                        let date = ReceiptCreationDates.add(receipt.dates, to: &event)
+                    {
+                        try ReceiptCreationDates.write([(e.seq, date)], layout, txn)
+                    }
+                }
                 let fact = event.fact
                 let key = fact.eventKey
                 if e.rawKey == e.seq, let raw = e.raw {
@@ -251,12 +267,14 @@ public final class LedgerImport {
             try batch.projections.apply(
                 Array(written[..<cut]), inputs: Array(inputs[..<cut]), in: txn, report: &report)
             carriedAfter = (Array(written[cut...]), Array(inputs[cut...]))
+            receiptAfter = receipt
             try txn.put(
                 layout.meta, key: StoreLayout.metaChainHead,
                 value: ChainHead(last: next.lastSeq, link: next.chainHead).encoded)
         }
         check = next
         carried = carriedAfter
+        receipt = receiptAfter
     }
 
     /// Writes the next refused inputs (numbered on from the last call's) in one write transaction.
@@ -317,6 +335,8 @@ public final class LedgerRewrite {
     private var check = ImportCheck()
     /// The events of the input read last, which may go on in the next call.
     private var pending: (rawKey: UInt64, facts: [Fact], metadata: FactMetadata, raw: [UInt8])?
+    /// The receipt creation dates of the last verifyReceipt response read (`ReceiptCreationDates`).
+    private var receipt: (rawKey: UInt64, dates: [TransactionID: UnixMillis])?
 
     /// A rewriter into `ledger`, which must be empty and made with pseudonyms.
     public init(into ledger: Ledger) throws {
@@ -339,7 +359,12 @@ public final class LedgerRewrite {
     public func write(_ events: [ImportedEvent]) throws {
         var inputs: [LedgerInput] = []
         for e in events {
-            let event = try check.check(e)
+            var event = try check.check(e)
+            // The rewritten events are new: a receipt an older build stored states its creation date in them.
+            if let parse = ledger.receiptCreationDates, event.metadata.source == .receipt {
+                if e.rawKey == e.seq { receipt = (e.rawKey, parse(e.raw ?? [])) }
+                if let receipt, receipt.rawKey == e.rawKey { _ = ReceiptCreationDates.add(receipt.dates, to: &event) }
+            }
             if let p = pending, p.rawKey == e.rawKey {
                 pending!.facts.append(event.fact)
                 continue

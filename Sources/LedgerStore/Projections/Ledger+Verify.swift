@@ -34,6 +34,7 @@ extension Ledger {
         case .failure(let fault): return failing(report, fault.description)
         case .success(let count): report.rejected = count
         }
+        if let fault = try receiptCreationDatesFault() { return failing(report, fault) }
 
         // 3. Projections against a replay, and every `by_otid` entry against the event it names.
         let end = max(total, log.checkedThrough)

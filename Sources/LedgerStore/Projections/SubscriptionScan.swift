@@ -3,7 +3,8 @@ import LedgerCodec
 import LedgerCore
 
 /// Reads the events of subscriptions for a fold: each `by_otid` entry of a subscription names one event
-/// (`EventReference`), read from `events`.
+/// (`EventReference`), read from `events`, with the receipt creation date derived for it if an older build stored
+/// it without (`ReceiptCreationDates`).
 ///
 /// A scan of many subscriptions (a replay) reuses what it holds from one subscription to the next, so that each
 /// costs no allocation of its own: the events array, the strings that repeat (a product id is shared by many
@@ -73,6 +74,9 @@ struct SubscriptionScan {
                 ?? txn.get(layout.events, key: revisionKey)
             guard let stored = found else { throw LedgerError.corrupted("by_otid names event \(seq), which is missing") }
             events.append(try StoreLayout.decodeEvent(seq: seq, stored, strings: &strings, metadata: parts))
+            if ReceiptCreationDates.mayLackIt(events[events.count - 1]) {
+                try ReceiptCreationDates.apply(to: &events[events.count - 1], layout, txn)
+            }
             if checkingKeys, !events[events.count - 1].fact.hasEventKey(e.value.extracting(8..<e.value.count)) {
                 throw LedgerError.corrupted("event \(seq) is stored under another key")
             }
