@@ -79,22 +79,78 @@ public final class LedgerRoutes: Sendable {
 
     // MARK: - Router
 
-    /// The router with every route of the socket API, grouped by resource, behind the error and metrics middlewares.
+    /// The router with every endpoint of the socket API (`Endpoint`), behind the error and metrics middlewares.
     public func makeRouter() -> Router<LedgerRequestContext> {
         let router = Router(context: LedgerRequestContext.self)
         router.add(middleware: RequestMetricsMiddleware(metrics: metrics, logger: logger))
         router.add(middleware: ErrorMiddleware(logger: logger))
-        addAppendRoutes(to: router)
-        addAppleRoutes(to: router)
-        addReadRoutes(to: router)
-        addEventRoutes(to: router)
-        addLifecycleRoutes(to: router)
-        addRevenueRoutes(to: router)
-        addGrantRoutes(to: router)
-        addForgetRoute(to: router)
-        addOperationRoutes(to: router)
-        addConsoleRoutes(to: router)
+        for endpoint in Endpoint.allCases {
+            router.on(RouterPath(stringLiteral: endpoint.path), method: endpoint.method, use: responder(endpoint))
+        }
         return router
+    }
+
+    typealias Responder = @Sendable (Request, LedgerRequestContext) async throws -> Response
+
+    /// What answers each endpoint (the handlers are in the Routes+*.swift files, by resource).
+    private func responder(_ endpoint: Endpoint) -> Responder {
+        switch endpoint {
+        case .appendEvents: return { try await self.appendEvents($0, $1) }
+        case .appleNotifications: return { try await self.appendOne($0, $1, endpoint, type: .notification) }
+        case .appleReceipts: return { try await self.appendOne($0, $1, endpoint, type: .receipt) }
+        case .appleTransactions: return { try await self.appendOne($0, $1, endpoint, type: .transaction) }
+        case .bindings: return { try await self.appendOne($0, $1, endpoint, type: .binding) }
+        case .subscription:
+            return { request, context in
+                let otid = try RequestTarget.parameter("otid", of: context)
+                return try self.subscriptionAnswer(otid: otid, ReadClocks(request, endpoint)).response
+            }
+        case .timelineSVG: return { try self.picture($0, $1, endpoint, page: false) }
+        case .timelineHTML: return { try self.picture($0, $1, endpoint, page: true) }
+        case .customer:
+            return { request, context in
+                let user = try RequestTarget.parameter("appUserId", of: context)
+                return try self.customerAnswer(user: user, ReadClocks(request, endpoint)).response
+            }
+        case .why: return { try self.why($0, $1) }
+        case .customerRevenue:
+            return { request, context in
+                let user = try RequestTarget.parameter("appUserId", of: context)
+                return try self.revenueAnswer(user: user, RevenueQuery(request, endpoint)).response
+            }
+        case .appendGrant: return { try await self.appendGrant($0, $1) }
+        case .grants: return { try self.grants($0, $1) }
+        case .forget: return { try await self.forget($0, $1) }
+        case .transaction: return { try self.transaction($0, $1) }
+        case .events: return { try self.events($0, $1) }
+        case .lifecycle: return { try self.lifecycle($0, $1) }
+        case .revenue: return { request, _ in try self.revenueAnswer(user: nil, RevenueQuery(request, endpoint)).response }
+        case .metrics:
+            return { request, context in
+                try self.metricsAnswer(name: try RequestTarget.parameter("name", of: context), request).response
+            }
+        case .health:
+            return { request, _ in
+                try Self.checkQuery(RequestTarget.query(request).map(\.key), endpoint)
+                return try self.healthAnswer().response
+            }
+        case .prometheus:
+            return { request, _ in
+                try Self.checkQuery(RequestTarget.query(request).map(\.key), endpoint)
+                return Response(
+                    status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                    body: ResponseBody(byteBuffer: ByteBuffer(bytes: self.metrics.render(self.ledger))))
+            }
+        case .console:
+            return { request, _ in self.consolePage(path: request.uri.path) { try self.consoleOverview(request) } }
+        case .consoleCustomers:
+            return { request, _ in self.consolePage(path: request.uri.path) { try self.consoleCustomer(request) } }
+        case .consoleSubscription:
+            return { request, context in
+                let otid = try RequestTarget.parameter("otid", of: context)
+                return self.consolePage(path: request.uri.path) { try self.consoleSubscription(otid: otid, request) }
+            }
+        }
     }
 
     // MARK: - Shared steps of the write routes
@@ -288,13 +344,13 @@ public final class LedgerRoutes: Sendable {
         }
     }
 
-    /// `type` (`POST /v1/events` only), `appUserId` and `receivedAt` from the query string; `route` is the route as
-    /// `queryParameters` names it.
-    func ingestOptions(_ request: Request, route: String, forcedType: InputType? = nil) throws
+    /// `type` (`POST /v1/events` only), `appUserId` and `receivedAt` from the query string of a request to
+    /// `endpoint`.
+    func ingestOptions(_ request: Request, _ endpoint: Endpoint, forcedType: InputType? = nil) throws
         -> IngestPipeline.Options
     {
         let query = try RequestTarget.query(request)
-        try Self.checkQuery(query.map(\.key), route: route)
+        try Self.checkQuery(query.map(\.key), endpoint)
         var options = IngestPipeline.Options(forcedType: forcedType)
         if let type = query["type"] {
             guard let t = InputType(rawValue: String(type)) else {
@@ -322,38 +378,6 @@ public final class LedgerRoutes: Sendable {
 // MARK: - Query parameters
 
 extension LedgerRoutes {
-    /// The query parameters each route reads, by method and route as the router and openapi.yaml name them (a test
-    /// holds the three in step). Any other is refused with 400 `invalid_query`: a misspelt `asof` or `apUserId`
-    /// ignored would answer another question than the one asked, or claim for nobody, and look like success.
-    static let queryParameters: [String: [String]] = [
-        "GET /console": ["environment", "asOf", "to", "productId", "entitlement"],
-        "GET /console/customers": ["appUserId", "environment", "at", "asOf"],
-        "GET /console/subscriptions/{otid}": ["environment", "at", "asOf"],
-        "POST /v1/events": ["type", "appUserId", "receivedAt"],
-        "POST /v1/apple/notifications": ["appUserId", "receivedAt"],
-        "POST /v1/apple/receipts": ["appUserId", "receivedAt"],
-        "POST /v1/apple/transactions": ["appUserId", "receivedAt"],
-        "POST /v1/bindings": ["receivedAt"],
-        "GET /v1/events": ["after", "limit", "follow", "timeout"],
-        "GET /v1/lifecycle": ["after", "limit", "follow", "timeout"],
-        "GET " + subscriptionRoute: ["at", "asOf", "environment"],
-        "GET " + customerRoute: ["at", "asOf", "environment"],
-        "GET " + whyRoute: ["at", "asOf", "environment"],
-        "GET " + revenueRoute: ["from", "to", "product", "asOf", "environment"],
-        "GET " + customerRevenueRoute: ["from", "to", "product", "asOf", "environment"],
-        "GET " + metricsRoute: [
-            "from", "to", "interval", "timeZone", "productId", "entitlement", "asOf", "environment", "format",
-        ],
-        "POST " + grantsRoute: ["receivedAt"],
-        "GET " + grantsRoute: ["at", "asOf", "environment"],
-        "POST " + forgetRoute: [],
-        "GET " + timelineSVGRoute: ["at", "asOf", "environment"],
-        "GET " + timelineHTMLRoute: ["at", "asOf", "environment"],
-        "GET /v1/transactions/{transactionId}": [],
-        "GET " + healthRoute: [],
-        "GET /metrics": [],
-    ]
-
     /// `name`'s value (`at`, `from`, `to`) as an instant within `Instant.queryRange`; `invalid_query` names the
     /// parameter and the range otherwise.
     static func instantQuery(_ name: String, _ text: Substring) throws -> UnixMillis {
@@ -373,16 +397,17 @@ extension LedgerRoutes {
         return seq
     }
 
-    /// Refuses the first of `names` that `route` ("GET /v1/events") does not read.
-    /// Refuses the first of `names` that `route` ("GET /v1/events") does not read, and a name given twice: which of
-    /// two values was meant (two `appUserId`s claiming for two users, two `at`s) is not for the server to guess.
-    static func checkQuery(_ names: some Sequence<Substring>, route: String) throws {
-        let known = queryParameters[route] ?? []
+    /// Refuses the first of `names` that `endpoint` does not read, and a name given twice: which of two values was
+    /// meant (two `appUserId`s claiming for two users, two `at`s) is not for the server to guess. A misspelt `asof`
+    /// or `apUserId` ignored would answer another question than the one asked, or claim for nobody, and look like
+    /// success.
+    static func checkQuery(_ names: some Sequence<Substring>, _ endpoint: Endpoint) throws {
+        let known = endpoint.query
         var seen = Set<Substring>()
         for name in names {
-            guard known.contains(String(name)) else {
+            guard known.contains(where: { $0.utf8.elementsEqual(name.utf8) }) else {
                 let takes = known.isEmpty ? "takes no query parameters" : "takes " + known.joined(separator: ", ")
-                throw CodedError(.invalidQuery, "unknown query parameter '\(name)': \(route) \(takes)")
+                throw CodedError(.invalidQuery, "unknown query parameter '\(name)': \(endpoint.route) \(takes)")
             }
             guard seen.insert(name).inserted else {
                 throw CodedError(.invalidQuery, "query parameter '\(name)' is given twice: give it once")

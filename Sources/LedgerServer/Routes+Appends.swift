@@ -11,14 +11,6 @@ import LedgerErrors
 extension LedgerRoutes {
     /// 207: some inputs of the batch were rejected (HTTPTypes has no name for it).
     static let multiStatus = HTTPResponse.Status(code: 207, reasonPhrase: "Multi-Status")
-    static let eventsRoute = "/v1/events"
-
-    func addAppendRoutes(to router: Router<LedgerRequestContext>) {
-        router.post(RouterPath(stringLiteral: Self.eventsRoute)) { request, context in
-            try await self.appendEvents(request, context)
-        }
-    }
-
     /// An envelope or a bare Apple document (sent as JSON: one value, nothing after it), or NDJSON of them. 200 when
     /// every input was appended or a duplicate, 207 when some were rejected, 400 when no input of the body is JSON at
     /// all.
@@ -31,7 +23,7 @@ extension LedgerRoutes {
         do {
             let body = try await collectBody(request, into: &received)
             let isJSON = try checkContentType(request)
-            options = try ingestOptions(request, route: "POST /v1/events")
+            options = try ingestOptions(request, .appendEvents)
             pieces =
                 try isJSON
                 ? IngestPipeline.document(body) : IngestPipeline.batch(body, limit: configuration.limits.maxBatchInputs)
@@ -61,25 +53,12 @@ extension LedgerRoutes {
 // MARK: - POST /v1/apple/* and /v1/bindings
 
 extension LedgerRoutes {
-    func addAppleRoutes(to router: Router<LedgerRequestContext>) {
-        for (path, type) in Self.oneInputRoutes {
-            router.post(RouterPath(stringLiteral: path)) { request, context in
-                try await self.appendOne(request, context, path: path, type: type)
-            }
-        }
-    }
-
-    /// The routes that take one input of a known type.
-    static let oneInputRoutes: [(path: String, type: InputType)] = [
-        ("/v1/apple/notifications", .notification), ("/v1/apple/receipts", .receipt),
-        ("/v1/apple/transactions", .transaction), ("/v1/bindings", .binding),
-    ]
-
-    /// One input of a known type, exactly as received: 200 with its result once durable (appended or duplicate);
+    /// One input of a known type (`type`, the one `endpoint` takes), exactly as received: 200 with its result once durable (appended or duplicate);
     /// 400 (not JSON) or 422 (refused) with the result, whose `error` says why.
     /// `user`, when given, is the app user the route names (`POST /v1/customers/{appUserId}/grants`).
     func appendOne(
-        _ request: Request, _ context: LedgerRequestContext, path: String, type: InputType, user: String? = nil
+        _ request: Request, _ context: LedgerRequestContext, _ endpoint: Endpoint, type: InputType,
+        user: String? = nil
     ) async throws -> Response {
         try await authorizeWriter(context)
         var received = ReceivedBody()
@@ -88,7 +67,7 @@ extension LedgerRoutes {
         do {
             body = try await collectBody(request, into: &received)
             try checkContentType(request)
-            options = try ingestOptions(request, route: "POST " + path, forcedType: type)
+            options = try ingestOptions(request, endpoint, forcedType: type)
             if let user { options.appUserId = AppUserID(user) }
             try IngestPipeline.checkNotBlank(body)
         } catch let error as CodedError {

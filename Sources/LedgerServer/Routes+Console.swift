@@ -8,11 +8,6 @@ import LedgerStore
 // MARK: - GET /console/…: the read-only web console
 
 extension LedgerRoutes {
-    /// `/console` and `/console/` are one route to the router (the pages link to `/console/`).
-    static let consoleRoute = "/console"
-    static let consoleCustomersRoute = "/console/customers"
-    static let consoleSubscriptionRoute = "/console/subscriptions/{otid}"
-
     /// A console page, or the page that says what went wrong with the status its code has in the API (400 for a bad
     /// query, 404 for an unknown subscription).
     func consolePage(path: String, _ body: () throws -> String) -> Response {
@@ -75,7 +70,7 @@ extension LedgerRoutes {
     /// knows anything of when that is earlier) and by month over the same year, as known at `asOf`.
     func consoleOverview(_ request: Request) throws -> String {
         let query = try RequestTarget.query(request, form: true)
-        try Self.checkQuery(query.map(\.key), route: "GET " + Self.consoleRoute)
+        try Self.checkQuery(query.map(\.key), .console)
         let environment = try Self.consoleEnvironment { query[Substring($0)] }
         let asOf = try query["asOf"].flatMap { $0.isEmpty ? nil : try Self.seqQuery("asOf", $0) }
         let product = query["productId"].flatMap { $0.isEmpty ? nil : String($0) }
@@ -109,7 +104,7 @@ extension LedgerRoutes {
     /// `GET /console/customers?appUserId=…&environment=…`: the lookup form, and the customer when one is asked.
     func consoleCustomer(_ request: Request) throws -> String {
         let query = try RequestTarget.query(request, form: true)
-        try Self.checkQuery(query.map(\.key), route: "GET " + Self.consoleCustomersRoute)
+        try Self.checkQuery(query.map(\.key), .consoleCustomers)
         let environment = try Self.consoleEnvironment { query[Substring($0)] }
         let clocks = try Self.consoleClocks { query[Substring($0)] }
         guard let user = query["appUserId"].map(String.init), !user.isEmpty else {
@@ -144,7 +139,7 @@ extension LedgerRoutes {
     /// signature status, the reconciliation check, the lifecycle events.
     func consoleSubscription(otid: String, _ request: Request) throws -> String {
         let query = try RequestTarget.query(request, form: true)
-        try Self.checkQuery(query.map(\.key), route: "GET " + Self.consoleSubscriptionRoute)
+        try Self.checkQuery(query.map(\.key), .consoleSubscription)
         let environment = try Self.consoleEnvironment { query[Substring($0)] }
         let clocks = try Self.consoleClocks { query[Substring($0)] }
         let id = OriginalTransactionID(otid)
@@ -177,19 +172,6 @@ extension LedgerRoutes {
                     lifecycle: try ledger.lifecycleEvents(of: id, environment: environment)
                         .filter { $0.seq <= asOf }.reversed(),
                     lastSeq: try ledger.lastSeq(), clocks: clocks))
-        }
-    }
-
-    func addConsoleRoutes(to router: Router<LedgerRequestContext>) {
-        router.get(RouterPath(stringLiteral: Self.consoleRoute)) { request, _ in
-            self.consolePage(path: request.uri.path) { try self.consoleOverview(request) }
-        }
-        router.get(RouterPath(stringLiteral: Self.consoleCustomersRoute)) { request, _ in
-            self.consolePage(path: request.uri.path) { try self.consoleCustomer(request) }
-        }
-        router.get(RouterPath(stringLiteral: Self.consoleSubscriptionRoute)) { request, context in
-            let otid = try RequestTarget.parameter("otid", of: context)
-            return self.consolePage(path: request.uri.path) { try self.consoleSubscription(otid: otid, request) }
         }
     }
 }

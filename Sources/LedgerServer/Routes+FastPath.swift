@@ -215,14 +215,15 @@ final class FastPathHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         unflushed = true
         enabled.countRead()
-        record(.get, path: request.path, route: request.route.path, key: request.route.rawValue, status, since: start)
+        let endpoint = request.route.endpoint
+        record(.get, path: request.path, route: endpoint.path, key: endpoint.rawValue, status, since: start)
     }
 
     // MARK: Appends
 
     /// The body's length and whether it is JSON, when `head` is a plain append this handler may take now.
     private func plainAppend(_ head: HTTPRequestHead, _ context: ChannelHandlerContext) -> (Int, Bool)? {
-        guard head.method == .POST, head.uri == LedgerRoutes.eventsRoute, routes.intake == nil, mayWrite,
+        guard head.method == .POST, head.uri == Endpoint.appendEvents.path, routes.intake == nil, mayWrite,
             mayTake(head, context)
         else { return nil }
         var length: Int?
@@ -284,13 +285,14 @@ final class FastPathHandler: ChannelInboundHandler, RemovableChannelHandler {
         do {
             response = try LedgerRoutes.eventsAnswer(try routes.appended(outcome))
         } catch {
-            response = ErrorMiddleware.answer(error, method: .post, path: LedgerRoutes.eventsRoute, logger: routes.logger)
+            response = ErrorMiddleware.answer(error, method: .post, path: Endpoint.appendEvents.path, logger: routes.logger)
         }
         guard self.context != nil else { return }  // the connection went while the append waited
         enabled.countWrite()
         let status = write(response, context.channel.allocator)
         timeouts.flush()
-        record(.post, path: LedgerRoutes.eventsRoute, route: LedgerRoutes.eventsRoute, key: 99, status, since: start)
+        let endpoint = Endpoint.appendEvents
+        record(.post, path: endpoint.path, route: endpoint.path, key: endpoint.rawValue, status, since: start)
         while !appending, let part = waiting.popFirst() { take(part, context: context) }
         if unflushed && !appending {
             unflushed = false
@@ -336,15 +338,15 @@ final class FastPathHandler: ChannelInboundHandler, RemovableChannelHandler {
 
 /// A hot read the fast path takes: its route, its id, and its query.
 struct FastRequest {
-    enum Route: Int {
+    /// The endpoints the fast path answers.
+    enum Route {
         case customer, subscription, health
 
-        /// The route as the router names it (the `route` label of the request metrics).
-        var path: String {
+        var endpoint: Endpoint {
             switch self {
-            case .customer: LedgerRoutes.customerRoute
-            case .subscription: LedgerRoutes.subscriptionRoute
-            case .health: LedgerRoutes.healthRoute
+            case .customer: .customer
+            case .subscription: .subscription
+            case .health: .health
             }
         }
     }
@@ -355,13 +357,7 @@ struct FastRequest {
     /// `(name, value)` of each query parameter, at most one of each name.
     var query: [(name: Substring, value: Substring)] = []
     /// The target's path, for the log.
-    var path: String {
-        switch route {
-        case .customer: "/v1/customers/" + id
-        case .subscription: "/v1/subscriptions/" + id
-        case .health: "/v1/health"
-        }
-    }
+    var path: String { route.endpoint.pathPrefix + id }
 
     /// Nil unless `target` is one of the hot routes written plainly: `/v1/health`, or `/v1/customers/ID` or
     /// `/v1/subscriptions/ID` with an optional query of `name=value` pairs, where every character of the id, names
@@ -406,9 +402,9 @@ struct FastRequest {
         }
     }
 
-    private static let health = Array(LedgerRoutes.healthRoute.utf8)
-    private static let customers = Array("/v1/customers/".utf8)
-    private static let subscriptions = Array("/v1/subscriptions/".utf8)
+    private static let health = Array(Endpoint.health.path.utf8)
+    private static let customers = Array(Endpoint.customer.pathPrefix.utf8)
+    private static let subscriptions = Array(Endpoint.subscription.pathPrefix.utf8)
 
     /// Letters, digits and `-._~:`.
     static func isPlain(_ byte: UInt8) -> Bool {
@@ -443,7 +439,7 @@ struct FastRequest {
     }
 
     private func clocks() throws -> LedgerRoutes.ReadClocks {
-        try LedgerRoutes.ReadClocks(route: "GET " + route.path, names: query.lazy.map(\.name)) { name in
+        try LedgerRoutes.ReadClocks(route.endpoint, names: query.lazy.map(\.name)) { name in
             query.first { $0.name == name }?.value
         }
     }

@@ -19,12 +19,12 @@ extension LedgerRoutes {
         var environment: AppStoreEnvironment
 
         /// - Parameters:
-        ///   - route: the route read (`GET /v1/customers/{appUserId}`), whose parameters these are.
+        ///   - endpoint: the endpoint read (`GET /v1/customers/{appUserId}`), whose parameters these are.
         ///   - names: every query parameter's name, in the order given; one the route does not read is refused.
         ///   - query: a query parameter's value by name (decoded by `RequestTarget.query`, or the fast path's
         ///     own parse of a query it takes).
-        init(route: String, names: some Sequence<Substring>, query: (String) -> Substring?) throws {
-            try LedgerRoutes.checkQuery(names, route: route)
+        init(_ endpoint: Endpoint, names: some Sequence<Substring>, query: (String) -> Substring?) throws {
+            try LedgerRoutes.checkQuery(names, endpoint)
             at = try query("at").map { try LedgerRoutes.instantQuery("at", $0) } ?? currentMillis()
             asOf = try query("asOf").map { try LedgerRoutes.seqQuery("asOf", $0) }
             if let text = query("environment") {
@@ -37,9 +37,9 @@ extension LedgerRoutes {
             }
         }
 
-        init(_ request: Request, route: String) throws {
+        init(_ request: Request, _ endpoint: Endpoint) throws {
             let query = try RequestTarget.query(request)
-            try self.init(route: route, names: query.map(\.key)) { query[Substring($0)] }
+            try self.init(endpoint, names: query.map(\.key)) { query[Substring($0)] }
         }
     }
 
@@ -150,57 +150,39 @@ extension LedgerRoutes {
         return JSONBody.buffered(HealthDocument(lastSeq: seq))
     }
 
-    func addReadRoutes(to router: Router<LedgerRequestContext>) {
-        router.get(RouterPath(stringLiteral: Self.subscriptionRoute)) { request, context in
-            let otid = try RequestTarget.parameter("otid", of: context)
-            return try self.subscriptionAnswer(otid: otid, ReadClocks(request, route: "GET " + Self.subscriptionRoute))
-                .response
-        }
-        router.get(RouterPath(stringLiteral: Self.customerRoute)) { request, context in
-            let user = try RequestTarget.parameter("appUserId", of: context)
-            return try self.customerAnswer(user: user, ReadClocks(request, route: "GET " + Self.customerRoute)).response
-        }
-        for (route, contentType, page) in [
-            (Self.timelineSVGRoute, "image/svg+xml; charset=utf-8", false),
-            (Self.timelineHTMLRoute, "text/html; charset=utf-8", true),
-        ] {
-            router.get(RouterPath(stringLiteral: route)) { request, context in
-                let otid = try RequestTarget.parameter("otid", of: context)
-                let clocks = try ReadClocks(request, route: "GET " + route)
-                return try self.pictureAnswer(otid: otid, clocks, page: page, contentType: contentType)
-            }
-        }
-        router.get(RouterPath(stringLiteral: Self.whyRoute)) { request, context in
-            let user = try RequestTarget.parameter("appUserId", of: context)
-            let entitlement = try RequestTarget.parameter("entitlement", of: context)
-            let clocks = try ReadClocks(request, route: "GET " + Self.whyRoute)
-            let explanation = try self.read {
-                try self.ledger.explain(
-                    AppUserID(user), entitlement: entitlement, environment: clocks.environment, at: clocks.at,
-                    asOf: clocks.asOf)
-            }
-            return JSONBody.buffered(explanation).response
-        }
-        router.get("/v1/transactions/{transactionId}") { request, context in
-            try Self.checkQuery(RequestTarget.query(request).map(\.key), route: "GET /v1/transactions/{transactionId}")
-            let id = try RequestTarget.parameter("transactionId", of: context)
-            let events = try self.read { try self.ledger.events(key: id) }
-            guard !events.isEmpty else { throw CodedError(.notFound, "no event is recorded for transaction \(id)") }
-            return try JSONBody.response(
-                encoding: TransactionDocument(transactionId: id, events: events.map { EventDocument($0) }))
-        }
+    /// `GET /v1/subscriptions/{otid}/timeline.svg` (`page` false) and `.html` (true).
+    func picture(_ request: Request, _ context: LedgerRequestContext, _ endpoint: Endpoint, page: Bool) throws
+        -> Response
+    {
+        let otid = try RequestTarget.parameter("otid", of: context)
+        return try pictureAnswer(
+            otid: otid, ReadClocks(request, endpoint), page: page,
+            contentType: page ? "text/html; charset=utf-8" : "image/svg+xml; charset=utf-8")
     }
 
-    /// The routes the fast path also serves, as the router names them (the `route` label of the request
-    /// metrics).
-    static let subscriptionRoute = "/v1/subscriptions/{otid}"
-    static let customerRoute = "/v1/customers/{appUserId}"
-    /// A subscription's timeline as a picture, alone or in a page (`TimelinePicture`).
-    static let timelineSVGRoute = "/v1/subscriptions/{otid}/timeline.svg"
-    static let timelineHTMLRoute = "/v1/subscriptions/{otid}/timeline.html"
-    /// Why a customer has, or has not, an entitlement (`Entitlements.explain`).
-    static let whyRoute = "/v1/customers/{appUserId}/entitlements/{entitlement}/why"
-    static let healthRoute = "/v1/health"
+    /// `GET /v1/customers/{appUserId}/entitlements/{entitlement}/why`: why a customer has, or has not, an
+    /// entitlement (`Entitlements.explain`).
+    func why(_ request: Request, _ context: LedgerRequestContext) throws -> Response {
+        let user = try RequestTarget.parameter("appUserId", of: context)
+        let entitlement = try RequestTarget.parameter("entitlement", of: context)
+        let clocks = try ReadClocks(request, .why)
+        let explanation = try read {
+            try ledger.explain(
+                AppUserID(user), entitlement: entitlement, environment: clocks.environment, at: clocks.at,
+                asOf: clocks.asOf)
+        }
+        return JSONBody.buffered(explanation).response
+    }
+
+    /// `GET /v1/transactions/{transactionId}`: every revision recorded under the transaction's id.
+    func transaction(_ request: Request, _ context: LedgerRequestContext) throws -> Response {
+        try Self.checkQuery(RequestTarget.query(request).map(\.key), .transaction)
+        let id = try RequestTarget.parameter("transactionId", of: context)
+        let events = try read { try ledger.events(key: id) }
+        guard !events.isEmpty else { throw CodedError(.notFound, "no event is recorded for transaction \(id)") }
+        return try JSONBody.response(
+            encoding: TransactionDocument(transactionId: id, events: events.map { EventDocument($0) }))
+    }
 
     /// Runs a store read; its failures become coded refusals (a damaged ledger is a 500, never a crash).
     func read<T>(_ body: () throws -> T) throws -> T {
@@ -253,17 +235,11 @@ extension LedgerRoutes {
     /// Largest `limit` without `follow`.
     static let maxEventLimit = 10_000
 
-    func addEventRoutes(to router: Router<LedgerRequestContext>) {
-        router.get("/v1/events") { request, context in
-            try self.events(request, context)
-        }
-    }
-
     /// NDJSON of events after `after`, at most `limit` (default 1000). With `follow=true` the answer streams: events
     /// are written as they commit until `limit` events were sent (if given), `timeout` seconds passed (if given), the
     /// client goes away, or the server shuts down.
     func events(_ request: Request, _ context: LedgerRequestContext) throws -> Response {
-        try stream(request, context, route: "GET /v1/events") { [self] after, limit in
+        try stream(request, context, .events) { [self] after, limit in
             let events = try read { try ledger.events(after: after, limit: limit) }
             var lines = ByteBuffer()
             for e in events { try Self.writeLine(EventDocument(e), to: &lines) }
@@ -278,16 +254,16 @@ extension LedgerRoutes {
         var next: UInt64
     }
 
-    /// The answer of a stream route (`GET /v1/events`, `GET /v1/lifecycle`, named by `route`) to `request`'s query:
+    /// The answer of a stream endpoint (`GET /v1/events`, `GET /v1/lifecycle`) to `request`'s query:
     /// one page of at most `limit` (default 1000) items after `after`; with `follow=true` pages written as they
     /// commit, until `limit` items were sent (if given), `timeout` seconds passed (if given), the client goes away,
     /// or the server shuts down.
     func stream(
-        _ request: Request, _ context: LedgerRequestContext, route: String,
+        _ request: Request, _ context: LedgerRequestContext, _ endpoint: Endpoint,
         page: @escaping @Sendable (_ after: UInt64, _ limit: Int) throws -> StreamPage
     ) throws -> Response {
         let query = try RequestTarget.query(request)
-        try Self.checkQuery(query.map(\.key), route: route)
+        try Self.checkQuery(query.map(\.key), endpoint)
         let (after, limit, follow, timeout) = try Self.streamQuery(query)
         let headers: HTTPFields = [.contentType: "application/x-ndjson"]
         guard follow else {
@@ -339,18 +315,12 @@ extension LedgerRoutes {
 // MARK: - GET /v1/lifecycle
 
 extension LedgerRoutes {
-    func addLifecycleRoutes(to router: Router<LedgerRequestContext>) {
-        router.get("/v1/lifecycle") { request, context in
-            try self.lifecycle(request, context)
-        }
-    }
-
     /// NDJSON of the lifecycle events said after log seq `after`, at most `limit` (default 1000) plus the rest of
     /// the last seq's; with `follow=true` streamed as they commit, as `GET /v1/events` streams events. A client
     /// resumes with `after` = the `seq` of the last line it handled (events of that seq may come again: ids make
     /// them idempotent).
     func lifecycle(_ request: Request, _ context: LedgerRequestContext) throws -> Response {
-        try stream(request, context, route: "GET /v1/lifecycle") { [self] after, limit in
+        try stream(request, context, .lifecycle) { [self] after, limit in
             let page = try read { try ledger.lifecycleEvents(after: after, limit: limit) }
             var lines = ByteBuffer()
             for e in page.events { Self.writeLine(e, to: &lines) }
@@ -362,22 +332,5 @@ extension LedgerRoutes {
     static func writeLine(_ event: LifecycleEvent, to buffer: inout ByteBuffer) {
         buffer.writeBytes(JSONWriter.bytes(of: event))
         buffer.writeString("\n")
-    }
-}
-
-// MARK: - GET /v1/health, /metrics
-
-extension LedgerRoutes {
-    func addOperationRoutes(to router: Router<LedgerRequestContext>) {
-        router.get(RouterPath(stringLiteral: Self.healthRoute)) { request, _ in
-            try Self.checkQuery(RequestTarget.query(request).map(\.key), route: "GET " + Self.healthRoute)
-            return try self.healthAnswer().response
-        }
-        router.get("/metrics") { request, _ in
-            try Self.checkQuery(RequestTarget.query(request).map(\.key), route: "GET /metrics")
-            return Response(
-                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                body: ResponseBody(byteBuffer: ByteBuffer(bytes: self.metrics.render(self.ledger))))
-        }
     }
 }

@@ -8,9 +8,6 @@ import LedgerErrors
 // MARK: - GET /v1/revenue, /v1/customers/{appUserId}/revenue, /v1/metrics/{name}
 
 extension LedgerRoutes {
-    static let revenueRoute = "/v1/revenue"
-    static let customerRevenueRoute = "/v1/customers/{appUserId}/revenue"
-    static let metricsRoute = "/v1/metrics/{name}"
     static let utc = TimeZone(secondsFromGMT: 0)!
 
     /// The query of a revenue read: the interval `[from, to)` (ms or ISO-8601; either end open when absent), the
@@ -25,10 +22,10 @@ extension LedgerRoutes {
         var parameters: Parameters
 
         /// `product` names the product parameter (the metrics route's is `productId`).
-        init(_ request: Request, route: String, product productName: String = "product") throws {
+        init(_ request: Request, _ endpoint: Endpoint, product productName: String = "product") throws {
             let query = try RequestTarget.query(request)
             parameters = query
-            try LedgerRoutes.checkQuery(query.map(\.key), route: route)
+            try LedgerRoutes.checkQuery(query.map(\.key), endpoint)
             for (name, target) in [("from", \RevenueQuery.from), ("to", \RevenueQuery.to)] {
                 guard let text = query[Substring(name)] else { continue }
                 self[keyPath: target] = try LedgerRoutes.instantQuery(name, text)
@@ -64,7 +61,7 @@ extension LedgerRoutes {
     /// `GET /v1/metrics/{name}`: the metric by `interval` (day, week, month; default day) over `[from, to)` in
     /// `timeZone` (default UTC), of `productId` when given, as known at `asOf`; JSON, or CSV with `format=csv`.
     func metricsAnswer(name: String, _ request: Request) throws -> BufferedResponse {
-        let q = try RevenueQuery(request, route: "GET " + Self.metricsRoute, product: "productId")
+        let q = try RevenueQuery(request, .metrics, product: "productId")
         guard let metric = MetricName(rawValue: name) else {
             throw CodedError(
                 .notFound, "no metric '\(name)': one of \(MetricName.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -108,20 +105,5 @@ extension LedgerRoutes {
             rates: configuration.revenueRates)
         guard csv else { return JSONBody.buffered(table) }
         return BufferedResponse(status: .ok, contentType: "text/csv; charset=utf-8", body: ByteBuffer(string: table.csv))
-    }
-
-    func addRevenueRoutes(to router: Router<LedgerRequestContext>) {
-        router.get(RouterPath(stringLiteral: Self.metricsRoute)) { request, context in
-            try self.metricsAnswer(name: try RequestTarget.parameter("name", of: context), request).response
-        }
-        router.get(RouterPath(stringLiteral: Self.revenueRoute)) { request, _ in
-            try self.revenueAnswer(user: nil, RevenueQuery(request, route: "GET " + Self.revenueRoute)).response
-        }
-        router.get(RouterPath(stringLiteral: Self.customerRevenueRoute)) { request, context in
-            let user = try RequestTarget.parameter("appUserId", of: context)
-            return try self.revenueAnswer(
-                user: user, RevenueQuery(request, route: "GET " + Self.customerRevenueRoute)
-            ).response
-        }
     }
 }

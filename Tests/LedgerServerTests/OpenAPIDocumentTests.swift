@@ -82,6 +82,7 @@ struct OpenAPIDocumentTests {
             for endpoint in pathItem.endpoints { documented.insert("\(endpoint.method.rawValue) \(path.rawValue)") }
         }
         #expect(served.count == 24, "\(served.sorted())")
+        #expect(served == Set(Endpoint.allCases.map(\.route)), "the router serves the endpoint table, no more")
         #expect(
             served.subtracting(documented).isEmpty,
             "served but not documented: \(served.subtracting(documented).sorted())"
@@ -92,8 +93,8 @@ struct OpenAPIDocumentTests {
         )
     }
 
-    /// The query parameters each operation documents are the ones the server reads (`LedgerRoutes.queryParameters`,
-    /// which refuses any other with 400 `invalid_query`), for every route the router serves.
+    /// The query parameters each operation documents are the ones the server reads (`Endpoint.query`, by which
+    /// `LedgerRoutes.checkQuery` refuses any other with 400 `invalid_query`), for every endpoint.
     @Test func everyOperationsQueryParametersAreTheOnesTheServerReads() throws {
         let document = try Self.document().locallyDereferenced()
         var documented: [String: Set<String>] = [:]
@@ -104,7 +105,7 @@ struct OpenAPIDocumentTests {
                 documented["\(endpoint.method.rawValue) \(path.rawValue)"] = Set(names)
             }
         }
-        let read = LedgerRoutes.queryParameters.mapValues(Set.init)
+        let read = Dictionary(uniqueKeysWithValues: Endpoint.allCases.map { ($0.route, Set($0.query)) })
         #expect(read.count == 24)
         #expect(
             Set(read.keys) == Set(documented.keys),
