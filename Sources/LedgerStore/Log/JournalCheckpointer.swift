@@ -19,7 +19,6 @@ final class JournalCheckpointer: @unchecked Sendable {
     private let journal: Journal
     private let bootID: String
     private let dataInode: UInt64
-    private let interval: Double
     private let logger: Logger
 
     /// One checkpoint at a time; guards `pin` and `lastPosition`.
@@ -27,11 +26,7 @@ final class JournalCheckpointer: @unchecked Sendable {
     private var pin: PinnedSnapshot?
     private var lastPosition: Journal.Position?
 
-    private let condition = NSCondition()
-    private var stopping = false
-    private var thread: Thread?
-    private var running = false
-    private var finished = false
+    private let thread: LedgerThread
 
     init(
         environment: Environment, journal: Journal, bootID: String, dataInode: UInt64, interval: Double,
@@ -41,57 +36,32 @@ final class JournalCheckpointer: @unchecked Sendable {
         self.journal = journal
         self.bootID = bootID
         self.dataInode = dataInode
-        self.interval = interval
+        self.thread = LedgerThread(name: "storeledger-checkpointer", interval: interval)
         self.pin = pin
         self.logger = logger
     }
 
     /// Starts the background checkpoints.
     func start() {
-        condition.lock()
-        defer { condition.unlock() }
-        guard thread == nil else { return }
-        running = true
-        let thread = Thread { self.loop() }
-        thread.name = "storeledger-checkpointer"
-        self.thread = thread
-        thread.start()
-    }
-
-    /// Stops the background checkpoints; with `clean`, writes the last checkpoint (the writer must be stopped):
-    /// LMDB synced, the journal empty.
-    func stop(clean: Bool) {
-        condition.lock()
-        stopping = true
-        condition.broadcast()
-        while running { condition.wait() }
-        let first = !finished
-        finished = true
-        condition.unlock()
-        guard clean, first else { return }
-        do {
-            try checkpoint(clean: true)
-        } catch {
-            logger.error("the last journal checkpoint failed; the next open recovers from the journal", metadata: ["error": "\(error)"])
-        }
-    }
-
-    private func loop() {
-        condition.lock()
-        while !stopping {
-            _ = condition.wait(until: Date(timeIntervalSinceNow: interval))
-            if stopping { break }
-            condition.unlock()
+        thread.start { [self] last in
+            guard !last else { return }
             do {
                 try checkpoint(clean: false)
             } catch {
                 logger.warning("journal checkpoint failed; retried shortly", metadata: ["error": "\(error)"])
             }
-            condition.lock()
         }
-        running = false
-        condition.broadcast()
-        condition.unlock()
+    }
+
+    /// Stops the background checkpoints; with `clean`, writes the last checkpoint (the writer must be stopped):
+    /// LMDB synced, the journal empty.
+    func stop(clean: Bool) {
+        guard thread.stop(), clean else { return }
+        do {
+            try checkpoint(clean: true)
+        } catch {
+            logger.error("the last journal checkpoint failed; the next open recovers from the journal", metadata: ["error": "\(error)"])
+        }
     }
 
     /// One checkpoint (see the type's comment). `clean` only with the writer stopped.

@@ -5,7 +5,7 @@ import Logging
 /// Sums the subscriptions the write path marked into the maintained metrics (`MetricDays.catchUp`), on a thread of
 /// its own, after each commit: a few subscriptions per write transaction, so that an append waits at most for one
 /// such transaction.
-final class MetricsFollower: @unchecked Sendable {
+final class MetricsFollower: Sendable {
     /// Subscriptions summed per write transaction.
     static let chunk = 32
 
@@ -13,11 +13,7 @@ final class MetricsFollower: @unchecked Sendable {
     private let layout: StoreLayout
     private let observers: CommitObservers
     private let logger: Logger
-    private let condition = NSCondition()
-    private var pending = true
-    private var stopping = false
-    private var thread: Thread?
-    private var finished = false
+    private let thread = LedgerThread(name: "storeledger-metrics")
 
     init(environment: Environment, layout: StoreLayout, observers: CommitObservers, logger: Logger) {
         self.environment = environment
@@ -26,29 +22,17 @@ final class MetricsFollower: @unchecked Sendable {
         self.logger = logger
     }
 
+    /// Starts the thread, whose first turn sums what an earlier process left marked.
     func start() {
-        let thread = Thread { [self] in run() }
-        thread.name = "storeledger-metrics"
-        self.thread = thread
-        thread.start()
+        thread.wake()
+        thread.start { [self] last in if !last { sumMarked() } }
     }
 
     /// Something was committed: there may be subscriptions to sum.
-    func poke() {
-        condition.lock()
-        pending = true
-        condition.signal()
-        condition.unlock()
-    }
+    func poke() { thread.wake() }
 
     /// Stops after the transaction under way; returns once the thread is done.
-    func stop() {
-        condition.lock()
-        stopping = true
-        condition.broadcast()
-        while thread != nil && !finished { condition.wait() }
-        condition.unlock()
-    }
+    func stop() { thread.stop() }
 
     /// One write transaction summing up to `limit` marked subscriptions; how many. Its id is told to the commit
     /// observers as quiet (it changes no timeline and no customer) before the writer can commit after it.
@@ -63,29 +47,13 @@ final class MetricsFollower: @unchecked Sendable {
         return done
     }
 
-    private func run() {
-        while true {
-            condition.lock()
-            while !pending && !stopping { condition.wait() }
-            pending = false
-            let stop = stopping
-            condition.unlock()
-            if stop { break }
-            do {
-                while try Self.catchUp(limit: Self.chunk, environment, layout, observers) == Self.chunk {
-                    condition.lock()
-                    let stop = stopping
-                    condition.unlock()
-                    if stop { break }
-                }
-            } catch {
-                // The marks stay: the next commit tries again, and reads correct for them meanwhile.
-                logger.error("summing the metrics failed", metadata: ["error": "\(error)"])
-            }
+    /// Sums the marked subscriptions, a chunk per write transaction, until none is left or the follower stops.
+    private func sumMarked() {
+        do {
+            while try Self.catchUp(limit: Self.chunk, environment, layout, observers) == Self.chunk, !thread.isStopping {}
+        } catch {
+            // The marks stay: the next commit tries again, and reads correct for them meanwhile.
+            logger.error("summing the metrics failed", metadata: ["error": "\(error)"])
         }
-        condition.lock()
-        finished = true
-        condition.broadcast()
-        condition.unlock()
     }
 }

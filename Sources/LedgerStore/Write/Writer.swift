@@ -26,13 +26,12 @@ final class Writer: @unchecked Sendable {
     private let maxBatchInputs: Int
     private let onCommit: @Sendable (CommitInfo) -> Void
 
-    // Guarded by `condition`.
-    private let condition = NSCondition()
+    private let thread = LedgerThread(name: "storeledger-writer")
+    // Guarded by `lock`.
+    private let lock = NSLock()
     private var queue: [Request] = []
     private var queuedInputs = 0
     private var stopping = false
-    private var stopped = false
-    private var thread: Thread?
 
     /// What one commit did (for metrics, followers and the answer cache).
     struct CommitInfo: Sendable {
@@ -55,60 +54,50 @@ final class Writer: @unchecked Sendable {
         self.maxQueuedInputs = maxQueuedInputs
         self.maxBatchInputs = maxBatchInputs
         self.onCommit = onCommit
-        // The thread keeps the writer alive until `stop()` returns.
-        let thread = Thread { self.loop() }
-        thread.name = "storeledger-writer"
-        self.thread = thread
-        thread.start()
+        // The thread keeps the writer alive until `stop()` returns; its last turn drains the queue.
+        thread.start { [self] _ in commitQueued() }
     }
 
     /// Number of inputs waiting for the writer.
     var queueDepth: Int {
-        condition.lock()
-        defer { condition.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         return queuedInputs
     }
 
     /// Queues inputs; `completion` runs on the writer thread once they are durable (or failed).
     func submit(_ inputs: [LedgerInput], completion: @escaping Completion) {
-        condition.lock()
+        lock.lock()
         if stopping {
-            condition.unlock()
+            lock.unlock()
             completion(.failure(.shuttingDown))
             return
         }
         // One oversized request may still go through alone; otherwise the queue is bounded.
         if queuedInputs > 0 && queuedInputs + inputs.count > maxQueuedInputs {
             let depth = queuedInputs
-            condition.unlock()
+            lock.unlock()
             completion(.failure(.overloaded(depth)))
             return
         }
         queue.append(Request(inputs: inputs, completion: completion))
         queuedInputs += inputs.count
-        condition.signal()
-        condition.unlock()
+        lock.unlock()
+        thread.wake()
     }
 
     /// Stops taking inputs, lets the queue drain, and waits for the thread to finish.
     func stop() {
-        condition.lock()
+        lock.lock()
         stopping = true
-        condition.broadcast()
-        while !stopped { condition.wait() }
-        condition.unlock()
+        lock.unlock()
+        thread.stop()
     }
 
-    private func loop() {
+    /// Commits what is queued, a group of up to `maxBatchInputs` per write transaction, until the queue is empty.
+    private func commitQueued() {
         while true {
-            condition.lock()
-            while queue.isEmpty && !stopping { condition.wait() }
-            if queue.isEmpty {
-                stopped = true
-                condition.broadcast()
-                condition.unlock()
-                return
-            }
+            lock.lock()
             var taken: [Request] = []
             var count = 0
             while let first = queue.first, taken.isEmpty || count + first.inputs.count <= maxBatchInputs {
@@ -116,7 +105,8 @@ final class Writer: @unchecked Sendable {
                 count += first.inputs.count
             }
             queuedInputs -= count
-            condition.unlock()
+            lock.unlock()
+            if taken.isEmpty { return }
             commit(taken, inputCount: count)
         }
     }
