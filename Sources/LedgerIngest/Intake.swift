@@ -13,5 +13,5 @@ public protocol Intake: Sendable {
     /// Forgets `user` (`Ledger.forget`) on every replica: published to the stream and applied by each in its
     /// order; answered once the local replica applied it.
     func forget(_ user: AppUserID, requestedBy: String, reason: String?, at instant: UnixMillis) async throws
-        -> Ledger.ForgetReport
+        -> ForgetReport
 }

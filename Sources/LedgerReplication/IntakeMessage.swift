@@ -16,7 +16,7 @@ public struct IntakeMessage: Sendable, Equatable {
     public var erasure: ErasureRequest?
 
     /// Whom to forget (the pseudonym the log names them by: the stream never holds the id), who asked, why and when:
-    /// the arguments of `Ledger.forget(pseudonym:)`.
+    /// the arguments of `LedgerPrivacy.forget(pseudonym:)`.
     public struct ErasureRequest: Codable, Sendable, Equatable {
         public var pseudonym: String
         public var requestedBy: String

@@ -189,23 +189,23 @@ public final class ReplicatedIntake: Intake, @unchecked Sendable {
     /// Forgets `user` on every replica: the erasure is published to the stream under the pseudonym this replica's
     /// log knows them by (never the id), and answered once this replica applied it in its place.
     public func forget(_ user: AppUserID, requestedBy: String, reason: String?, at instant: UnixMillis) async throws
-        -> Ledger.ForgetReport
+        -> ForgetReport
     {
-        let pseudonym = try ledger.pseudonymToForget(user, requestedBy: requestedBy, reason: reason)
+        let pseudonym = try ledger.privacy.pseudonymToForget(user, requestedBy: requestedBy, reason: reason)
         let message = IntakeMessage(
             erasure: IntakeMessage.ErasureRequest(
                 pseudonym: pseudonym, requestedBy: requestedBy, reason: reason, requestedAt: instant))
         let result = try await publishAndWait(settings.subjectPrefix + ".erasure", message)
         if let error = result.error { throw LedgerError(code: error.code, message: error.message) }
         guard let seq = result.seq else { throw LedgerError(code: .notFound, message: "the erasure was applied before") }
-        return try ledger.forgetReport(seq: seq)
+        return try ledger.privacy.forgetReport(seq: seq)
     }
 
     /// Applies an erasure read from the stream: its result as an append's (the erasure event's seq, or the refusal:
     /// `not_found` when the person was forgotten already, as when the message is applied again after a restart).
     private func forgetting(_ erasure: IntakeMessage.ErasureRequest) async -> AppendResult {
         do {
-            let report = try await ledger.forget(
+            let report = try await ledger.privacy.forget(
                 pseudonym: erasure.pseudonym, requestedBy: erasure.requestedBy, reason: erasure.reason,
                 at: erasure.requestedAt)
             return .erasure(seq: report.seq)

@@ -50,7 +50,7 @@ extension LedgerRoutes {
             if let intake {
                 try await intake.forget(AppUserID(user), requestedBy: asked.requestedBy, reason: asked.reason, at: at)
             } else {
-                try await ledger.forget(AppUserID(user), requestedBy: asked.requestedBy, reason: asked.reason, at: at)
+                try await ledger.privacy.forget(AppUserID(user), requestedBy: asked.requestedBy, reason: asked.reason, at: at)
             }
         return JSONBody.response(status: .ok, ForgetDocument(report))
     }

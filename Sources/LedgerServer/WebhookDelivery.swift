@@ -64,7 +64,7 @@ final class WebhookDelivery: Sendable {
     func run() async {
         var position: LifecyclePosition?
         do {
-            position = try ledger.webhookPosition()
+            position = try ledger.outbox.position()
         } catch {
             logger.error("webhook: cannot read the delivery position: \(error)")
             return
@@ -72,7 +72,7 @@ final class WebhookDelivery: Sendable {
         while !Task.isCancelled {
             do {
                 try await replayRequestedDeadLetters()
-                let entries = try ledger.lifecycleEntries(after: position, limit: Self.page)
+                let entries = try ledger.outbox.entries(after: position, limit: Self.page)
                 if entries.isEmpty {
                     let last = try ledger.lastSeq()
                     await commits.wait(after: last, timeout: Self.idleWait)
@@ -99,13 +99,13 @@ final class WebhookDelivery: Sendable {
             // position and is delivered after the next start, its attempts not counted.
             if Task.isCancelled { return false }
             guard let failure else {
-                try ledger.webhookDelivered(position)
+                try ledger.outbox.delivered(position)
                 return true
             }
             logger.warning(
                 "webhook: \(event.id) not delivered (attempt \(attempt) of \(webhook.maxAttempts)): \(failure)")
             if attempt == webhook.maxAttempts {
-                try ledger.webhookGaveUp(position, attempts: attempt, reason: failure, at: currentMillis())
+                try ledger.outbox.gaveUp(position, attempts: attempt, reason: failure, at: currentMillis())
                 return true
             }
             do {
@@ -120,14 +120,14 @@ final class WebhookDelivery: Sendable {
 
     /// One more attempt at every dead letter the operator asked to replay.
     private func replayRequestedDeadLetters() async throws {
-        for letter in try ledger.deadLetters() where letter.replayRequested {
+        for letter in try ledger.outbox.deadLetters() where letter.replayRequested {
             if Task.isCancelled { return }
             let failure = await attemptDelivery(letter.event)
             if Task.isCancelled { return }
             if let failure {
-                try ledger.deadLetterFailed(letter, reason: failure, at: currentMillis())
+                try ledger.outbox.deadLetterFailed(letter, reason: failure, at: currentMillis())
             } else {
-                try ledger.deadLetterDelivered(letter.position)
+                try ledger.outbox.deadLetterDelivered(letter.position)
                 logger.notice("webhook: dead letter \(letter.event.id) delivered on replay")
             }
         }

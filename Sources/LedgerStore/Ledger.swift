@@ -175,7 +175,7 @@ public final class Ledger: Sendable {
                 }
             }
             // An older schema: the events are unchanged; the projections are rebuilt by this build's fold.
-            let report = try replay(check: false)
+            let report = try audit.replay(check: false)
             try environment.write { txn in
                 try txn.put(layout.meta, key: StoreLayout.metaSchema, value: BigEndian.bytes(StoreLayout.schemaVersion))
             }
@@ -406,7 +406,7 @@ public final class Ledger: Sendable {
     // MARK: - The data file's structure
 
     /// What a walk of the data file found: pages in the databases' trees, pages free for reuse, named databases.
-    public struct DataFileStructure: Sendable, Equatable {
+    struct DataFileStructure: Sendable, Equatable {
         public var pages: Int
         public var freePages: Int
         public var databases: Int
@@ -417,7 +417,7 @@ public final class Ledger: Sendable {
     /// read the whole file, since a server's ledger stays open for days, unless nothing was committed since the last
     /// walk (a command that opens the ledger and verifies it walks once). Throws `corrupted` naming the first damaged
     /// page.
-    public func checkDataFile() throws -> DataFileStructure {
+    func checkDataFile() throws -> DataFileStructure {
         do {
             let walked = try lastWalk.unlessCommitted(since: environment.lastCommittedTransactionID) {
                 try environment.checkStructure()
@@ -450,3 +450,17 @@ private final class LastWalk: Sendable {
 
 /// Progress of a long operation (`replay`, `verify`): done so far, and the total when known.
 public typealias ProgressHandler = @Sendable (_ done: UInt64, _ total: UInt64) -> Void
+
+/// A role of the ledger that is a type of its own (`LedgerAudit`, `LedgerPrivacy`, `LedgerOutbox`): it works on the
+/// ledger's environment and databases as `Ledger`'s own extensions do.
+protocol LedgerRole: Sendable {
+    var ledger: Ledger { get }
+}
+
+extension LedgerRole {
+    var environment: Environment { ledger.environment }
+    var layout: StoreLayout { ledger.layout }
+    var batch: AppendBatch { ledger.batch }
+    var identities: Identities { ledger.identities }
+    var history: RulesHistory { ledger.history }
+}

@@ -42,7 +42,7 @@ private func verifiedCopy(
     let progress = quiet ? nil : ProgressLine("verifying \(what)")
     let report: VerificationReport
     do {
-        report = try copy.verify(progress: progress?.update)
+        report = try copy.audit.verify(progress: progress?.update)
     } catch {
         progress?.finish()
         let failure = LedgerError.from(error)

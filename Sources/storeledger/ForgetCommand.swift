@@ -30,9 +30,9 @@ struct ForgetCommand: ParsableCommand {
     func run() throws {
         let store = try ledger.openLedger(try ledger.loadConfiguration(json: json), readOnly: false, json: json)
         defer { store.close() }
-        let report: Ledger.ForgetReport
+        let report: ForgetReport
         do {
-            report = try store.forget(
+            report = try store.privacy.forget(
                 AppUserID(appUserId), requestedBy: requestedBy, reason: reason, at: currentMillis())
         } catch {
             let failure = LedgerError.from(error)

@@ -269,7 +269,7 @@ struct Import: ParsableCommand {
         let verifyProgress = quiet || json ? nil : ProgressLine("verifying")
         let verification: VerificationReport
         do {
-            verification = try store.verify(progress: verifyProgress?.update)
+            verification = try store.audit.verify(progress: verifyProgress?.update)
         } catch {
             verifyProgress?.finish()
             let failure = LedgerError.from(error)
@@ -348,7 +348,7 @@ struct Import: ParsableCommand {
         }
         let verification: VerificationReport
         do {
-            verification = try store.verify()
+            verification = try store.audit.verify()
         } catch {
             let failure = LedgerError.from(error)
             throw CommandFailure(code: failure.code, message: failure.message, json: json)

@@ -109,7 +109,7 @@ struct Export: ParsableCommand {
         guard complete else { return }
         var refusals = RefusalChainHead()
         while true {
-            let page = try store.exportedRefusals(after: refusals.last, limit: 1_000)
+            let page = try store.audit.exportedRefusals(after: refusals.last, limit: 1_000)
             guard !page.isEmpty else { break }
             var out = Data()
             for exported in page {
@@ -167,7 +167,7 @@ struct Verify: ParsableCommand {
         let progress = ProgressLine("verifying", unit: "events", quiet: quiet)
         let report: VerificationReport
         do {
-            report = try store.verify(progress: progress.update)
+            report = try store.audit.verify(progress: progress.update)
         } catch {
             progress.finish()
             // A read that fails (a damaged page, a full disk) has its own code; anything else failed the check.
@@ -212,7 +212,7 @@ struct Replay: ParsableCommand {
         if whatIf != nil && check { throw ValidationError("--what-if compares other rules; it cannot be combined with --check") }
         if whatIf == nil && at != nil { throw ValidationError("--at is for --what-if") }
         if let only {
-            guard Ledger.ReplayProjections(name: only) != nil else {
+            guard LedgerAudit.ReplayProjections(name: only) != nil else {
                 throw ValidationError("--only '\(only)' is neither 'timelines' nor 'lifecycle'")
             }
             if whatIf != nil { throw ValidationError("--only is for a replay; --what-if compares timelines alone") }
@@ -230,8 +230,8 @@ struct Replay: ParsableCommand {
         let store = try ledger.openLedger(configuration, readOnly: check || until != nil, json: json)
         defer { store.close() }
         let progress = ProgressLine("replaying", unit: "subscriptions")
-        let projections = only.flatMap(Ledger.ReplayProjections.init(name:)) ?? .all
-        let report = try store.replay(until: until, check: check, projections: projections, progress: progress.update)
+        let projections = only.flatMap(LedgerAudit.ReplayProjections.init(name:)) ?? .all
+        let report = try store.audit.replay(until: until, check: check, projections: projections, progress: progress.update)
         progress.finish()
         if json {
             try printJSON(encoding: report)
@@ -270,7 +270,7 @@ extension Replay {
         }
         let store = try ledger.openLedger(configuration, readOnly: true, json: json)
         defer { store.close() }
-        let report = try store.whatIf(other.rules, at: at.flatMap(Instant.parse) ?? currentMillis(), asOf: until)
+        let report = try store.audit.whatIf(other.rules, at: at.flatMap(Instant.parse) ?? currentMillis(), asOf: until)
         if json {
             printJSON(WhatIfDocument(report: report, before: configuration.rules, after: other.rules))
             return

@@ -29,8 +29,8 @@ struct WebhookCommand: ParsableCommand {
 
         func run() throws {
             let store = try ledger.openLedger(try ledger.loadConfiguration(json: json), readOnly: true, json: json)
-            let letters = try store.deadLetters()
-            let position = try store.webhookPosition()
+            let letters = try store.outbox.deadLetters()
+            let position = try store.outbox.position()
             if json {
                 printJSON(DeadLetterListing(position: position, letters: letters))
                 return
@@ -67,7 +67,7 @@ struct WebhookCommand: ParsableCommand {
         func run() throws {
             let store = try ledger.openLedger(try ledger.loadConfiguration(json: json), readOnly: false, json: json)
             do {
-                let count = try store.replayDeadLetters(all ? nil : positions.compactMap { LifecyclePosition($0) })
+                let count = try store.outbox.replayDeadLetters(all ? nil : positions.compactMap { LifecyclePosition($0) })
                 if json {
                     try printJSON(encoding: ["replayRequested": count])
                 } else {

@@ -67,7 +67,7 @@ import Testing
         for r in try ledger.rejectedInputs(after: 0, limit: 100) {
             put("rejected.\(r.number).cli", try JSONWriter.bytes(encoding: RejectedDocument(r), sortedKeys: true))
         }
-        put("verify.cli", try JSONWriter.bytes(encoding: try ledger.verify(), sortedKeys: true))
+        put("verify.cli", try JSONWriter.bytes(encoding: try ledger.audit.verify(), sortedKeys: true))
         if ProcessInfo.processInfo.environment["STORELEDGER_RECORD_DOCUMENTS"] == "1" {
             let lines = written.keys.sorted().map { "\($0)\t\(Data(written[$0]!).base64EncodedString())\n" }
             try lines.joined().write(to: Self.fixture, atomically: true, encoding: .utf8)

@@ -32,7 +32,7 @@ import Testing
         let written = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
 
         let recorded = try DocumentBytesTests.expected()
-        let exported = try ledger.exportedEvents(after: 0, limit: 1_000)
+        let exported = try ledger.audit.exportedEvents(after: 0, limit: 1_000)
         var lines: [UInt8] = []
         for e in exported {
             let line = try JSONWriter.bytes(encoding: EventDocument(e), sortedKeys: true)

@@ -132,8 +132,8 @@ struct MissedPurchase {
         let notification = try #require(try ledger.events(key: "notification:" + MissedPurchase.uuid).first)
         #expect(notification.event.metadata.signature == .verified)
         #expect(try ledger.raw(of: notification) == AppleFixtures.v2Notification(signedPayload: missed.signedPayload))
-        #expect(try ledger.replay(check: true).differences.isEmpty)
-        #expect(try ledger.verify().ok)
+        #expect(try ledger.audit.replay(check: true).differences.isEmpty)
+        #expect(try ledger.audit.verify().ok)
 
         // The next pass: Apple still lists it as undelivered; nothing is missing, and nothing new is recorded.
         let afterFirst = try ledger.lastSeq()

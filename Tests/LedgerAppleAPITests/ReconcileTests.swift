@@ -211,9 +211,9 @@ struct RenewalStory {
         #expect(try gappy.timeline(OriginalTransactionID(rawValue: RenewalStory.otid), at: at, asOf: lastBefore)?.reconciliation == nil)
 
         // The log replays to the same projections, and verifies.
-        let replay = try gappy.replay(check: true)
+        let replay = try gappy.audit.replay(check: true)
         #expect(replay.differences.isEmpty, "\(replay.differences)")
-        #expect(try gappy.verify().ok)
+        #expect(try gappy.audit.verify().ok)
 
         // Reconciling again finds nothing missing and writes only the check.
         let lastAfter = try gappy.lastSeq()
@@ -229,7 +229,7 @@ struct RenewalStory {
         let second = try #require(try Self.timeline(gappy, at: at).reconciliation)
         #expect(second.check.complete)
         #expect(second.check.checkedAt == now + 60_000)
-        #expect(try gappy.replay(check: true).differences.isEmpty)
+        #expect(try gappy.audit.replay(check: true).differences.isEmpty)
     }
 
     @Test func aDryRunReportsTheGapsAndWritesNothing() async throws {

@@ -70,8 +70,8 @@ import Testing
         let renewal = try ledger.lifecycleEvents(of: OriginalTransactionID(Self.otid), environment: .production)
             .last { $0.statement.transactionId == "2000000000000002" && $0.statement.type == .renewal }
         let revenue = try ledger.revenue(user: AppUserID("u1"))
-        #expect(try ledger.verify().ok)
-        #expect(try ledger.replay(check: true).differences.isEmpty)
+        #expect(try ledger.audit.verify().ok)
+        #expect(try ledger.audit.replay(check: true).differences.isEmpty)
         return Answers(
             terms: view.periods.map { [$0.price.map(String.init), $0.currency, $0.transactionReason] },
             offer: view.periods.first?.offer,
@@ -116,7 +116,7 @@ import Testing
             #expect(results.allSatisfy { $0.status == .appended }, "\(results.map(\.status))")
         }
         let view = try #require(try ledger.timeline(OriginalTransactionID(otid), at: epoch + 3 * day))
-        #expect(try ledger.replay(check: true).differences.isEmpty)
+        #expect(try ledger.audit.replay(check: true).differences.isEmpty)
         return [
             view.renewalPrice.map(String.init), view.renewalCurrency, view.eligibleWinBackOfferIds?.joined(),
             view.autoRenew.map { "\($0)" },

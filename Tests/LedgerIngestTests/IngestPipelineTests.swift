@@ -61,6 +61,6 @@ import Testing
         let after = try ledger.statistics()
         #expect(after.lastSeq == before.lastSeq)
         #expect(after.chainHead == before.chainHead)
-        #expect(try ledger.verify().ok)
+        #expect(try ledger.audit.verify().ok)
     }
 }

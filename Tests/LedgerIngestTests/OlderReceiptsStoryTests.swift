@@ -107,8 +107,8 @@ struct OlderReceiptsStoryTests {
         #expect(try Self.answers(upgraded) == (false, "revoked"), "the stale receipt gave a refunded purchase back")
         #expect(try upgraded.customer(AppUserID("bob"), at: Self.t0 + 5 * Self.day).entitlements[Self.lifetime]?.active == true)
         // The event is as it was stored (the chain covers its bytes); the fold reads the date beside it.
-        #expect(try upgraded.verify().ok)
-        #expect(try upgraded.replay(check: true).differences.isEmpty)
+        #expect(try upgraded.audit.verify().ok)
+        #expect(try upgraded.audit.replay(check: true).differences.isEmpty)
         let receiptEvent = try #require(try upgraded.events(key: Self.tid).last)
         guard case .transaction(let stored) = receiptEvent.event.fact else { Issue.record("not a transaction"); return }
         #expect(stored.receiptCreationDate == nil)
@@ -137,7 +137,7 @@ struct OlderReceiptsStoryTests {
         readOnly.readOnly = true
         let damaged = try Ledger(directory: unparsed.path, options: readOnly, logger: Logger(label: "test"))
         defer { damaged.close() }
-        let report = try damaged.verify()
+        let report = try damaged.audit.verify()
         #expect(!report.ok)
         #expect(report.fault?.contains("receipt_created gives event 1") == true, "\(String(describing: report.fault))")
     }
@@ -146,7 +146,7 @@ struct OlderReceiptsStoryTests {
         let story = try StoryLedger("older-receipts-export")
         defer { story.close() }
         try await Self.writeAsAnOlderBuild(story)
-        let events = try story.ledger.exportedEvents(after: 0, limit: .max).map {
+        let events = try story.ledger.audit.exportedEvents(after: 0, limit: .max).map {
             ImportedEvent(
                 seq: $0.stored.event.seq, key: $0.stored.event.fact.eventKey, bytes: $0.bytes, rawKey: $0.stored.rawKey,
                 raw: $0.raw, chainHash: $0.stored.chainHash)
@@ -162,8 +162,8 @@ struct OlderReceiptsStoryTests {
             try importer.finish()
             #expect(try Self.answers(ledger) == (parsing ? (false, "revoked") : (true, "active")), "parsing: \(parsing)")
             #expect(try ledger.statistics().chainHead == (try story.ledger.statistics().chainHead))
-            #expect(try ledger.verify().ok)
-            #expect(try ledger.replay(check: true).differences.isEmpty)
+            #expect(try ledger.audit.verify().ok)
+            #expect(try ledger.audit.replay(check: true).differences.isEmpty)
         }
     }
 }

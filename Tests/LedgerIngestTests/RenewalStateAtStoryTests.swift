@@ -68,8 +68,8 @@ import Testing
             let results = try await story.ingest(notifications[i], now: now)
             #expect(results.allSatisfy { $0.status == .appended || $0.status == .duplicate }, "\(results.map(\.status))")
         }
-        #expect(try ledger.verify().ok)
-        #expect(try ledger.replay(check: true).differences.isEmpty)
+        #expect(try ledger.audit.verify().ok)
+        #expect(try ledger.audit.replay(check: true).differences.isEmpty)
         // The customer's answer tells the same: renewing until day 25, when auto-renew was seen turned off.
         for (d, renews, detected) in [(7, true, nil), (22, true, nil), (27, false, epoch + 25 * day)] as [(Int64, Bool, Int64?)] {
             let premium = try ledger.customer(AppUserID("u1"), at: epoch + d * day).entitlements[yearly]

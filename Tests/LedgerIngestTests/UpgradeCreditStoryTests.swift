@@ -60,8 +60,8 @@ import Testing
             let results = try await story.ingest(inputs[i], claimedBy: "u1", now: upgradeAt + day)
             #expect(results.allSatisfy { $0.status == .appended }, "\(results.map(\.status))")
         }
-        #expect(try ledger.verify().ok)
-        #expect(try ledger.replay(check: true).differences.isEmpty)
+        #expect(try ledger.audit.verify().ok)
+        #expect(try ledger.audit.replay(check: true).differences.isEmpty)
 
         let revenue = try ledger.revenue(user: AppUserID("u1"))
         var mrr: [Int64?] = []
@@ -132,7 +132,7 @@ import Testing
         #expect(figures.maintained)
         #expect(figures.buckets[0].mrr["USD"] == 8_338)
         #expect(figures.buckets[2].mrr["USD"] == 12_507)
-        #expect(try upgraded.verify().ok)
-        #expect(try upgraded.replay(check: true).differences.isEmpty)
+        #expect(try upgraded.audit.verify().ok)
+        #expect(try upgraded.audit.replay(check: true).differences.isEmpty)
     }
 }

@@ -178,7 +178,7 @@ struct RefusalRecordTests {
             #expect(record.request == "\u{1}\u{2}GARBAGE NONSENSE")
             #expect(record.raw == Array("\u{1}\u{2}GARBAGE NONSENSE\r\nHost: l\r\n\r\n".utf8))
             #expect(record.headerBytes == record.raw.count)
-            #expect(try server.ledger.verify().ok)
+            #expect(try server.ledger.audit.verify().ok)
         }
     }
 }

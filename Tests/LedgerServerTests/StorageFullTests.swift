@@ -77,7 +77,7 @@ struct StorageFullTests {
         var options = Ledger.Options()
         options.readOnly = true
         let reopened = try Ledger(directory: disk.path + "/ledger", options: options, logger: Logger(label: "t"))
-        let report = try reopened.verify()
+        let report = try reopened.audit.verify()
         #expect(report.ok, "\(report.fault ?? "")")
         #expect(report.events == UInt64(acknowledged.count))
         for id in acknowledged { #expect(try !reopened.events(key: id).isEmpty, "acknowledged \(id) is lost") }

@@ -248,13 +248,13 @@ struct WebhookTLSTests {
                 #expect(event?["id"] as? String == request.headers.first(name: "StoreLedger-Event-Id"))
             }
             // The position is written after each 2xx: it reaches the last event, and nothing is dead.
-            let last = try server.ledger.lifecycleEntries(after: nil, limit: 100).last?.position
+            let last = try server.ledger.outbox.entries(after: nil, limit: 100).last?.position
             let deadline = ContinuousClock.now + .seconds(30)
-            while try server.ledger.webhookPosition() != last, ContinuousClock.now < deadline {
+            while try server.ledger.outbox.position() != last, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }
-            #expect(try server.ledger.webhookPosition() == last)
-            #expect(try server.ledger.deadLetters().isEmpty)
+            #expect(try server.ledger.outbox.position() == last)
+            #expect(try server.ledger.outbox.deadLetters().isEmpty)
         }
         // One connection carried every event.
         #expect(record.connections == 1)
@@ -274,10 +274,10 @@ struct WebhookTLSTests {
         ) { server, receiver in
             #expect(try await server.client().post("/v1/events", Sample.transaction("880001", user: "u1")).status == 200)
             let deadline = ContinuousClock.now + .seconds(60)
-            while try server.ledger.deadLetters().isEmpty, ContinuousClock.now < deadline {
+            while try server.ledger.outbox.deadLetters().isEmpty, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }
-            let letters = try server.ledger.deadLetters()
+            let letters = try server.ledger.outbox.deadLetters()
             try #require(letters.count == 1)
             #expect(letters[0].event.id == Self.eventId("880001"))
             #expect(letters[0].attempts == 2)

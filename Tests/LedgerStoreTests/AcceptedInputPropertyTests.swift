@@ -181,8 +181,8 @@ struct AcceptedInputPropertyTests {
                 outcome.wrongViews.append("customer \(user) at \(at)")
             }
         }
-        outcome.replayDifferences = try t.ledger.replay(check: true).differences
-        outcome.fault = try t.ledger.verify().fault
+        outcome.replayDifferences = try t.ledger.audit.replay(check: true).differences
+        outcome.fault = try t.ledger.audit.verify().fault
         return outcome
     }
 

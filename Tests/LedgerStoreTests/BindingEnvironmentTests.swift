@@ -35,8 +35,8 @@ import Testing
     }
 
     static func sound(_ ledger: Ledger) throws {
-        #expect(try ledger.verify().fault == nil)
-        #expect(try ledger.replay(check: true).differences.isEmpty)
+        #expect(try ledger.audit.verify().fault == nil)
+        #expect(try ledger.audit.replay(check: true).differences.isEmpty)
     }
 
     @Test func aBindingWithoutEnvironmentAppliesWhereTheSubscriptionIsKnown() throws {

@@ -93,11 +93,11 @@ import Testing
         let naming = "key of `log` is 5 bytes, not 8"
         expectCorrupted(naming: naming) { try ledger.events(after: 0, limit: 100) }
         expectCorrupted(naming: naming) { try ledger.lastSeq() }
-        expectCorrupted(naming: naming) { try ledger.exportedEvents(after: 0, limit: 100) }
-        expectCorrupted(naming: naming) { try ledger.forEachEvent(after: 0) { _, _, _, _ in } }
+        expectCorrupted(naming: naming) { try ledger.audit.exportedEvents(after: 0, limit: 100) }
+        expectCorrupted(naming: naming) { try ledger.audit.forEachEvent(after: 0) { _, _, _, _ in } }
         expectCorrupted(naming: naming) { try ledger.statistics() }
         expectCorrupted(naming: naming) { try ledger.lifecycleEvents(after: 0, limit: 1000) }
-        expectCorrupted(naming: naming) { try ledger.verify() }
+        expectCorrupted(naming: naming) { try ledger.audit.verify() }
         // The writer reads where the log ends before it appends.
         ledger.close()
         let writer = try copy.open(readOnly: false)
@@ -117,9 +117,9 @@ import Testing
         let ledger = try copy.open()
         let naming = "key of `log` is 9 bytes, not 8"
         expectCorrupted(naming: naming) { try ledger.events(after: 0, limit: 100) }
-        expectCorrupted(naming: naming) { try ledger.exportedEvents(after: 0, limit: 100) }
-        expectCorrupted(naming: naming) { try ledger.forEachEvent(after: 0) { _, _, _, _ in } }
-        let report = try ledger.verify()
+        expectCorrupted(naming: naming) { try ledger.audit.exportedEvents(after: 0, limit: 100) }
+        expectCorrupted(naming: naming) { try ledger.audit.forEachEvent(after: 0) { _, _, _, _ in } }
+        let report = try ledger.audit.verify()
         #expect(report.fault?.contains("`log`") == true, "\(report.fault ?? "no fault")")
     }
 
@@ -130,9 +130,9 @@ import Testing
         expectCorrupted(naming: naming) { try ledger.events(after: 0, limit: 100) }
         expectCorrupted(naming: naming) { try ledger.event(seq: 2) }
         expectCorrupted(naming: naming) { try ledger.events(key: copy.events[1].event.fact.eventKey) }
-        expectCorrupted(naming: naming) { try ledger.exportedEvents(after: 0, limit: 100) }
-        expectCorrupted(naming: naming) { try ledger.forEachEvent(after: 0) { _, _, _, _ in } }
-        let report = try ledger.verify()
+        expectCorrupted(naming: naming) { try ledger.audit.exportedEvents(after: 0, limit: 100) }
+        expectCorrupted(naming: naming) { try ledger.audit.forEachEvent(after: 0) { _, _, _, _ in } }
+        let report = try ledger.audit.verify()
         #expect(report.fault?.contains("`log` entry 2") == true, "\(report.fault ?? "no fault")")
     }
 
@@ -150,8 +150,8 @@ import Testing
         let ledger = try copy.open()
         let naming = "key of `rejected` is 5 bytes, not 8"
         expectCorrupted(naming: naming) { try ledger.rejectedInputs(after: 0, limit: 100) }
-        expectCorrupted(naming: naming) { try ledger.exportedRefusals(after: 0, limit: 100) }
-        let report = try ledger.verify()
+        expectCorrupted(naming: naming) { try ledger.audit.exportedRefusals(after: 0, limit: 100) }
+        let report = try ledger.audit.verify()
         #expect(report.fault?.contains(naming) == true, "\(report.fault ?? "no fault")")
     }
 
@@ -167,7 +167,7 @@ import Testing
         let ledger = try copy.open()
         let naming = "rejected record 2 does not decode"
         expectCorrupted(naming: naming) { try ledger.rejectedInputs(after: 0, limit: 100) }
-        expectCorrupted(naming: naming) { try ledger.exportedRefusals(after: 0, limit: 100) }
+        expectCorrupted(naming: naming) { try ledger.audit.exportedRefusals(after: 0, limit: 100) }
         #expect(try ledger.rejectedInputs(after: 2, limit: 100).map(\.number) == [3])
     }
 
@@ -186,7 +186,7 @@ import Testing
         #expect(try ledger.lifecycleEvents(after: 0, limit: 1).events.count >= 1)
         let naming = "key of `lifecycle` is 5 bytes, not 13"
         expectCorrupted(naming: naming) { try ledger.lifecycleEvents(after: 0, limit: 10_000) }
-        expectCorrupted(naming: naming) { try ledger.lifecycleEntries(after: nil, limit: 10_000) }
+        expectCorrupted(naming: naming) { try ledger.outbox.entries(after: nil, limit: 10_000) }
     }
 
     /// Five zero bytes sort before every lifecycle key: the first one a replay that rewrites the stream clears.
@@ -201,12 +201,12 @@ import Testing
         let naming = "key of `lifecycle` is 5 bytes, not 13"
         do {
             let ledger = try copy.open()
-            expectCorrupted(naming: naming) { try ledger.lifecycleEntries(after: nil, limit: 10) }
+            expectCorrupted(naming: naming) { try ledger.outbox.entries(after: nil, limit: 10) }
             ledger.close()
         }
         let writer = try copy.open(readOnly: false)
         defer { writer.close() }
-        expectCorrupted(naming: naming) { try writer.replay(check: false) }
+        expectCorrupted(naming: naming) { try writer.audit.replay(check: false) }
     }
 
     @Test func aTruncatedLifecycleEvent() throws {
@@ -217,7 +217,7 @@ import Testing
         }
         let ledger = try copy.open()
         expectCorrupted(naming: "lifecycle event at") { try ledger.lifecycleEvents(after: 0, limit: 10_000) }
-        expectCorrupted(naming: "lifecycle event at") { try ledger.lifecycleEntries(after: nil, limit: 10_000) }
+        expectCorrupted(naming: "lifecycle event at") { try ledger.outbox.entries(after: nil, limit: 10_000) }
     }
 
     // MARK: - `events`
@@ -259,7 +259,7 @@ import Testing
         let tid = copy.events[4].event.fact.eventKey
         expectCorrupted(naming: "event 5 does not decode") { try ledger.events(after: 0, limit: 100) }
         expectCorrupted(naming: "event 5 does not decode") { try ledger.events(key: tid) }
-        expectCorrupted(naming: "event 5 does not decode") { try ledger.exportedEvents(after: 0, limit: 100) }
+        expectCorrupted(naming: "event 5 does not decode") { try ledger.audit.exportedEvents(after: 0, limit: 100) }
     }
 
     // MARK: - `meta`
@@ -287,10 +287,10 @@ import Testing
         let ledger = try copy.open()
         expectCorrupted(naming: "value of `meta` key `chain_head` is 11 bytes, not 40") { try ledger.statistics() }
         expectCorrupted(naming: "value of `meta` key `webhook_position` is 9 bytes, not 13") {
-            try ledger.webhookPosition()
+            try ledger.outbox.position()
         }
         // `verify` names what it finds first, the head of the log's chain.
-        let report = try ledger.verify()
+        let report = try ledger.audit.verify()
         #expect(report.fault == "the value of `meta` key `chain_head` is 11 bytes, not 40", "\(report.fault ?? "none")")
         ledger.close()
         let writer = try copy.open(readOnly: false)
@@ -319,7 +319,7 @@ import Testing
         expectCorrupted(naming: "the last number of `log` reads as \(UInt64.max)") {
             try writer.appendAndWait([input([.transaction(transaction("77"))])])
         }
-        let report = try writer.verify()
+        let report = try writer.audit.verify()
         #expect(report.fault == "log entry 21 is missing (the log jumps to \(UInt64.max))", "\(report.fault ?? "none")")
         #expect(report.events == 20)
     }

@@ -125,7 +125,7 @@ func input(_ facts: [Fact], raw: String? = nil, receivedAt: Int64 = 1_605_243_60
         let kept = try t.ledger.rejectedInputs()
         #expect(kept.map(\.code) == ["invalid_json", "invalid_id"])
         #expect(kept[0].raw == Array("{not json".utf8))
-        #expect(try t.ledger.verify().ok)
+        #expect(try t.ledger.audit.verify().ok)
     }
 
     @Test func aHugeRejectedInputKeepsItsFirstMebibyteAndItsSize() throws {
@@ -157,7 +157,7 @@ func input(_ facts: [Fact], raw: String? = nil, receivedAt: Int64 = 1_605_243_60
         #expect(Set(results.compactMap(\.seq)) == Set(1...200))
         #expect(try ledger.lastSeq() == 200)
         #expect(committedInputs.value == 200, "every input is reported by exactly one commit")
-        #expect(try ledger.verify().ok)
+        #expect(try ledger.audit.verify().ok)
     }
 
     @Test func theMapGrowsFromATinyStartWithoutLosingAppends() throws {
@@ -174,7 +174,7 @@ func input(_ facts: [Fact], raw: String? = nil, receivedAt: Int64 = 1_605_243_60
         #expect(try t.ledger.events(key: "12999").count == 1)
         try t.reopen()
         #expect(try t.ledger.lastSeq() == 3_000)
-        #expect(try t.ledger.verify().ok)
+        #expect(try t.ledger.audit.verify().ok)
     }
 
     @Test func eventsSurviveAReopenWithTheirChain() throws {
@@ -220,13 +220,13 @@ final class Box: @unchecked Sendable {
             }
         }
         for _ in 0..<3 {
-            let report = try ledger.verify()
+            let report = try ledger.audit.verify()
             #expect(report.ok, "\(report.fault ?? "")")
-            let replay = try ledger.replay(check: true)
+            let replay = try ledger.audit.replay(check: true)
             #expect(replay.differences.isEmpty, "\(replay.differences.prefix(3))")
         }
         try await writer.value
-        #expect(try ledger.verify().ok)
+        #expect(try ledger.audit.verify().ok)
         #expect(try ledger.lastSeq() == 7_000)
     }
 }

@@ -21,7 +21,7 @@ import Testing
         var out: [UInt8] = []
         var next = after
         while true {
-            let page = try ledger.exportedEvents(after: next, limit: 1_000)
+            let page = try ledger.audit.exportedEvents(after: next, limit: 1_000)
             guard let last = page.last else { break }
             for exported in page {
                 out += try JSONWriter.bytes(encoding: EventDocument(exported), sortedKeys: true)

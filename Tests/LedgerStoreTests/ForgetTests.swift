@@ -195,8 +195,8 @@ import Testing
             let same = try #require(try plain.ledger.event(seq: stored.event.seq))
             #expect(try named.ledger.raw(of: stored) == plain.ledger.raw(of: same))
         }
-        #expect(try named.ledger.verify().fault == nil)
-        #expect(try named.ledger.replay(check: true).differences.isEmpty)
+        #expect(try named.ledger.audit.verify().fault == nil)
+        #expect(try named.ledger.audit.replay(check: true).differences.isEmpty)
         // No value a person is named by is in the data file.
         let file = try Self.bytes(of: named.directory)
         for n in 0..<6 {
@@ -229,7 +229,7 @@ import Testing
         for step in rest { _ = try reference.ledger.appendAndWait([step.input]) }
         let erased = try Self.pseudonymized()
         for step in steps[..<cut] { _ = try erased.ledger.appendAndWait([step.input]) }
-        let report = try erased.ledger.forget(
+        let report = try erased.ledger.privacy.forget(
             AppUserID(Self.user(forgotten)), requestedBy: "ticket 42", reason: "Art. 17 request", at: Self.start)
         for step in rest { _ = try erased.ledger.appendAndWait([step.input]) }
 
@@ -264,8 +264,8 @@ import Testing
         #expect(e.pseudonyms == report.pseudonyms && e.requestedBy == "ticket 42" && e.reason == "Art. 17 request")
         #expect(!"\(e)".contains(Self.user(forgotten)))
         // The chain verifies from genesis, and a replay makes the same projections.
-        #expect(try erased.ledger.verify().fault == nil)
-        #expect(try erased.ledger.replay(check: true).differences.isEmpty)
+        #expect(try erased.ledger.audit.verify().fault == nil)
+        #expect(try erased.ledger.audit.replay(check: true).differences.isEmpty)
         // Reopened (a restart), the ledger answers the same.
         try erased.reopen()
         #expect(try Self.answers(erased.ledger, excluding: forgotten) == found)
@@ -302,7 +302,7 @@ import Testing
         let at = Self.start + 30 * Self.day
         let before = try named.ledger.customer(AppUserID(Self.user(who)), at: at)
         #expect(!before.subscriptions.isEmpty || !before.grants.isEmpty)
-        let report = try named.ledger.forget(AppUserID(Self.user(who)), requestedBy: "ops", at: Self.start)
+        let report = try named.ledger.privacy.forget(AppUserID(Self.user(who)), requestedBy: "ops", at: Self.start)
         var after = try named.ledger.customer(AppUserID(report.pseudonym), at: at)
         #expect(after.appUserId == report.pseudonym)
         after.appUserId = Self.user(who)
@@ -311,7 +311,7 @@ import Testing
         // Someone still known: their pseudonym, as the log holds it, names nobody.
         let other = try #require(steps.flatMap(\.names).first { $0 != who })
         var pseudonyms: [String: String] = [:]
-        try named.ledger.forEachEvent(after: 0) { _, _, _, people in
+        try named.ledger.audit.forEachEvent(after: 0) { _, _, _, people in
             for (p, value) in people { if let value { pseudonyms[value] = p } }
         }
         let live = try #require(pseudonyms[Self.user(other)])
@@ -339,7 +339,7 @@ import Testing
             inputs.append(Self.input([.transaction(t), .binding(claim)], at: Self.start, names: [n], index: n).input)
         }
         _ = try named.ledger.appendAndWait(inputs)
-        let report = try named.ledger.forget(AppUserID(Self.user(4_096)), requestedBy: "ops", at: Self.start)
+        let report = try named.ledger.privacy.forget(AppUserID(Self.user(4_096)), requestedBy: "ops", at: Self.start)
         #expect(report.pseudonyms.count == 1)
         for n in [0, 1, 4_095, 4_097, 8_191, 8_192, people - 1] {
             let view = try named.ledger.customer(AppUserID(Self.user(n)), at: Self.start + Self.day)
@@ -351,12 +351,12 @@ import Testing
         // Every row opens with the new key alone (the old one is destroyed): each input's people read back.
         var known = Set<String>()
         var forgotten = 0
-        try named.ledger.forEachEvent(after: 0) { _, _, _, people in
+        try named.ledger.audit.forEachEvent(after: 0) { _, _, _, people in
             for (_, value) in people { if let value { known.insert(value) } else { forgotten += 1 } }
         }
         #expect(known.count == people - 1 && !known.contains(Self.user(4_096)))
         #expect(forgotten == 2, "her input's two events")
-        #expect(try named.ledger.verify().fault == nil)
+        #expect(try named.ledger.audit.verify().fault == nil)
     }
 
     @Test func aLedgerWithoutPseudonymsCannotForget() throws {
@@ -364,20 +364,20 @@ import Testing
         var random = SplitMix64(seed: 3)
         for step in Self.history(&random) { _ = try plain.ledger.appendAndWait([step.input]) }
         #expect(throws: LedgerError(code: .cannotForget, message: "")) {
-            try plain.ledger.forget(AppUserID(Self.user(0)), requestedBy: "ops", at: Self.start)
+            try plain.ledger.privacy.forget(AppUserID(Self.user(0)), requestedBy: "ops", at: Self.start)
         }
         let named = try Self.pseudonymized()
         #expect(throws: LedgerError(code: .notFound, message: "")) {
-            try named.ledger.forget(AppUserID("nobody@example.com"), requestedBy: "ops", at: Self.start)
+            try named.ledger.privacy.forget(AppUserID("nobody@example.com"), requestedBy: "ops", at: Self.start)
         }
         // The erasure is chained for good: a request that names the user is refused before anything is written.
         for step in Self.history(&random) { _ = try named.ledger.appendAndWait([step.input]) }
         let last = try named.ledger.lastSeq()
         #expect(throws: LedgerError(code: .badRequest, message: "")) {
-            try named.ledger.forget(AppUserID(Self.user(1)), requestedBy: "mail from USER-1@example.com", at: Self.start)
+            try named.ledger.privacy.forget(AppUserID(Self.user(1)), requestedBy: "mail from USER-1@example.com", at: Self.start)
         }
         #expect(throws: LedgerError(code: .badRequest, message: "")) {
-            try named.ledger.forget(AppUserID(Self.user(1)), requestedBy: "ops", reason: Self.user(1), at: Self.start)
+            try named.ledger.privacy.forget(AppUserID(Self.user(1)), requestedBy: "ops", reason: Self.user(1), at: Self.start)
         }
         #expect(try named.ledger.lastSeq() == last)
     }
@@ -418,8 +418,8 @@ import Testing
             ])
         }
         #expect(try named.ledger.rejectedInputs().map(\.erased) == [false, false, false, false])
-        _ = try named.ledger.forget(AppUserID(Self.user(1)), requestedBy: "ticket 12", at: Self.start + Self.day)
+        _ = try named.ledger.privacy.forget(AppUserID(Self.user(1)), requestedBy: "ticket 12", at: Self.start + Self.day)
         #expect(try named.ledger.rejectedInputs().map(\.erased) == [true, true, true, false])
-        #expect(try named.ledger.verify().fault == nil)
+        #expect(try named.ledger.audit.verify().fault == nil)
     }
 }

@@ -67,13 +67,13 @@ import Testing
         // new person, under another name.
         _ = try t.ledger.appendAndWait([Self.claim("dave@example.com", seed: [1, 2, 3])])
         let dave = try #require(try pseudonym(of: "dave@example.com", in: t))
-        _ = try t.ledger.forget(AppUserID("dave@example.com"), requestedBy: "ticket 9", at: 1_740_819_700_000)
+        _ = try t.ledger.privacy.forget(AppUserID("dave@example.com"), requestedBy: "ticket 9", at: 1_740_819_700_000)
         #expect(try pseudonym(of: "dave@example.com", in: t) == nil)
         #expect(try t.ledger.environment.read { txn in try t.ledger.identities.isTaken(dave, t.ledger.layout, txn) })
         _ = try t.ledger.appendAndWait([Self.claim("dave@example.com", seed: [1, 2, 3])])
         let again = try #require(try pseudonym(of: "dave@example.com", in: t))
         #expect(again == Identities.pseudonym(of: "dave@example.com", seed: [1, 2, 3], attempt: 1))
         #expect(again != dave)
-        #expect(try t.ledger.verify().fault == nil)
+        #expect(try t.ledger.audit.verify().fault == nil)
     }
 }

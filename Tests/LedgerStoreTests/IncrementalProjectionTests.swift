@@ -125,9 +125,9 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
             let shuffled = try TemporaryLedger()
             for part in Self.deliveries(of: facts, &rng) { _ = try shuffled.ledger.appendAndWait(Self.inputs(part)) }
 
-            let check = try shuffled.ledger.replay(check: true)
+            let check = try shuffled.ledger.audit.replay(check: true)
             #expect(check.differences.isEmpty, "seed \(seed): incremental projections differ from replay: \(check.differences)")
-            #expect(try shuffled.ledger.verify().ok, "seed \(seed)")
+            #expect(try shuffled.ledger.audit.verify().ok, "seed \(seed)")
             #expect(try shuffled.ledger.lastSeq() == ordered.ledger.lastSeq(), "seed \(seed): redeliveries must be duplicates")
 
             let otids = Set(facts.compactMap(\.originalTransactionId))
@@ -263,12 +263,12 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
                         past.buckets == (try prefix.ledger.metrics(environment: environment, boundaries: months).buckets),
                         "seed \(seed): \(environment) metrics as known at seq \(prefixSeq)")
                 }
-                _ = try shuffled.ledger.replay(check: false)
+                _ = try shuffled.ledger.audit.replay(check: false)
                 #expect(
                     now == (try shuffled.ledger.metrics(environment: environment, boundaries: months).buckets),
                     "seed \(seed): \(environment) metrics differ from those of projections rewritten from the log")
             }
-            #expect(try shuffled.ledger.replay(check: true).differences == [], "seed \(seed)")
+            #expect(try shuffled.ledger.audit.replay(check: true).differences == [], "seed \(seed)")
             #expect(
                 try shuffled.ledger.metrics(boundaries: months).buckets.contains { $0.live > 0 },
                 "seed \(seed): the story has live subscriptions")
@@ -317,7 +317,7 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
     @Test func aReplaysCheckFindsMaintainedMetricsThatDifferFromTheTimelines() throws {
         let t = try TemporaryLedger()
         _ = try t.ledger.appendAndWait(Self.inputs(Self.metricsHistory(seed: 3)))
-        #expect(try t.ledger.replay(check: true).differences == [])
+        #expect(try t.ledger.audit.replay(check: true).differences == [])
         try t.ledger.catchUpMetrics()
         let copy = NSTemporaryDirectory() + "ledger-metrics-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
@@ -337,9 +337,9 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
             }
         }
         let tampered = try Ledger(directory: copy, logger: Logger(label: "t"))
-        let differences = try tampered.replay(check: true).differences
+        let differences = try tampered.audit.replay(check: true).differences
         #expect(differences.count == 1 && differences[0].hasPrefix("metric_days differs"), "\(differences)")
-        #expect(try tampered.verify().ok == false)
+        #expect(try tampered.audit.verify().ok == false)
     }
 
     /// A Sandbox subscription whose claim names no environment, read as of a past seq: the timeline folded then is
@@ -400,17 +400,17 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
     @Test func replayUntilAnEarlierSeqReportsWithoutRewriting() throws {
         let t = try TemporaryLedger()
         _ = try t.ledger.appendAndWait(Self.inputs(Self.history(seed: 7)))
-        let full = try t.ledger.replay(check: true)
-        let early = try t.ledger.replay(until: 3, check: false)
+        let full = try t.ledger.audit.replay(check: true)
+        let early = try t.ledger.audit.replay(until: 3, check: false)
         #expect(!early.rewrote)
         #expect(early.untilSeq == 3)
         #expect(early.projectionsDigest != full.projectionsDigest)
-        #expect(try t.ledger.replay(check: true).differences.isEmpty, "the stored projections were left alone")
+        #expect(try t.ledger.audit.replay(check: true).differences.isEmpty, "the stored projections were left alone")
         // Rewriting from the whole log gives the same bytes, so the digest is stable.
-        let rewritten = try t.ledger.replay(check: false)
+        let rewritten = try t.ledger.audit.replay(check: false)
         #expect(rewritten.rewrote)
         #expect(rewritten.projectionsDigest == full.projectionsDigest)
-        #expect(try t.ledger.replay(until: 3, check: false).projectionsDigest == early.projectionsDigest)
+        #expect(try t.ledger.audit.replay(until: 3, check: false).projectionsDigest == early.projectionsDigest)
     }
 }
 
@@ -429,7 +429,7 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
             }
         }
         _ = try t.ledger.appendAndWait(inputs)
-        #expect(try t.ledger.replay(check: true).differences.isEmpty)
+        #expect(try t.ledger.audit.replay(check: true).differences.isEmpty)
 
         let copy = NSTemporaryDirectory() + "ledger-tampered-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
@@ -453,19 +453,19 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
             }
         }
         let tampered = try Ledger(directory: copy, logger: Logger(label: "t"))
-        let check = try tampered.replay(check: true)
+        let check = try tampered.audit.replay(check: true)
         #expect(check.subscriptions == 1_200)
         #expect(check.events == 3_600)
         #expect(
             check.differences == [
                 "Production/60010", "Production/60499", "Production/60700", "1 stored timelines have no events",
             ])
-        #expect(try tampered.replay(check: true, projections: .timelines).differences == check.differences)
+        #expect(try tampered.audit.replay(check: true, projections: .timelines).differences == check.differences)
         // The lifecycle stream alone was not touched.
-        #expect(try tampered.replay(check: true, projections: .lifecycle).differences.isEmpty)
+        #expect(try tampered.audit.replay(check: true, projections: .lifecycle).differences.isEmpty)
         // A rewriting replay rebuilds every projection from the log (the orphan stays: no event names it).
-        #expect(try tampered.replay(check: false).rewrote)
-        #expect(try tampered.replay(check: true).differences == ["1 stored timelines have no events"])
+        #expect(try tampered.audit.replay(check: false).rewrote)
+        #expect(try tampered.audit.replay(check: true).differences == ["1 stored timelines have no events"])
     }
 
     /// More subscriptions than one replay chunk: the parallel reading replay and the sequential rewriting one visit
@@ -476,15 +476,15 @@ func content(_ view: some JSONDocument) throws -> NSDictionary {
             input([.transaction(transaction("\(80_000 + i)", otid: "\(60_000 + i)"))])
         }
         _ = try t.ledger.appendAndWait(inputs)
-        let check = try t.ledger.replay(check: true)
+        let check = try t.ledger.audit.replay(check: true)
         #expect(check.subscriptions == 4_500)
         #expect(check.events == 4_500)
         #expect(check.differences.isEmpty)
-        let rewrite = try t.ledger.replay(check: false)
+        let rewrite = try t.ledger.audit.replay(check: false)
         #expect(rewrite.rewrote)
         #expect(rewrite.subscriptions == 4_500)
         #expect(rewrite.projectionsDigest == check.projectionsDigest)
-        #expect(try t.ledger.replay(until: 4_400, check: false).subscriptions == 4_500)
-        #expect(try t.ledger.replay(until: 4_400, check: false).events == 4_400)
+        #expect(try t.ledger.audit.replay(until: 4_400, check: false).subscriptions == 4_500)
+        #expect(try t.ledger.audit.replay(until: 4_400, check: false).events == 4_400)
     }
 }

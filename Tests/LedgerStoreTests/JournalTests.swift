@@ -101,7 +101,7 @@ import Testing
         #expect(Journal.segments(in: journal).isEmpty)
         try t.reopen()
         #expect(try t.ledger.statistics().lastSeq == 300)
-        #expect(try t.ledger.verify().fault == nil)
+        #expect(try t.ledger.audit.verify().fault == nil)
         // Reopened journaled in "another boot": a clean checkpoint needs no recovery.
         try t.reopen(options: journaled(bootID: "another"))
         #expect(try t.ledger.appendAndWait([input([.transaction(transaction("after"))])]).first?.seq == 301)

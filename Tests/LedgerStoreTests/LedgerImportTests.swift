@@ -45,12 +45,12 @@ import Testing
 
     /// What an export of `ledger` carries, as import reads it.
     static func exported(_ ledger: Ledger) throws -> (events: [ImportedEvent], refusals: [ImportedRefusal]) {
-        let events = try ledger.exportedEvents(after: 0, limit: .max).map {
+        let events = try ledger.audit.exportedEvents(after: 0, limit: .max).map {
             ImportedEvent(
                 seq: $0.stored.event.seq, key: $0.stored.event.fact.eventKey, bytes: $0.bytes, rawKey: $0.stored.rawKey,
                 raw: $0.raw, chainHash: $0.stored.chainHash)
         }
-        let refusals = try ledger.exportedRefusals(after: 0, limit: .max).map {
+        let refusals = try ledger.audit.exportedRefusals(after: 0, limit: .max).map {
             ImportedRefusal(number: $0.input.number, record: $0.record)
         }
         return (events, refusals)
@@ -87,10 +87,10 @@ import Testing
             #expect(x.chainHash == y.chainHash, "seq \(x.seq): chain link")
         }
         #expect(copied.refusals.map(\.record) == refusals.map(\.record))
-        let verification = try target.ledger.verify()
+        let verification = try target.ledger.audit.verify()
         #expect(verification.fault == nil, "\(verification.fault ?? "")")
         #expect(verification.rejected == 2)
-        let (replayA, replayB) = (try source.ledger.replay(check: true), try target.ledger.replay(check: true))
+        let (replayA, replayB) = (try source.ledger.audit.replay(check: true), try target.ledger.audit.replay(check: true))
         #expect(replayB.differences.isEmpty)
         #expect(replayB.projectionsDigest == replayA.projectionsDigest)
         // The claim of every environment reached both environments of 7000 in the copy too.

@@ -85,7 +85,7 @@ import Testing
             #expect(stored == expected, "seed \(seed): the stored stream differs from the log's")
             #expect(!stored.isEmpty)
             said += stored.count
-            let check = try t.ledger.replay(check: true)
+            let check = try t.ledger.audit.replay(check: true)
             #expect(check.differences.isEmpty, "seed \(seed): \(check.differences)")
 
             // Paged, resumed after the last seq read: the same stream, nothing lost, nothing twice.
@@ -119,16 +119,16 @@ import Testing
         let stream = try t.ledger.lifecycleEvents(after: 0, limit: 100).events
         #expect(stream.map(\.type) == [.initialPurchase, .renewal, .refund])
         #expect(stream.map(\.seq) == [1, 2, 3] && stream[2].late)
-        let whole = try t.ledger.replay(check: true)
+        let whole = try t.ledger.audit.replay(check: true)
         #expect(whole.differences.isEmpty && whole.projections == ["timelines", "lifecycle"])
-        #expect(try t.ledger.verify().ok)
+        #expect(try t.ledger.audit.verify().ok)
         // Each projection alone is digested alone: the two digests differ from each other and from the whole's.
-        let timelinesOnly = try t.ledger.replay(check: true, projections: .timelines)
-        let lifecycleOnly = try t.ledger.replay(check: true, projections: .lifecycle)
+        let timelinesOnly = try t.ledger.audit.replay(check: true, projections: .timelines)
+        let lifecycleOnly = try t.ledger.audit.replay(check: true, projections: .lifecycle)
         #expect(timelinesOnly.projections == ["timelines"] && lifecycleOnly.projections == ["lifecycle"])
         #expect(
             Set([whole.projectionsDigest, timelinesOnly.projectionsDigest, lifecycleOnly.projectionsDigest]).count == 3)
-        #expect(try t.ledger.replay(until: 3, check: false, projections: .timelines).projectionsDigest
+        #expect(try t.ledger.audit.replay(until: 3, check: false, projections: .timelines).projectionsDigest
             == timelinesOnly.projectionsDigest)
 
         // Remove the REFUND behind the ledger's back: the check names the subscription, a rewrite puts it back.
@@ -144,18 +144,18 @@ import Testing
             }
         }
         try t.reopen()
-        let check = try t.ledger.replay(check: true)
+        let check = try t.ledger.audit.replay(check: true)
         #expect(check.differences == ["lifecycle events of Production/1000000741475761"])
-        #expect(try t.ledger.replay(check: true, projections: .lifecycle).differences == check.differences)
+        #expect(try t.ledger.audit.replay(check: true, projections: .lifecycle).differences == check.differences)
         // The timelines alone are intact, and digest as before.
-        let timelinesAfter = try t.ledger.replay(check: true, projections: .timelines)
+        let timelinesAfter = try t.ledger.audit.replay(check: true, projections: .timelines)
         #expect(timelinesAfter.differences.isEmpty && timelinesAfter.projectionsDigest == timelinesOnly.projectionsDigest)
-        #expect(try !t.ledger.verify().ok)
+        #expect(try !t.ledger.audit.verify().ok)
         // A rewrite of the timelines alone leaves the stream as it is; of the stream, puts the REFUND back.
-        _ = try t.ledger.replay(check: false, projections: .timelines)
+        _ = try t.ledger.audit.replay(check: false, projections: .timelines)
         #expect(try t.ledger.lifecycleEvents(after: 0, limit: 100).events.count == 2)
-        _ = try t.ledger.replay(check: false, projections: .lifecycle)
+        _ = try t.ledger.audit.replay(check: false, projections: .lifecycle)
         #expect(try t.ledger.lifecycleEvents(after: 0, limit: 100).events == stream)
-        #expect(try t.ledger.replay(check: true).differences.isEmpty)
+        #expect(try t.ledger.audit.replay(check: true).differences.isEmpty)
     }
 }

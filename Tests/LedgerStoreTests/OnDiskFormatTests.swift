@@ -136,7 +136,7 @@ import Testing
         for commit in Self.commits { _ = try t.ledger.appendAndWait(commit) }
         // The metrics summed in whatever the follower has done meanwhile.
         try t.ledger.catchUpMetrics()
-        let verification = try t.ledger.verify()
+        let verification = try t.ledger.audit.verify()
         #expect(verification.ok, "\(verification.fault ?? "")")
         // Read through an environment of its own: a copy, since one process must not open one environment twice.
         let copy = NSTemporaryDirectory() + "ledger-format-" + UUID().uuidString

@@ -19,8 +19,8 @@ import Testing
     }
 
     static func sound(_ ledger: Ledger) throws {
-        #expect(try ledger.verify().fault == nil)
-        #expect(try ledger.replay(check: true).differences.isEmpty)
+        #expect(try ledger.audit.verify().fault == nil)
+        #expect(try ledger.audit.replay(check: true).differences.isEmpty)
     }
 
     /// A kept answer never outlives a change of rules: the change refolds every subscription, so the cache drops
@@ -88,7 +88,7 @@ import Testing
         var keep = Self.premiumOnly
         keep.bindingPolicy = .keep
         // The what-if replay predicts what the change will do; the change then does exactly that.
-        let predicted = try t.ledger.whatIf(keep, at: at).differences.map { "\($0.appUserId):\($0.entitlement)" }
+        let predicted = try t.ledger.audit.whatIf(keep, at: at).differences.map { "\($0.appUserId):\($0.entitlement)" }
         #expect(predicted == ["alice:premium", "bob:premium"])
         let seq = try #require(try t.ledger.applyRules(keep, raw: [], at: at))
         #expect(try t.ledger.customer("bob", at: at).entitlements["premium"] == nil)
@@ -98,8 +98,8 @@ import Testing
         #expect(try t.ledger.customer("bob", at: at, asOf: seq - 1).entitlements["premium"]?.active == true)
         #expect(try t.ledger.timeline("1001", at: at, asOf: seq - 1)?.owners.map(\.appUserId) == ["alice", "bob"])
         // A what-if replay as of before the change compares with the rules of that time.
-        #expect(try t.ledger.whatIf(keep, at: at, asOf: seq - 1).differences.count == 2)
-        #expect(try t.ledger.whatIf(keep, at: at).differences.isEmpty)
+        #expect(try t.ledger.audit.whatIf(keep, at: at, asOf: seq - 1).differences.count == 2)
+        #expect(try t.ledger.audit.whatIf(keep, at: at).differences.isEmpty)
         // Later claims fold under the new policy incrementally, and agree with a replay.
         _ = try t.ledger.appendAndWait([WhatIfAndWhyTests.claim("carol", "1001", at: Self.start + 12 * Self.day)])
         #expect(try t.ledger.timeline("1001", at: at)?.refusedClaims.map(\.appUserId) == ["bob", "carol"])

@@ -49,16 +49,16 @@ import Testing
 
         // For writing: upgraded, the projections rebuilt, and a later renewal takes the usual path.
         let upgraded = try Ledger(directory: copy, logger: Logger(label: "t"))
-        let report = try upgraded.verify()
+        let report = try upgraded.audit.verify()
         #expect(report.ok, "\(report.fault ?? "")")
-        #expect(try upgraded.replay(check: true).differences.isEmpty)
+        #expect(try upgraded.audit.replay(check: true).differences.isEmpty)
         _ = try upgraded.appendAndWait([
             input([.transaction(transaction("7030", otid: "900", purchase: 1_605_243_570_000 + 30 * 86_400_000))])
         ])
-        #expect(try upgraded.verify().ok)
+        #expect(try upgraded.audit.verify().ok)
         upgraded.close()
         // And it stays upgraded: a read-only open now works.
-        #expect(try Ledger(directory: copy, options: readOnly, logger: Logger(label: "t")).verify().ok)
+        #expect(try Ledger(directory: copy, options: readOnly, logger: Logger(label: "t")).audit.verify().ok)
     }
 }
 

@@ -18,7 +18,7 @@ import Testing
             (1...3).map { i in
                 .rejected(RejectedInput(raw: Array("refused input \(i)".utf8), code: "invalid_json", message: "refusal \(i)", receivedAt: 1_605_243_600_000))
             })
-        let original = try t.ledger.verify()
+        let original = try t.ledger.audit.verify()
         #expect(original.ok, "the original is sound: \(original.fault ?? "")")
         #expect(original.rejected == 3)
         let copy = NSTemporaryDirectory() + "ledger-copy-" + UUID().uuidString
@@ -30,7 +30,7 @@ import Testing
             try alter(env)
         }
         let reopened = try Ledger(directory: copy, options: { var o = Ledger.Options(); o.readOnly = true; return o }(), logger: Logger(label: "t"))
-        return try reopened.verify()
+        return try reopened.audit.verify()
     }
 
     @Test func anAlteredEventBreaksTheChain() throws {
@@ -162,9 +162,9 @@ import Testing
             try env.write { txn in _ = try txn.delete(meta, key: Array("rejected_head".utf8)) }
         }
         let legacy = try Ledger(directory: copy, logger: Logger(label: "t"))
-        #expect(try legacy.verify().ok)
+        #expect(try legacy.audit.verify().ok)
         _ = try legacy.appendAndWait([.rejected(RejectedInput(raw: [3], code: "too_large", message: "b", receivedAt: 2))])
-        let report = try legacy.verify()
+        let report = try legacy.audit.verify()
         #expect(report.ok, "\(report.fault ?? "")")
         #expect(report.rejected == 2)
         legacy.close()

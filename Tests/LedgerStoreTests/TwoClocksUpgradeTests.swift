@@ -80,9 +80,9 @@ import Testing
 
         let upgraded = try Ledger(directory: copy, rules: Self.rules, logger: Logger(label: "t"))
         defer { upgraded.close() }
-        let report = try upgraded.verify()
+        let report = try upgraded.audit.verify()
         #expect(report.ok, "\(report.fault ?? "")")
-        #expect(try upgraded.replay(check: true).differences.isEmpty)
+        #expect(try upgraded.audit.replay(check: true).differences.isEmpty)
 
         // Zoe owns it from her purchase until Adam's restore; Adam from then on (the token stays Zoe's).
         let before = Self.t0 + 5 * Self.day, after = Self.t0 + 12 * Self.day

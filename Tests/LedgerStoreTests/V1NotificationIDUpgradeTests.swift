@@ -43,9 +43,9 @@ import Testing
 
         // Reopened by this version: the stored ids are read, never re-derived.
         try t.reopen()
-        let verified = try t.ledger.verify()
+        let verified = try t.ledger.audit.verify()
         #expect(verified.ok, "\(verified.fault ?? "")")
-        #expect(try t.ledger.replay(check: true).differences.isEmpty)
+        #expect(try t.ledger.audit.replay(check: true).differences.isEmpty)
 
         // The same notification received again, now with its canonical id: one more notification event, and only
         // that (its transaction and renewal info are duplicates); the timeline does not move.
@@ -65,8 +65,8 @@ import Testing
         let third = try t.ledger.appendAndWait([.facts(viaData.facts, metadata: viaData.metadata, raw: stripped)])
         #expect(third.map(\.status) == [.duplicate])
 
-        let final = try t.ledger.verify()
+        let final = try t.ledger.audit.verify()
         #expect(final.ok, "\(final.fault ?? "")")
-        #expect(try t.ledger.replay(check: true).differences.isEmpty)
+        #expect(try t.ledger.audit.replay(check: true).differences.isEmpty)
     }
 }

@@ -68,11 +68,11 @@ import Testing
     /// The ledger of `inputs()`, copied, altered by `alter` through raw LMDB, and verified with the log checked in
     /// ranges of each of `ranges` entries (one report per range size).
     static func verifyAltered(
-        ranges: [UInt64] = [1, 2, 3, 7, Ledger.logRange], _ alter: (Environment, Surgery) throws -> Void
+        ranges: [UInt64] = [1, 2, 3, 7, LedgerAudit.logRange], _ alter: (Environment, Surgery) throws -> Void
     ) throws -> [VerificationReport] {
         let t = try TemporaryLedger()
         _ = try t.ledger.appendAndWait(inputs())
-        let original = try t.ledger.verify()
+        let original = try t.ledger.audit.verify()
         #expect(original.ok, "the original is sound: \(original.fault ?? "")")
         #expect(original.events == 22 && original.rejected == 2)
         let copy = NSTemporaryDirectory() + "ledger-verify-" + UUID().uuidString
@@ -86,7 +86,7 @@ import Testing
         var options = Ledger.Options()
         options.readOnly = true
         let reopened = try Ledger(directory: copy, options: options, logger: Logger(label: "t"))
-        return try ranges.map { try reopened.verify(progress: nil, logRange: $0) }
+        return try ranges.map { try reopened.audit.verify(progress: nil, logRange: $0) }
     }
 
     /// Expects every report to name the same fault, and returns it.
@@ -386,7 +386,7 @@ import Testing
         }
         facts.append(.notification(NotificationFact(notificationUUID: "9d3a5f0e-1c2b-4e6f-8a7b-00000000000ü", notificationType: "TEST")))
         _ = try t.ledger.appendAndWait(facts.enumerated().map { i, fact in input([fact], raw: "raw \(i)") })
-        let report = try t.ledger.verify()
+        let report = try t.ledger.audit.verify()
         #expect(report.ok, "\(report.fault ?? "")")
         #expect(report.events == UInt64(facts.count))
     }
@@ -396,7 +396,7 @@ import Testing
         let t = try TemporaryLedger()
         _ = try t.ledger.appendAndWait(Self.inputs())
         let seen = Seen()
-        let report = try t.ledger.verify(progress: { done, total in seen.add(done, total) }, logRange: 4)
+        let report = try t.ledger.audit.verify(progress: { done, total in seen.add(done, total) }, logRange: 4)
         #expect(report.ok)
         let updates = seen.updates
         #expect(updates.last.map { $0.done == $0.total && $0.total == 22 } == true, "\(updates)")

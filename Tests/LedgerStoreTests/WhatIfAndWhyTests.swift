@@ -60,7 +60,7 @@ import Testing
         let t = try TemporaryLedger(rules: FoldRules(catalog: Self.catalog, bindingPolicy: .transfer))
         try Self.stories(t.ledger)
         let at = Self.start + 15 * Self.day
-        let report = try t.ledger.whatIf(FoldRules(catalog: Self.catalog, bindingPolicy: .keep), at: at)
+        let report = try t.ledger.audit.whatIf(FoldRules(catalog: Self.catalog, bindingPolicy: .keep), at: at)
         #expect(report.subscriptions == 4)
         #expect(report.customers == 7)
         #expect(report.asOf == 12)
@@ -75,11 +75,11 @@ import Testing
         #expect(gina.before?.active == false && gina.after == nil)
 
         // The same rules: no difference. And as of the log before bob's claim (seq 2), nothing differs either.
-        #expect(try t.ledger.whatIf(t.ledger.rules, at: at).differences.isEmpty)
-        let early = try t.ledger.whatIf(FoldRules(catalog: Self.catalog, bindingPolicy: .keep), at: at, asOf: 2)
+        #expect(try t.ledger.audit.whatIf(t.ledger.rules, at: at).differences.isEmpty)
+        let early = try t.ledger.audit.whatIf(FoldRules(catalog: Self.catalog, bindingPolicy: .keep), at: at, asOf: 2)
         #expect(early.differences.isEmpty && early.asOf == 2)
         // Nothing was written: the stored projections still match a replay under the ledger's own rules.
-        #expect(try t.ledger.replay(check: true).differences.isEmpty)
+        #expect(try t.ledger.audit.replay(check: true).differences.isEmpty)
     }
 
     @Test func aCatalogChangeShowsWhoWouldGainOrLoseAnEntitlement() throws {
@@ -89,7 +89,7 @@ import Testing
         // The monthly product would grant "premium" and "extras": every customer active now gains "extras".
         var more = Self.catalog
         more.products[Self.monthly]?.entitlements = ["premium", "extras"]
-        let report = try t.ledger.whatIf(FoldRules(catalog: more), at: at)
+        let report = try t.ledger.audit.whatIf(FoldRules(catalog: more), at: at)
         #expect(
             report.differences.map { "\($0.appUserId):\($0.entitlement)" } == [
                 "alice:extras", "bob:extras", "carol:extras", "dave:extras", "frank:extras", "gina:extras",
@@ -108,7 +108,7 @@ import Testing
         _ = try t.ledger.appendAndWait([Self.input(.grant(grant), received: Self.start + 14 * Self.day)])
         var less = Self.catalog
         less.products[Self.monthly]?.entitlements = []
-        let report = try t.ledger.whatIf(FoldRules(catalog: less), at: at)
+        let report = try t.ledger.audit.whatIf(FoldRules(catalog: less), at: at)
         let lost = report.differences.filter { $0.before?.active == true && $0.after?.active != true }.map(\.appUserId)
         #expect(lost == ["bob", "frank"], "carol keeps premium by her grant")
         #expect(try t.ledger.customer("carol", at: at).entitlements["premium"]?.grantedBy.count == 2)

@@ -49,7 +49,7 @@ public enum EventExport {
         }
         // The events of one input are neighbours in the log and each carries its raw input: encoded once.
         var rawText = (key: UInt64?.none, text: Base64Text())
-        try ledger.forEachEvent(after: after, batchSize: batchSize) { stored, bytes, raw, people in
+        try ledger.audit.forEachEvent(after: after, batchSize: batchSize) { stored, bytes, raw, people in
             if rawText.key != stored.rawKey { rawText = (stored.rawKey, Base64Text(of: raw)) }
             try EventDocument.writeExportLine(stored, bytes: bytes, people: people, to: &json) { $0.string(rawText.text) }
             json.endLine()

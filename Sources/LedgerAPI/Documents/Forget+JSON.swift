@@ -5,9 +5,9 @@ import LedgerStore
 /// What a `forget` did: the pseudonym the user is known by from now on, every pseudonym forgotten (the user's and
 /// their tokens'), the subscriptions kept under the pseudonym, and the erasure event's seq. Never the id.
 public struct ForgetDocument: JSONDocument, Sendable {
-    public var report: Ledger.ForgetReport
+    public var report: ForgetReport
 
-    public init(_ report: Ledger.ForgetReport) { self.report = report }
+    public init(_ report: ForgetReport) { self.report = report }
 
     public func write(to json: inout JSONWriter) {
         json.object { o in

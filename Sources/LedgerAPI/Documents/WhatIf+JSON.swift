@@ -5,10 +5,10 @@ import LedgerStore
 
 /// A what-if replay's report: what the other rules change, and every customer entitlement that would differ.
 public struct WhatIfDocument: JSONDocument {
-    public var report: Ledger.WhatIfReport
+    public var report: LedgerAudit.WhatIfReport
     public var changes: [String]
 
-    public init(report: Ledger.WhatIfReport, before: FoldRules, after: FoldRules) {
+    public init(report: LedgerAudit.WhatIfReport, before: FoldRules, after: FoldRules) {
         self.report = report
         changes = Self.ruleChanges(before, after)
     }

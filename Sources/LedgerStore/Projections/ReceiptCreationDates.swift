@@ -74,7 +74,7 @@ extension Ledger {
             if let input { derived += ReceiptCreationDates.derive(input.events, raw: input.raw, parse) }
         }
         var visited = 0
-        try forEachEvent(after: 0) { stored, _, raw, _ in
+        try audit.forEachEvent(after: 0) { stored, _, raw, _ in
             visited += 1
             if visited % 100_000 == 0 { logger.notice("reading stored receipts again", metadata: ["events": "\(visited)"]) }
             if input?.rawKey == stored.rawKey {

@@ -5,19 +5,31 @@ import LedgerErrors
 
 // MARK: - Forgetting a person
 
-extension Ledger {
-    /// What `forget` did.
-    public struct ForgetReport: Sendable, Equatable {
-        /// The pseudonym the log names the person by, from now on their only name.
-        public var pseudonym: String
-        /// Every pseudonym forgotten: the person's and those of the `appAccountToken`s the ledger mapped to them.
-        public var pseudonyms: [String]
-        /// The subscriptions the person's claims named (their periods and revenue stay, under the pseudonym).
-        public var subscriptions: Int
-        /// The seq of the erasure event.
-        public var seq: UInt64
-    }
+/// What `LedgerPrivacy.forget` did.
+public struct ForgetReport: Sendable, Equatable {
+    /// The pseudonym the log names the person by, from now on their only name.
+    public var pseudonym: String
+    /// Every pseudonym forgotten: the person's and those of the `appAccountToken`s the ledger mapped to them.
+    public var pseudonyms: [String]
+    /// The subscriptions the person's claims named (their periods and revenue stay, under the pseudonym).
+    public var subscriptions: Int
+    /// The seq of the erasure event.
+    public var seq: UInt64
+}
 
+/// Forgetting people (docs/privacy.md): the values behind a person's pseudonyms deleted, the erasure recorded in the
+/// log, and the key generation that could still open them destroyed. The pseudonyms themselves, and how reads turn
+/// them into values, are `Identities` and `IdentityNames`.
+public struct LedgerPrivacy: LedgerRole {
+    let ledger: Ledger
+}
+
+extension Ledger {
+    /// Forgetting people.
+    public var privacy: LedgerPrivacy { LedgerPrivacy(ledger: self) }
+}
+
+extension LedgerPrivacy {
     /// Forgets `user` (an app user id): deletes the values behind their pseudonym and the pseudonyms of the tokens
     /// the ledger mapped to them, records the erasure as an event of the log (who asked, when, the pseudonyms), and
     /// destroys the key generation that could still open the deleted rows once that event is durable; a journaled
@@ -83,8 +95,8 @@ extension Ledger {
     public func forget(pseudonym: String, requestedBy: String, reason: String?, at instant: UnixMillis) throws
         -> ForgetReport
     {
-        forgetting.lock()
-        defer { forgetting.unlock() }
+        ledger.forgetting.lock()
+        defer { ledger.forgetting.unlock() }
         let (current, tokens, subscriptions) = try environment.read { txn in
             guard let generation = try identities.generation(layout, txn) else { throw Self.cannotForget }
             guard try identities.row(pseudonym, generation, layout, txn) != nil else {
@@ -102,7 +114,7 @@ extension Ledger {
         let input = LedgerInput.facts(
             [.erasure(erasure)], metadata: FactMetadata(source: .erasure, receivedAt: instant),
             raw: Self.erasureRequest(erasure))
-        guard let result = try appendAndWait([input]).first else {
+        guard let result = try ledger.appendAndWait([input]).first else {
             throw LedgerError(code: .storageError, message: "the erasure was not appended")
         }
         if let error = result.error { throw LedgerError(code: error.code, message: error.message) }
@@ -111,7 +123,7 @@ extension Ledger {
         }
         // Durable first (a journaled ledger syncs LMDB now), then the generation that opens the deleted rows is
         // destroyed, and the journal forgets the inputs it kept.
-        try checkpointer?.scrub()
+        try ledger.checkpointer?.scrub()
         try identities.keepOnly(next.number)
         return ForgetReport(
             pseudonym: pseudonym, pseudonyms: erasure.pseudonyms, subscriptions: subscriptions, seq: seq)
@@ -119,7 +131,7 @@ extension Ledger {
 
     /// The report of the erasure event at `seq` (a replica's, which applied it from the intake stream).
     public func forgetReport(seq: UInt64) throws -> ForgetReport {
-        guard let stored = try event(seq: seq), case .erasure(let erasure) = stored.event.fact,
+        guard let stored = try ledger.event(seq: seq), case .erasure(let erasure) = stored.event.fact,
             let pseudonym = erasure.pseudonyms.first
         else { throw LedgerError(code: .notFound, message: "the event at seq \(seq) is not an erasure") }
         let subscriptions = try environment.read { txn in try subscriptionKeys(of: pseudonym, txn).count }

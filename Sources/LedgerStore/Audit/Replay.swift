@@ -7,7 +7,7 @@ import LedgerErrors
 
 // MARK: - Replay: every projection rebuilt from the events alone
 
-extension Ledger {
+extension LedgerAudit {
     /// What a replay found or did.
     public struct ReplayReport: Sendable, Hashable, Codable {
         /// Subscriptions folded.
@@ -72,7 +72,7 @@ extension Ledger {
     ) throws -> ReplayReport {
         // A replay that only reads (a check, or a report up to `until`) reads every event: the file is walked first.
         // A rewriting replay runs in a writer, which walked it when it opened.
-        if check || until != nil { _ = try checkDataFile() }
+        if check || until != nil { _ = try ledger.checkDataFile() }
         return try replay(
             until: until, check: check, projections: projections, validatingIndexes: false, progress: progress
         ).report
@@ -84,7 +84,7 @@ extension Ledger {
         until: UInt64?, check: Bool, projections: ReplayProjections = .all, validatingIndexes: Bool,
         progress: ProgressHandler?
     ) throws -> (report: ReplayReport, indexFault: String?) {
-        let last = try lastSeq()
+        let last = try ledger.lastSeq()
         let limit = min(until ?? last, last)
         let mode: ReplayMode = check ? .check : (limit == last ? .rewrite : .report)
         // Where each chunk starts: after the last key of the chunk before (nil: from the first key).
@@ -124,7 +124,7 @@ extension Ledger {
         if mode == .rewrite && projections.contains(.timelines) {
             // The metrics summed by day start over from the rebuilt timelines.
             try environment.write { txn in try MetricDays.reset(layout, txn) }
-            try catchUpMetrics()
+            try ledger.catchUpMetrics()
         }
         if check {
             // A stored projection the log knows nothing of is a difference too (checked only when nothing was

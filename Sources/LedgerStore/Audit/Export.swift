@@ -20,7 +20,7 @@ public struct ExportedRefusal: Sendable {
     public var record: [UInt8]
 }
 
-extension Ledger {
+extension LedgerAudit {
     /// Events with seq > `after`, in log order, at most `limit`, each with its stored bytes and raw input; one read
     /// transaction per call, so a caller paging through the log never holds a reader for long.
     public func exportedEvents(after: UInt64, limit: Int) throws -> [ExportedEvent] {
@@ -35,7 +35,7 @@ extension Ledger {
                     throw LedgerError.corrupted("log seq \(seq) names an event that is missing")
                 }
                 let raw: [UInt8]
-                switch try rawInput(of: log.rawKey, txn) {
+                switch try ledger.rawInput(of: log.rawKey, txn) {
                 case .bytes(let bytes): raw = bytes
                 case .erased: raw = []
                 case .missing: throw LedgerError.corrupted("raw input of event \(seq) is missing")
@@ -60,7 +60,7 @@ extension Ledger {
             var entry = try cursor.seek(StoreLayout.rejectedKey(after &+ 1))
             while let e = entry, out.count < limit {
                 let number = try BigEndian.uint64(key: e.key, of: "rejected")
-                let input = try opened(try RejectedInput(number: number, stored: e.value), txn)
+                let input = try ledger.opened(try RejectedInput(number: number, stored: e.value), txn)
                 out.append(ExportedRefusal(input: input, record: e.value.withUnsafeBytes { Array($0) }))
                 entry = try cursor.next()
             }

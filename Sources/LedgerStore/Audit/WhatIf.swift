@@ -4,7 +4,7 @@ import LedgerCore
 
 // MARK: - What-if replay: the same log folded under other rules
 
-extension Ledger {
+extension LedgerAudit {
     /// What a what-if replay found.
     public struct WhatIfReport: Sendable, Hashable {
         public var at: UnixMillis
@@ -65,7 +65,7 @@ extension Ledger {
                 // The operator's grants name their entitlement, not a product: the same under either rules, and
                 // counted in both answers (a grant keeps what a catalog change would take).
                 let grants = OperatorGrants.fold(
-                    try grantEvents(key.user, key.environment, asOf: limit, txn).map { ($0.seq, $0.grant) })
+                    try ledger.grantEvents(key.user, key.environment, asOf: limit, txn).map { ($0.seq, $0.grant) })
                 let was = Entitlements.customer(
                     user: key.user, environment: key.environment, timelines: indices.map { before[$0] }, grants: grants,
                     at: at, asOf: limit, rules: rules)

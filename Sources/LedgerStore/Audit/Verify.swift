@@ -4,7 +4,7 @@ import LedgerCodec
 import LedgerCore
 import LedgerErrors
 
-extension Ledger {
+extension LedgerAudit {
     /// Walks every page of the data file (`checkDataFile`: a damaged one is thrown as `corrupted`), then checks the
     /// hash chain over the whole log, every index against the log, the raw inputs against their digests, the
     /// `rejected` store (gapless numbering, decodable records, consistent sizes, its count and chain head in `meta`),
@@ -22,9 +22,9 @@ extension Ledger {
     func verify(progress: ProgressHandler?, logRange: UInt64) throws -> VerificationReport {
         precondition(logRange > 0, "ranges of no entries")
         // 0. Every page of the file, before LMDB reads any of it for the checks below.
-        _ = try checkDataFile()
+        _ = try ledger.checkDataFile()
         var report = VerificationReport(events: 0, projections: 0, rejected: 0, chainHead: hex(HashChain.genesis), fault: nil)
-        let total = try lastSeq()
+        let total = try ledger.lastSeq()
         let log = try verifyLog(logRange: logRange) { checked, end in progress?(checked / 2, end) }
         report.events = log.checkedThrough
         report.chainHead = hex(log.link.bytes)
@@ -34,7 +34,7 @@ extension Ledger {
         case .failure(let fault): return failing(report, fault.description)
         case .success(let count): report.rejected = count
         }
-        if let fault = try receiptCreationDatesFault() { return failing(report, fault) }
+        if let fault = try ledger.receiptCreationDatesFault() { return failing(report, fault) }
 
         // 3. Projections against a replay, and every `by_otid` entry against the event it names.
         let end = max(total, log.checkedThrough)

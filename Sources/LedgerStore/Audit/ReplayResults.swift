@@ -85,11 +85,11 @@ final class ReplayResults: @unchecked Sendable {
         return chunks.keys.sorted().lazy.compactMap { self.chunks[$0]!.indexFault }.first
     }
 
-    func report(untilSeq: UInt64, rewrote: Bool, projections: [String]) throws -> Ledger.ReplayReport {
+    func report(untilSeq: UInt64, rewrote: Bool, projections: [String]) throws -> LedgerAudit.ReplayReport {
         lock.lock()
         defer { lock.unlock() }
         if let error { throw error }
-        var report = Ledger.ReplayReport(
+        var report = LedgerAudit.ReplayReport(
             subscriptions: 0, events: 0, differences: [], untilSeq: untilSeq, rewrote: rewrote, projectionsDigest: "",
             projections: projections)
         var digest = SHA256()

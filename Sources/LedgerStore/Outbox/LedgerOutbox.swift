@@ -78,9 +78,21 @@ public struct DeadLetter: Hashable, Sendable {
     public var replayRequested: Bool
 }
 
+/// What the outbound webhook keeps in the ledger (docs/socket-api.md, "The outbound webhook"): where its delivery of the lifecycle stream stands,
+/// and the dead letters of the events it gave up on. A delivery is written in the ledger's own write transactions,
+/// beside the writer's, so a crash never loses the position without the letter.
+public struct LedgerOutbox: LedgerRole {
+    let ledger: Ledger
+}
+
 extension Ledger {
+    /// The outbound webhook's position and dead letters.
+    public var outbox: LedgerOutbox { LedgerOutbox(ledger: self) }
+}
+
+extension LedgerOutbox {
     /// The lifecycle events after `position` (from the first when nil), with their positions, at most `limit`.
-    public func lifecycleEntries(after position: LifecyclePosition?, limit: Int) throws
+    public func entries(after position: LifecyclePosition?, limit: Int) throws
         -> [(position: LifecyclePosition, event: LifecycleEvent)]
     {
         try environment.read { txn in
@@ -102,7 +114,7 @@ extension Ledger {
     }
 
     /// The position of the last event the webhook delivered (or dead-lettered); nil before the first.
-    public func webhookPosition() throws -> LifecyclePosition? {
+    public func position() throws -> LifecyclePosition? {
         try environment.read { txn in
             guard let stored = try txn.get(layout.meta, key: StoreLayout.metaWebhookPosition) else { return nil }
             return try LifecyclePosition(webhookPosition: stored)
@@ -110,7 +122,7 @@ extension Ledger {
     }
 
     /// The webhook delivered the event at `position`: delivery goes on after it, also after a restart.
-    public func webhookDelivered(_ position: LifecyclePosition) throws {
+    public func delivered(_ position: LifecyclePosition) throws {
         try environment.write { txn in
             try txn.put(layout.meta, key: StoreLayout.metaWebhookPosition, value: position.key)
         }
@@ -118,7 +130,7 @@ extension Ledger {
 
     /// The webhook gave up on the event at `position`: a dead letter, and delivery goes on after it (one write
     /// transaction, so a crash leaves neither without the other).
-    public func webhookGaveUp(_ position: LifecyclePosition, attempts: Int, reason: String, at instant: UnixMillis)
+    public func gaveUp(_ position: LifecyclePosition, attempts: Int, reason: String, at instant: UnixMillis)
         throws
     {
         try environment.write { txn in

@@ -59,7 +59,7 @@ struct ChainLink: Equatable {
     }
 }
 
-extension Ledger {
+extension LedgerAudit {
     /// Checks the log entries `first...last` in `txn` (fewer when the log ends before): each entry present, in order
     /// and well formed; its event present, chained to the link stored before it, decodable, stored under its own key
     /// and no repeat of an earlier revision of that key; its claims indexed (`bindings_any`, `by_user`); its raw
@@ -175,7 +175,7 @@ extension Ledger {
                 } else {
                     // An input that names people is sealed; one that names a person forgotten since cannot be read,
                     // and its digest, which the chain holds, is all that is left of it.
-                    switch try self.rawInput(of: rawKey, txn) {
+                    switch try ledger.rawInput(of: rawKey, txn) {
                     case .bytes(let raw): rawInput = (rawKey, SHA256.hash(data: raw))
                     case .erased: rawInput = (rawKey, nil)
                     case .missing: return fault(seq, "raw input of event \(seq) is missing")

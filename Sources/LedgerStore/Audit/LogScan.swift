@@ -4,7 +4,7 @@ import LedgerCore
 
 // MARK: - Reading the whole log (export)
 
-extension Ledger {
+extension LedgerAudit {
     /// Visits every event with seq > `after` in log order: the event, the bytes it is stored as (what the chain
     /// covers) and the raw input it was decoded from; `batchSize` events per short read transaction, so a live writer
     /// is never blocked for long, and events appended meanwhile are visited too, up to the end the last transaction
@@ -50,8 +50,8 @@ extension Ledger {
                         if let found = try key.withUnsafeBytes({ try raws.findForward($0) })?.value {
                             rawInput = (record.rawKey, .mapped(found))
                         } else {
-                            let people = try self.people(ofSealed: record.rawKey, txn)
-                            switch try self.rawInput(of: record.rawKey, txn) {
+                            let people = try ledger.people(ofSealed: record.rawKey, txn)
+                            switch try ledger.rawInput(of: record.rawKey, txn) {
                             case .bytes(let raw): rawInput = (record.rawKey, .opened(raw, people: people))
                             case .erased: rawInput = (record.rawKey, .opened([], people: people))
                             case .missing: throw LedgerError.corrupted("raw input of event \(seq) is missing")
