@@ -152,11 +152,11 @@ extension LedgerRoutes {
                 throw CodedError(.notFound, "no \(environment.rawValue) subscription \(otid) is known")
             }
             var raws: [UInt64: String] = [:]
-            let events = try ledger.events(original: id, environment: environment, upTo: asOf).compactMap { event -> ConsolePage.Event? in
-                guard let stored = try ledger.event(seq: event.seq) else { return nil }
+            let events = try ledger.log.events(original: id, environment: environment, upTo: asOf).compactMap { event -> ConsolePage.Event? in
+                guard let stored = try ledger.log.event(seq: event.seq) else { return nil }
                 let e = stored.event
                 if raws[stored.rawKey] == nil {
-                    raws[stored.rawKey] = try ledger.raw(of: stored).map { bytes in
+                    raws[stored.rawKey] = try ledger.log.raw(of: stored).map { bytes in
                         String(decoding: bytes.prefix(ConsolePage.rawLimit), as: UTF8.self)
                             + (bytes.count > ConsolePage.rawLimit ? "\n… (\(bytes.count) bytes in all)" : "")
                     } ?? ""

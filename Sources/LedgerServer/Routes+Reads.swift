@@ -178,7 +178,7 @@ extension LedgerRoutes {
     func transaction(_ request: Request, _ context: LedgerRequestContext) throws -> Response {
         try Self.checkQuery(RequestTarget.query(request).map(\.key), .transaction)
         let id = try RequestTarget.parameter("transactionId", of: context)
-        let events = try read { try ledger.events(key: id) }
+        let events = try read { try ledger.log.events(key: id) }
         guard !events.isEmpty else { throw CodedError(.notFound, "no event is recorded for transaction \(id)") }
         return try JSONBody.response(
             encoding: TransactionDocument(transactionId: id, events: events.map { EventDocument($0) }))
@@ -240,7 +240,7 @@ extension LedgerRoutes {
     /// client goes away, or the server shuts down.
     func events(_ request: Request, _ context: LedgerRequestContext) throws -> Response {
         try stream(request, context, .events) { [self] after, limit in
-            let events = try read { try ledger.events(after: after, limit: limit) }
+            let events = try read { try ledger.log.events(after: after, limit: limit) }
             var lines = ByteBuffer()
             for e in events { try Self.writeLine(EventDocument(e), to: &lines) }
             return StreamPage(lines: lines, count: events.count, next: events.last?.event.seq ?? after)

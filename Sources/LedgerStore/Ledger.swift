@@ -55,7 +55,7 @@ public final class Ledger: Sendable {
 
     public let directory: String
     /// The rules of the configuration file: what the ledger folds with until its log records a change of rules
-    /// (`applyRules`); from then on the log's rules are in force (`rules(asOf:)`).
+    /// (`rulesInLog.apply`); from then on the log's rules are in force (`rulesInLog.inForce(asOf:)`).
     public let rules: FoldRules
     /// The rules at each log position.
     let history: RulesHistory
@@ -160,9 +160,9 @@ public final class Ledger: Sendable {
         if let found = upgrade {
             // Rules in the log since schema 6: a ledger whose rules came from a configuration file records them as
             // its initial rules, so that every reader folds it with them, with or without that file.
-            if found < 6, rules != FoldRules(), try !rulesChanges().contains(where: { $0.change.initial }) {
+            if found < 6, rules != FoldRules(), try !rulesInLog.changes().contains(where: { $0.change.initial }) {
                 let initial = RulesChange(rules: rules, appliedAt: currentMillis(), initial: true)
-                _ = try appendRules(initial)
+                _ = try rulesInLog.append(initial)
                 logger.notice("recorded the configuration's rules as the ledger's initial rules")
             }
             // Receipts stored before schema 6 speak from their creation once it is read again from their bytes.

@@ -157,7 +157,7 @@ struct Backup: ParsableCommand {
             destination, configuration: configuration, readOnly: true, quiet: quiet || json, json: json, what: "the backup")
         // The copy must be the ledger's own log up to its last seq: its head is the ledger's link there.
         if stats.lastSeq > 0 {
-            guard let event = try source.event(seq: stats.lastSeq), lowercaseHex(event.chainHash) == stats.chainHead else {
+            guard let event = try source.log.event(seq: stats.lastSeq), lowercaseHex(event.chainHash) == stats.chainHead else {
                 throw CommandFailure(
                     code: .verificationFailed,
                     message: "the backup's chain head at seq \(stats.lastSeq) is not the ledger's link there", json: json)

@@ -40,7 +40,7 @@ struct Demo: AsyncParsableCommand {
         let pipeline = IngestPipeline(ledger: store, configuration: configuration.appStore)
         let story = DemoStory.inputs()
         print("Ingesting \(story.count) inputs into \(data) …\n")
-        let rules = try store.recordedRules()
+        let rules = try store.rulesInLog.recorded()
         let recorded = rules.map { "recorded seq \($0.seq)" } ?? "-"
         print("  " + pad("the catalog of examples/config.json (the ledger's rules)", 58) + recorded)
         for (label, body) in story {

@@ -102,7 +102,7 @@ struct LedgerOptions: ParsableArguments {
         guard configuration.statesRules else { return store }
         do {
             if readOnly {
-                let recorded = try store.recordedRules()
+                let recorded = try store.rulesInLog.recorded()
                 let inForce = recorded?.rules ?? FoldRules()
                 if inForce != configuration.rules {
                     let whose = recorded.map { "the rules its log recorded at seq \($0.seq)" } ?? "the built-in defaults (its log records no rules)"
@@ -113,7 +113,7 @@ struct LedgerOptions: ParsableArguments {
             }
             guard adoptingRules else { return store }
             let raw = (try? JSONWriter.bytes(encoding: configuration.rules, sortedKeys: true)) ?? []
-            switch try store.adoptRules(configuration.rules, raw: raw, at: rulesRecordedAt ?? currentMillis()) {
+            switch try store.rulesInLog.adopt(configuration.rules, raw: raw, at: rulesRecordedAt ?? currentMillis()) {
             case .inForce, .recorded: return store
             case .differs(let inForce, let seq):
                 store.close()

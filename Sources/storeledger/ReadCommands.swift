@@ -31,14 +31,14 @@ struct Events: ParsableCommand {
         let store = try ledger.openLedger(try ledger.loadConfiguration(json: json), readOnly: true, json: json)
         var events: [StoredEvent]
         if let transaction {
-            events = try store.events(key: transaction)
+            events = try store.log.events(key: transaction)
         } else if let original {
             guard let env = AppStoreEnvironment(appleName: environment) else { throw ValidationError("unknown --environment") }
-            let seqs = try store.events(original: OriginalTransactionID(original), environment: env).map(\.seq)
-            events = try seqs.compactMap { try store.event(seq: $0) }
+            let seqs = try store.log.events(original: OriginalTransactionID(original), environment: env).map(\.seq)
+            events = try seqs.compactMap { try store.log.event(seq: $0) }
         } else {
             // One more than shown, to know whether more follow.
-            events = try store.events(after: after, limit: limit == .max ? limit : limit + 1)
+            events = try store.log.events(after: after, limit: limit == .max ? limit : limit + 1)
         }
         events = events.filter { $0.event.seq > after }
         let more = events.count > limit

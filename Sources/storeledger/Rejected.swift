@@ -29,7 +29,7 @@ struct Rejected: ParsableCommand {
 
     func run() throws {
         let store = try ledger.openLedger(try ledger.loadConfiguration(json: json), readOnly: true, json: json)
-        let refused = try store.rejectedInputs(after: after, limit: limit)
+        let refused = try store.log.rejectedInputs(after: after, limit: limit)
         if json {
             struct Doc: Encodable { var rejected: [RejectedDocument] }
             try printJSON(encoding: Doc(rejected: refused.map(RejectedDocument.init)))

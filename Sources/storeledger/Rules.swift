@@ -27,7 +27,7 @@ struct Rules: ParsableCommand {
         func run() throws {
             let configuration = try ledger.loadConfiguration(json: json)
             let store = try ledger.openLedger(configuration, readOnly: true, json: json)
-            let changes = try store.rulesChanges()
+            let changes = try store.rulesInLog.changes()
             if json {
                 printJSON(RulesHistoryDocument(configured: configuration.rules, changes: changes))
                 return
@@ -67,8 +67,8 @@ struct Rules: ParsableCommand {
             }
             let store = try ledger.openLedger(configuration, readOnly: false, json: json, adoptingRules: false)
             defer { store.close() }
-            let before = try store.rules()
-            let seq = try store.applyRules(other.rules, raw: bytes, at: currentMillis())
+            let before = try store.rulesInLog.inForce()
+            let seq = try store.rulesInLog.apply(other.rules, raw: bytes, at: currentMillis())
             if json {
                 printJSON(RulesAppliedDocument(seq: seq, changes: WhatIfDocument.ruleChanges(before, other.rules)))
             } else if let seq {

@@ -58,13 +58,13 @@ import Testing
                 put("customer.\(label).\(at).cli", JSONWriter.bytes(of: view, sortedKeys: true))
             }
         }
-        for stored in try ledger.events(after: 0, limit: 1000) {
+        for stored in try ledger.log.events(after: 0, limit: 1000) {
             put("event.\(stored.event.seq).server", try JSONWriter.bytes(encoding: EventDocument(stored)))
             put(
                 "event.\(stored.event.seq).cli",
-                try JSONWriter.bytes(encoding: EventDocument(stored, raw: try ledger.raw(of: stored)), sortedKeys: true))
+                try JSONWriter.bytes(encoding: EventDocument(stored, raw: try ledger.log.raw(of: stored)), sortedKeys: true))
         }
-        for r in try ledger.rejectedInputs(after: 0, limit: 100) {
+        for r in try ledger.log.rejectedInputs(after: 0, limit: 100) {
             put("rejected.\(r.number).cli", try JSONWriter.bytes(encoding: RejectedDocument(r), sortedKeys: true))
         }
         put("verify.cli", try JSONWriter.bytes(encoding: try ledger.audit.verify(), sortedKeys: true))

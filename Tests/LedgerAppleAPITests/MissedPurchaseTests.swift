@@ -111,7 +111,7 @@ struct MissedPurchase {
             #expect(report.allRefused.isEmpty)
 
             // The check is in the log, on the subscription's answer.
-            let stored = try ledger.events(key: "reconciliation:" + MissedPurchase.otid)
+            let stored = try ledger.log.events(key: "reconciliation:" + MissedPurchase.otid)
             #expect(stored.map(\.event.seq) == [recorded])
             let shown = try #require(try Self.timeline(ledger, MissedPurchase.otid, at: now).reconciliation)
             #expect(shown.seq == recorded)
@@ -129,9 +129,9 @@ struct MissedPurchase {
         #expect(customer.subscriptions == [MissedPurchase.otid])
         #expect(try Self.timeline(ledger, MissedPurchase.otid, at: now).status == "active")
         // The notification is stored as Apple sent it.
-        let notification = try #require(try ledger.events(key: "notification:" + MissedPurchase.uuid).first)
+        let notification = try #require(try ledger.log.events(key: "notification:" + MissedPurchase.uuid).first)
         #expect(notification.event.metadata.signature == .verified)
-        #expect(try ledger.raw(of: notification) == AppleFixtures.v2Notification(signedPayload: missed.signedPayload))
+        #expect(try ledger.log.raw(of: notification) == AppleFixtures.v2Notification(signedPayload: missed.signedPayload))
         #expect(try ledger.audit.replay(check: true).differences.isEmpty)
         #expect(try ledger.audit.verify().ok)
 
@@ -197,7 +197,7 @@ struct MissedPurchase {
             #expect(report.requests == 5, "the lookup, then the customer's four")
             #expect(server.requests.first?.path == "/inApps/v1/lookup/MQKKHVJ8PN")
         }
-        #expect(try !ledger.events(key: ThreePurchases.b).isEmpty)
+        #expect(try !ledger.log.events(key: ThreePurchases.b).isEmpty)
         #expect(try Self.timeline(ledger, ThreePurchases.b, at: now).periods.first?.productId == ThreePurchases.lifetime)
 
         // An order Apple does not know: 200 and status 1; reported, nothing written.
@@ -286,7 +286,7 @@ struct MissedPurchase {
             let deadline = ContinuousClock.now + .seconds(120)
             while !found && ContinuousClock.now < deadline {
                 try await Task.sleep(nanoseconds: 100_000_000)
-                found = try !ledger.events(key: "reconciliation:" + MissedPurchase.otid).isEmpty
+                found = try !ledger.log.events(key: "reconciliation:" + MissedPurchase.otid).isEmpty
             }
             let stopped = currentMillis()
             job.cancel()
@@ -303,7 +303,7 @@ struct MissedPurchase {
         }
         #expect(try ledger.customer(AppUserID(MissedPurchase.user), at: now).entitlements[AppleFixtures.yearly]?.active == true)
         // The renewal of the other customer, signed 10 days ago, is outside the week: not found.
-        #expect(try ledger.events(key: "notification:" + others.renewalUUID).isEmpty)
+        #expect(try ledger.log.events(key: "notification:" + others.renewalUUID).isEmpty)
     }
 
     @Test func thePeriodicModesAreConfigured() throws {

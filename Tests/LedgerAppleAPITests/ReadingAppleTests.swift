@@ -280,7 +280,7 @@ struct ThreePurchases {
         let story = ThreePurchases(now: now)
         let ledger = try await ReconcileTests.ledger(dir, "ledger", story.ledgerInputs, now: now)
         defer { ledger.close() }
-        #expect(try ledger.events(key: ThreePurchases.b).isEmpty)
+        #expect(try ledger.log.events(key: ThreePurchases.b).isEmpty)
         #expect(try Self.timeline(ledger, ThreePurchases.c, at: now).periods.first?.revokedAt == nil)
         try await ReconcileTests.withReconciler(dir, ledger, apple: story.fakeApple().respond) { reconciler, server in
             let report = try await reconciler.run(.original(OriginalTransactionID(rawValue: ThreePurchases.a)), dryRun: false, now: { now })
@@ -307,8 +307,8 @@ struct ThreePurchases {
             // Notification history, transaction history, statuses, refund history: once each for the customer.
             #expect(server.requests.count == 4)
         }
-        #expect(try !ledger.events(key: ThreePurchases.b).isEmpty)
-        #expect(try ledger.events(key: "reconciliation:" + ThreePurchases.b).count == 1)
+        #expect(try !ledger.log.events(key: ThreePurchases.b).isEmpty)
+        #expect(try ledger.log.events(key: "reconciliation:" + ThreePurchases.b).count == 1)
         #expect(try Self.timeline(ledger, ThreePurchases.c, at: now).periods.first?.revokedAt == now - 190 * AppleFixtures.day)
         #expect(try Self.timeline(ledger, ThreePurchases.a, at: now).status == "active")
         #expect(try ledger.audit.replay(check: true).differences.isEmpty)

@@ -255,7 +255,7 @@ struct RenewalStory {
         let after = try gappy.statistics()
         #expect(after.lastSeq == before.lastSeq)
         #expect(after.chainHead == before.chainHead)
-        #expect(try gappy.rejectedInputs().isEmpty)
+        #expect(try gappy.log.rejectedInputs().isEmpty)
         #expect(try Self.timeline(gappy, at: now - AppleFixtures.day).reconciliation == nil)
     }
 
@@ -267,7 +267,7 @@ struct RenewalStory {
         let story = RenewalStory(now: now)
         let gappy = try await Self.ledger(dir, "gappy", [story.binding] + Array(story.bodies[0..<4]), now: now)
         defer { gappy.close() }
-        #expect(try gappy.events(key: "notification:" + story.uuids[4]).isEmpty)
+        #expect(try gappy.log.events(key: "notification:" + story.uuids[4]).isEmpty)
         // As the ledger knows it, the subscription's last period (renewal 3) ended 20 days ago: a window of 10 days
         // does not take it in, one of 30 does.
         #expect(try gappy.subscriptions(environment: .production, activeSince: now - 10 * AppleFixtures.day).isEmpty)
@@ -282,12 +282,12 @@ struct RenewalStory {
             #expect(check.notificationsUndelivered.isEmpty)
             #expect(check.transactionsAdded.map(\.transactionId) == ["2000000000000005"])
         }
-        let stored = try gappy.events(key: "notification:" + story.uuids[4])
+        let stored = try gappy.log.events(key: "notification:" + story.uuids[4])
         #expect(stored.count == 1)
         #expect(stored.first?.event.metadata.signature == .verified)
         // The raw input is the signedPayload exactly as Apple sent it.
         let first = try #require(stored.first)
-        let raw = try #require(try gappy.raw(of: first))
+        let raw = try #require(try gappy.log.raw(of: first))
         #expect(raw == AppleFixtures.v2Notification(signedPayload: story.signedPayloads[4]))
     }
 

@@ -54,6 +54,6 @@ import Testing
         #expect(results[0].error?.message.contains("(event 12)") == true)
         let stats = try ledger.statistics()
         #expect(stats.lastSeq == 1, "only the genuine transaction was appended")
-        #expect(try ledger.rejectedInputs().map(\.raw) == [Self.eventLine, Self.refusalLine, Self.endLine].map { Array($0.utf8) })
+        #expect(try ledger.log.rejectedInputs().map(\.raw) == [Self.eventLine, Self.refusalLine, Self.endLine].map { Array($0.utf8) })
     }
 }

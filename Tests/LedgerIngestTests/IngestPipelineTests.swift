@@ -53,7 +53,7 @@ import Testing
             #expect(results.map(\.status) == [.rejected], "\(name)")
             #expect(results.first?.error?.code.rawValue == code, "\(name): \(results.first?.error?.message ?? "")")
             kept += 1
-            let rejected = try ledger.rejectedInputs(limit: 100)
+            let rejected = try ledger.log.rejectedInputs(limit: 100)
             #expect(rejected.count == kept, "\(name) is kept for the auditor")
             #expect(rejected.last?.raw == Array(jws.utf8), "\(name): the exact bytes are kept")
             #expect(rejected.last?.code.rawValue == code)

@@ -109,7 +109,7 @@ struct OlderReceiptsStoryTests {
         // The event is as it was stored (the chain covers its bytes); the fold reads the date beside it.
         #expect(try upgraded.audit.verify().ok)
         #expect(try upgraded.audit.replay(check: true).differences.isEmpty)
-        let receiptEvent = try #require(try upgraded.events(key: Self.tid).last)
+        let receiptEvent = try #require(try upgraded.log.events(key: Self.tid).last)
         guard case .transaction(let stored) = receiptEvent.event.fact else { Issue.record("not a transaction"); return }
         #expect(stored.receiptCreationDate == nil)
         // As known before the receipt came, and at every later position, the same fold.

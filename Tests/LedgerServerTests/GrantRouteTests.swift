@@ -137,7 +137,7 @@ struct GrantRouteTests {
             #expect(s3 == .badRequest)
             #expect((query["error"] as? [String: Any])?["code"] as? String == "invalid_query")
             #expect(try api.ledger.lastSeq() == 0, "nothing appended")
-            let kept = try api.ledger.rejectedInputs()
+            let kept = try api.ledger.log.rejectedInputs()
             #expect(kept.count >= 2)
             #expect(kept.prefix(2).map { String(decoding: $0.raw, as: UTF8.self) } == [
                 #"{"entitlement":"premium","duration":"a month"}"#, #"{"duration":"P1M"}"#,

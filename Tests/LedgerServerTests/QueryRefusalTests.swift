@@ -115,7 +115,7 @@ import Testing
             }
         }
         #expect(try api.ledger.lastSeq() == 0)
-        let kept = try api.ledger.rejectedInputs(limit: 10)
+        let kept = try api.ledger.log.rejectedInputs(limit: 10)
         if c.method == .post {
             #expect(kept.map(\.code) == ["invalid_query"])
             #expect(kept.first?.request == "POST \(c.target)")
@@ -187,7 +187,7 @@ import Testing
                 )
             }
         }
-        let events = try api.ledger.events(after: 0, limit: 10)
+        let events = try api.ledger.log.events(after: 0, limit: 10)
         #expect(events.map(\.event.metadata.receivedAt) == [1_700_000_001_000, 1_700_000_001_000, 1_700_006_400_000])
     }
 
@@ -344,7 +344,7 @@ import Testing
             }
         }
         #expect(try api.ledger.lastSeq() == 0, "nothing of the body is appended")
-        #expect(try api.ledger.rejectedInputs(limit: 10).count == 3, "each refused body is kept")
+        #expect(try api.ledger.log.rejectedInputs(limit: 10).count == 3, "each refused body is kept")
     }
 
     @Test func oneDocumentWithWhitespaceAroundItIsAppendedAndNDJSONIsABatch() async throws {
@@ -420,7 +420,7 @@ struct PipelinedMalformedHeadTests {
             }
             // Its bytes came in one read with the requests before it, so they are not known: nothing is kept rather
             // than bytes not its own (the head is kept when it has a read of its own, as in the test below).
-            let kept = try server.ledger.rejectedInputs(limit: 10_000).filter { $0.code == "bad_request" }
+            let kept = try server.ledger.log.rejectedInputs(limit: 10_000).filter { $0.code == "bad_request" }
             #expect(
                 kept.allSatisfy { $0.raw == Array(Self.garbage.utf8) && $0.request == "GARBAGE LINE" },
                 "\(kept.map { String(decoding: $0.raw, as: UTF8.self) })"
@@ -445,10 +445,10 @@ struct PipelinedMalformedHeadTests {
             #expect(answers.first?.hasSuffix("0\r\n\r\n") == true, "the stream ended first: \(text)")
             #expect(answers.last == Self.refusal, "\(text)")
             let deadline = ContinuousClock.now + .seconds(5)
-            var kept = try server.ledger.rejectedInputs(limit: 100)
+            var kept = try server.ledger.log.rejectedInputs(limit: 100)
             while kept.isEmpty && ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
-                kept = try server.ledger.rejectedInputs(limit: 100)
+                kept = try server.ledger.log.rejectedInputs(limit: 100)
             }
             #expect(kept.count == 1)
             #expect(kept.first?.code == "bad_request")

@@ -15,10 +15,10 @@ struct RefusalRecordTests {
     func rejected(_ server: TestServer, count: Int) async throws -> RejectedInput {
         // Generous: on two shared cores the whole suite runs in parallel, and the record is appended in a task.
         let deadline = ContinuousClock.now + .seconds(20)
-        while try server.ledger.rejectedInputs(limit: 10_000).count < count && ContinuousClock.now < deadline {
+        while try server.ledger.log.rejectedInputs(limit: 10_000).count < count && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
-        let all = try server.ledger.rejectedInputs(limit: 10_000)
+        let all = try server.ledger.log.rejectedInputs(limit: 10_000)
         #expect(all.count == count)
         return try #require(all.last)
     }
@@ -64,7 +64,7 @@ struct RefusalRecordTests {
             let read = try await client.get("/v1/subscriptions/x?asOf=minus-one")
             #expect(read.status == 400)
             try await Task.sleep(for: .milliseconds(100))
-            #expect(try server.ledger.rejectedInputs().count == 2)
+            #expect(try server.ledger.log.rejectedInputs().count == 2)
         }
     }
 

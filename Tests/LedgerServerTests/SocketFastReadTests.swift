@@ -275,7 +275,7 @@ struct FastReadTests {
             var records: [[String]] = []
             for on in [true, false] {
                 server.service.fastPath.isOn = on
-                let before = try server.ledger.rejectedInputs(limit: 10_000).count
+                let before = try server.ledger.log.rejectedInputs(limit: 10_000).count
                 for text in cut {
                     // The client goes: the connection closes when it is released.
                     let connection = try RawConnection(server.socketPath)
@@ -289,10 +289,10 @@ struct FastReadTests {
                 let (answer, closed) = await offThePool { slow.readUntilClosed(seconds: 10) }
                 #expect(closed && answer.hasPrefix("HTTP/1.1 408 "), "\(answer)")
                 let deadline = ContinuousClock.now + .seconds(20)
-                while try server.ledger.rejectedInputs(limit: 10_000).count < before + 4 && ContinuousClock.now < deadline {
+                while try server.ledger.log.rejectedInputs(limit: 10_000).count < before + 4 && ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(20))
                 }
-                let kept = try server.ledger.rejectedInputs(limit: 10_000).dropFirst(before)
+                let kept = try server.ledger.log.rejectedInputs(limit: 10_000).dropFirst(before)
                 records.append(kept.map { "\($0.code) \($0.request ?? "-") \($0.message) \(String(decoding: $0.raw, as: UTF8.self))" })
             }
             #expect(records[0].count == 4)

@@ -48,7 +48,7 @@ struct FastWriteTests {
                 answers.append(withoutDate(await offThePool { connection.readAnswers(1).first ?? "no answer" }))
             }
             appended = server.service.fastPath.appended - before
-            events = try server.ledger.events(after: 0, limit: 100).map { "\($0.event.seq) \($0.event.fact)" }
+            events = try server.ledger.log.events(after: 0, limit: 100).map { "\($0.event.seq) \($0.event.fact)" }
         }
         return (answers, appended, events)
     }
@@ -120,7 +120,7 @@ struct FastWriteTests {
             let answer = await offThePool { connection.readAnswers(1).first ?? "no answer" }
             #expect(answer.hasPrefix("HTTP/1.1 403 "), "\(answer)")
             #expect(server.service.fastPath.appended == before)
-            #expect(try server.ledger.events(after: 0, limit: 10).isEmpty)
+            #expect(try server.ledger.log.events(after: 0, limit: 10).isEmpty)
         }
     }
 }

@@ -80,6 +80,6 @@ struct StorageFullTests {
         let report = try reopened.audit.verify()
         #expect(report.ok, "\(report.fault ?? "")")
         #expect(report.events == UInt64(acknowledged.count))
-        for id in acknowledged { #expect(try !reopened.events(key: id).isEmpty, "acknowledged \(id) is lost") }
+        for id in acknowledged { #expect(try !reopened.log.events(key: id).isEmpty, "acknowledged \(id) is lost") }
     }
 }

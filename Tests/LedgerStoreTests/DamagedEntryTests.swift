@@ -37,7 +37,7 @@ import Testing
                             raw: Array("refused input \(i)".utf8), code: "invalid_json", message: "refusal \(i)",
                             receivedAt: start))
                 })
-            events = try original.ledger.events(after: 0, limit: 100)
+            events = try original.ledger.log.events(after: 0, limit: 100)
             directory = NSTemporaryDirectory() + "ledger-damaged-" + UUID().uuidString
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             try original.ledger.copy(to: directory)
@@ -91,7 +91,7 @@ import Testing
         }
         let ledger = try copy.open()
         let naming = "key of `log` is 5 bytes, not 8"
-        expectCorrupted(naming: naming) { try ledger.events(after: 0, limit: 100) }
+        expectCorrupted(naming: naming) { try ledger.log.events(after: 0, limit: 100) }
         expectCorrupted(naming: naming) { try ledger.lastSeq() }
         expectCorrupted(naming: naming) { try ledger.audit.exportedEvents(after: 0, limit: 100) }
         expectCorrupted(naming: naming) { try ledger.audit.forEachEvent(after: 0) { _, _, _, _ in } }
@@ -116,7 +116,7 @@ import Testing
         }
         let ledger = try copy.open()
         let naming = "key of `log` is 9 bytes, not 8"
-        expectCorrupted(naming: naming) { try ledger.events(after: 0, limit: 100) }
+        expectCorrupted(naming: naming) { try ledger.log.events(after: 0, limit: 100) }
         expectCorrupted(naming: naming) { try ledger.audit.exportedEvents(after: 0, limit: 100) }
         expectCorrupted(naming: naming) { try ledger.audit.forEachEvent(after: 0) { _, _, _, _ in } }
         let report = try ledger.audit.verify()
@@ -127,9 +127,9 @@ import Testing
         let copy = try Copy { env, _ in try Self.truncate(try env.openDatabase("log"), key: bigEndian(2), to: 12, env) }
         let ledger = try copy.open()
         let naming = "`log` entry 2 is 12 bytes"
-        expectCorrupted(naming: naming) { try ledger.events(after: 0, limit: 100) }
-        expectCorrupted(naming: naming) { try ledger.event(seq: 2) }
-        expectCorrupted(naming: naming) { try ledger.events(key: copy.events[1].event.fact.eventKey) }
+        expectCorrupted(naming: naming) { try ledger.log.events(after: 0, limit: 100) }
+        expectCorrupted(naming: naming) { try ledger.log.event(seq: 2) }
+        expectCorrupted(naming: naming) { try ledger.log.events(key: copy.events[1].event.fact.eventKey) }
         expectCorrupted(naming: naming) { try ledger.audit.exportedEvents(after: 0, limit: 100) }
         expectCorrupted(naming: naming) { try ledger.audit.forEachEvent(after: 0) { _, _, _, _ in } }
         let report = try ledger.audit.verify()
@@ -149,7 +149,7 @@ import Testing
         }
         let ledger = try copy.open()
         let naming = "key of `rejected` is 5 bytes, not 8"
-        expectCorrupted(naming: naming) { try ledger.rejectedInputs(after: 0, limit: 100) }
+        expectCorrupted(naming: naming) { try ledger.log.rejectedInputs(after: 0, limit: 100) }
         expectCorrupted(naming: naming) { try ledger.audit.exportedRefusals(after: 0, limit: 100) }
         let report = try ledger.audit.verify()
         #expect(report.fault?.contains(naming) == true, "\(report.fault ?? "no fault")")
@@ -166,9 +166,9 @@ import Testing
         }
         let ledger = try copy.open()
         let naming = "rejected record 2 does not decode"
-        expectCorrupted(naming: naming) { try ledger.rejectedInputs(after: 0, limit: 100) }
+        expectCorrupted(naming: naming) { try ledger.log.rejectedInputs(after: 0, limit: 100) }
         expectCorrupted(naming: naming) { try ledger.audit.exportedRefusals(after: 0, limit: 100) }
-        #expect(try ledger.rejectedInputs(after: 2, limit: 100).map(\.number) == [3])
+        #expect(try ledger.log.rejectedInputs(after: 2, limit: 100).map(\.number) == [3])
     }
 
     // MARK: - `lifecycle`
@@ -239,11 +239,11 @@ import Testing
         let tid = copy.events[4].event.fact.eventKey
         let length = tid.utf8.count + 1 + 4
         expectCorrupted(naming: "key of `events` under \(tid) is \(length) bytes, not \(length + 4)") {
-            try ledger.events(key: tid)
+            try ledger.log.events(key: tid)
         }
         let naming = "key of `events` under \(RulesChange.eventKey) is"
-        expectCorrupted(naming: naming) { try ledger.rules() }
-        expectCorrupted(naming: naming) { try ledger.rulesChanges() }
+        expectCorrupted(naming: naming) { try ledger.rulesInLog.inForce() }
+        expectCorrupted(naming: naming) { try ledger.rulesInLog.changes() }
         expectCorrupted(naming: naming) {
             try ledger.timeline("900", at: 1_605_243_570_000)
         }
@@ -257,8 +257,8 @@ import Testing
         }
         let ledger = try copy.open()
         let tid = copy.events[4].event.fact.eventKey
-        expectCorrupted(naming: "event 5 does not decode") { try ledger.events(after: 0, limit: 100) }
-        expectCorrupted(naming: "event 5 does not decode") { try ledger.events(key: tid) }
+        expectCorrupted(naming: "event 5 does not decode") { try ledger.log.events(after: 0, limit: 100) }
+        expectCorrupted(naming: "event 5 does not decode") { try ledger.log.events(key: tid) }
         expectCorrupted(naming: "event 5 does not decode") { try ledger.audit.exportedEvents(after: 0, limit: 100) }
     }
 

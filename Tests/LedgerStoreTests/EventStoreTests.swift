@@ -57,11 +57,11 @@ func input(_ facts: [Fact], raw: String? = nil, receivedAt: Int64 = 1_605_243_60
         #expect(results.map(\.status) == [.appended])
         #expect(results[0].seq == 1)
         #expect(results[0].events.map(\.transactionId) == ["1000000741475761"])
-        let stored = try t.ledger.events(key: "1000000741475761")
+        let stored = try t.ledger.log.events(key: "1000000741475761")
         #expect(stored.count == 1)
         #expect(stored[0].event.fact == .transaction(transaction("1000000741475761")))
         #expect(try t.ledger.lastSeq() == 1)
-        #expect(try t.ledger.raw(of: stored[0]) == Array("raw-1000000741475761-\(([Fact.transaction(transaction("1000000741475761"))]).hashValue)".utf8))
+        #expect(try t.ledger.log.raw(of: stored[0]) == Array("raw-1000000741475761-\(([Fact.transaction(transaction("1000000741475761"))]).hashValue)".utf8))
     }
 
     @Test func theSameFactAgainIsADuplicateAndWritesNothing() throws {
@@ -88,7 +88,7 @@ func input(_ facts: [Fact], raw: String? = nil, receivedAt: Int64 = 1_605_243_60
         revision.revocationReason = 1
         let r = try t.ledger.appendAndWait([input([.transaction(revision)])])
         #expect(r[0].status == .appended)
-        let revisions = try t.ledger.events(key: "1000000750000001")
+        let revisions = try t.ledger.log.events(key: "1000000750000001")
         #expect(revisions.map(\.event.seq) == [1, 2])
         guard case .transaction(let latest) = revisions[1].event.fact else {
             Issue.record("expected a transaction")
@@ -122,7 +122,7 @@ func input(_ facts: [Fact], raw: String? = nil, receivedAt: Int64 = 1_605_243_60
         let after = try t.ledger.statistics()
         #expect(after.lastSeq == before.lastSeq)
         #expect(after.chainHead == before.chainHead)
-        let kept = try t.ledger.rejectedInputs()
+        let kept = try t.ledger.log.rejectedInputs()
         #expect(kept.map(\.code) == ["invalid_json", "invalid_id"])
         #expect(kept[0].raw == Array("{not json".utf8))
         #expect(try t.ledger.audit.verify().ok)
@@ -132,7 +132,7 @@ func input(_ facts: [Fact], raw: String? = nil, receivedAt: Int64 = 1_605_243_60
         let t = try TemporaryLedger()
         let huge = [UInt8](repeating: UInt8(ascii: "["), count: 3 << 20)
         _ = try t.ledger.appendAndWait([.rejected(RejectedInput(raw: huge, code: "too_large", message: "x", receivedAt: 0))])
-        let kept = try #require(try t.ledger.rejectedInputs().first)
+        let kept = try #require(try t.ledger.log.rejectedInputs().first)
         #expect(kept.size == 3 << 20)
         #expect(kept.raw.count == RejectedInput.keptBytesLimit)
     }
@@ -171,7 +171,7 @@ func input(_ facts: [Fact], raw: String? = nil, receivedAt: Int64 = 1_605_243_60
         let results = try t.ledger.appendAndWait(inputs)
         #expect(results.allSatisfy { $0.status == .appended })
         #expect(try t.ledger.lastSeq() == 3_000)
-        #expect(try t.ledger.events(key: "12999").count == 1)
+        #expect(try t.ledger.log.events(key: "12999").count == 1)
         try t.reopen()
         #expect(try t.ledger.lastSeq() == 3_000)
         #expect(try t.ledger.audit.verify().ok)
@@ -183,7 +183,7 @@ func input(_ facts: [Fact], raw: String? = nil, receivedAt: Int64 = 1_605_243_60
         let head = try t.ledger.statistics().chainHead
         try t.reopen()
         #expect(try t.ledger.statistics().chainHead == head)
-        let page = try t.ledger.events(after: 10, limit: 5)
+        let page = try t.ledger.log.events(after: 10, limit: 5)
         #expect(page.map(\.event.seq) == [11, 12, 13, 14, 15])
     }
 }

@@ -185,15 +185,15 @@ import Testing
         let expected = try Self.answers(plain.ledger, excluding: nil)
         #expect(try Self.answers(named.ledger, excluding: nil) == expected)
         // Events read back name people as they came (the log holds pseudonyms).
-        let plainEvents = try plain.ledger.events(after: 0, limit: 1_000).map(\.event.fact)
-        #expect(try named.ledger.events(after: 0, limit: 1_000).map(\.event.fact) == plainEvents)
+        let plainEvents = try plain.ledger.log.events(after: 0, limit: 1_000).map(\.event.fact)
+        #expect(try named.ledger.log.events(after: 0, limit: 1_000).map(\.event.fact) == plainEvents)
         for n in 0..<6 {
             #expect(try named.ledger.grants(AppUserID(Self.user(n))) == plain.ledger.grants(AppUserID(Self.user(n))))
         }
         // Raw inputs read back as received.
-        for stored in try named.ledger.events(after: 0, limit: 1_000) {
-            let same = try #require(try plain.ledger.event(seq: stored.event.seq))
-            #expect(try named.ledger.raw(of: stored) == plain.ledger.raw(of: same))
+        for stored in try named.ledger.log.events(after: 0, limit: 1_000) {
+            let same = try #require(try plain.ledger.log.event(seq: stored.event.seq))
+            #expect(try named.ledger.log.raw(of: stored) == plain.ledger.log.raw(of: same))
         }
         #expect(try named.ledger.audit.verify().fault == nil)
         #expect(try named.ledger.audit.replay(check: true).differences.isEmpty)
@@ -248,15 +248,15 @@ import Testing
         #expect(customer.subscriptions.isEmpty && customer.entitlements.isEmpty && customer.bindings.isEmpty)
         for (key, text) in found { #expect(!text.contains(Self.user(forgotten)), "\(key) names the forgotten user") }
         var erasedInputs = Set<UInt64>()
-        for stored in try erased.ledger.events(after: 0, limit: 10_000) {
+        for stored in try erased.ledger.log.events(after: 0, limit: 10_000) {
             let described = "\(stored.event)"
             #expect(!described.contains(Self.user(forgotten)))
             if tokenForgotten { #expect(!described.contains(Self.token(forgotten))) }
-            if case .erased = try erased.ledger.rawInput(of: stored.rawKey) { erasedInputs.insert(stored.rawKey) }
+            if case .erased = try erased.ledger.log.rawInput(of: stored.rawKey) { erasedInputs.insert(stored.rawKey) }
         }
         #expect(erasedInputs.count == steps[..<cut].filter { $0.names.contains(forgotten) || (tokenForgotten && $0.tokens.contains(forgotten)) }.count)
         // The erasure is an event of the log: who asked, when, which pseudonyms; never the value.
-        let erasure = try #require(try erased.ledger.event(seq: report.seq))
+        let erasure = try #require(try erased.ledger.log.event(seq: report.seq))
         guard case .erasure(let e) = erasure.event.fact else {
             Issue.record("seq \(report.seq) is \(erasure.event.fact.kind), not the erasure")
             return
@@ -285,9 +285,9 @@ import Testing
             _ = try c.ledger.appendAndWait([step.input])
         }
         let last = try a.ledger.lastSeq()
-        let head = try #require(try a.ledger.event(seq: last)).chainHash
-        #expect(try b.ledger.event(seq: last)?.chainHash == head)
-        #expect(try c.ledger.event(seq: last)?.chainHash != head)
+        let head = try #require(try a.ledger.log.event(seq: last)).chainHash
+        #expect(try b.ledger.log.event(seq: last)?.chainHash == head)
+        #expect(try c.ledger.log.event(seq: last)?.chainHash != head)
         #expect(try Self.answers(c.ledger, excluding: nil) == Self.answers(a.ledger, excluding: nil))
     }
 
@@ -417,9 +417,9 @@ import Testing
                 .rejected(RejectedInput(raw: Array(raw.utf8), code: .invalidBody, message: "refused", receivedAt: Self.start))
             ])
         }
-        #expect(try named.ledger.rejectedInputs().map(\.erased) == [false, false, false, false])
+        #expect(try named.ledger.log.rejectedInputs().map(\.erased) == [false, false, false, false])
         _ = try named.ledger.privacy.forget(AppUserID(Self.user(1)), requestedBy: "ticket 12", at: Self.start + Self.day)
-        #expect(try named.ledger.rejectedInputs().map(\.erased) == [true, true, true, false])
+        #expect(try named.ledger.log.rejectedInputs().map(\.erased) == [true, true, true, false])
         #expect(try named.ledger.audit.verify().fault == nil)
     }
 }

@@ -83,7 +83,7 @@ import Testing
             let results = try t.ledger.appendAndWait([input([.transaction(transaction("j\(n)", otid: "o\(n % 7)"))], raw: raw)])
             seqs += results.compactMap(\.seq)
             // Read-your-writes: the group committed (without LMDB's own sync) before the answer.
-            #expect(try t.ledger.events(key: "j\(n)").count == 1)
+            #expect(try t.ledger.log.events(key: "j\(n)").count == 1)
         }
         #expect(seqs == Array(1...300))
         let journal = t.directory + "/journal"

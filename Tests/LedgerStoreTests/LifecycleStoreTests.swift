@@ -80,7 +80,7 @@ import Testing
                 _ = try t.ledger.appendAndWait(batch)
             }
             let stored = try t.ledger.lifecycleEvents(after: 0, limit: 1 << 30).events
-            let log = try t.ledger.events(after: 0, limit: 1 << 30)
+            let log = try t.ledger.log.events(after: 0, limit: 1 << 30)
             let expected = Self.expectedStream(log, rules: t.ledger.rules)
             #expect(stored == expected, "seed \(seed): the stored stream differs from the log's")
             #expect(!stored.isEmpty)

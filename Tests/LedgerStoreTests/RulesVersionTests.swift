@@ -40,7 +40,7 @@ import Testing
         }
         let before = try read()
         #expect(!before.contains(#""extras""#) && cache.count == 1)
-        _ = try #require(try t.ledger.applyRules(Self.premiumAndExtras, raw: [], at: at))
+        _ = try #require(try t.ledger.rulesInLog.apply(Self.premiumAndExtras, raw: [], at: at))
         #expect(cache.count == 0)
         #expect(try read().contains(#""extras""#))
     }
@@ -53,10 +53,10 @@ import Testing
         let at = Self.start + Self.day
         #expect(try t.ledger.customer("alice", at: at).entitlements.keys.sorted() == ["premium"])
 
-        let seq = try #require(try t.ledger.applyRules(Self.premiumAndExtras, raw: Array("{…}".utf8), at: at))
+        let seq = try #require(try t.ledger.rulesInLog.apply(Self.premiumAndExtras, raw: Array("{…}".utf8), at: at))
         #expect(seq == 3)
-        #expect(try t.ledger.rules() == Self.premiumAndExtras)
-        #expect(try t.ledger.rules(asOf: 2) == Self.premiumOnly)
+        #expect(try t.ledger.rulesInLog.inForce() == Self.premiumAndExtras)
+        #expect(try t.ledger.rulesInLog.inForce(asOf: 2) == Self.premiumOnly)
         // From its position on, the new catalog; as of before it, the old one.
         #expect(try t.ledger.customer("alice", at: at).entitlements.keys.sorted() == ["extras", "premium"])
         #expect(try t.ledger.customer("alice", at: at, asOf: 3).entitlements["extras"]?.active == true)
@@ -66,7 +66,7 @@ import Testing
         try Self.sound(t.ledger)
 
         // Applying the rules in force again writes nothing.
-        #expect(try t.ledger.applyRules(Self.premiumAndExtras, raw: [], at: at + 1) == nil)
+        #expect(try t.ledger.rulesInLog.apply(Self.premiumAndExtras, raw: [], at: at + 1) == nil)
         #expect(try t.ledger.lastSeq() == 3)
 
         // A restart with the old configuration file keeps the log's rules.
@@ -90,7 +90,7 @@ import Testing
         // The what-if replay predicts what the change will do; the change then does exactly that.
         let predicted = try t.ledger.audit.whatIf(keep, at: at).differences.map { "\($0.appUserId):\($0.entitlement)" }
         #expect(predicted == ["alice:premium", "bob:premium"])
-        let seq = try #require(try t.ledger.applyRules(keep, raw: [], at: at))
+        let seq = try #require(try t.ledger.rulesInLog.apply(keep, raw: [], at: at))
         #expect(try t.ledger.customer("bob", at: at).entitlements["premium"] == nil)
         #expect(try t.ledger.customer("alice", at: at).entitlements["premium"]?.active == true)
         #expect(try t.ledger.timeline("1001", at: at)?.refusedClaims.map(\.appUserId) == ["bob"])
@@ -104,7 +104,7 @@ import Testing
         _ = try t.ledger.appendAndWait([WhatIfAndWhyTests.claim("carol", "1001", at: Self.start + 12 * Self.day)])
         #expect(try t.ledger.timeline("1001", at: at)?.refusedClaims.map(\.appUserId) == ["bob", "carol"])
         try Self.sound(t.ledger)
-        #expect(try t.ledger.rulesChanges().map(\.seq) == [seq])
+        #expect(try t.ledger.rulesInLog.changes().map(\.seq) == [seq])
     }
 
     @Test func aRulesChangeRoundTripsThroughItsCanonicalBytes() throws {

@@ -39,7 +39,7 @@ import Testing
         }
         let first = try t.ledger.appendAndWait([.facts(facts, metadata: metadata, raw: Self.body)])
         #expect(first.map(\.status) == [.appended])
-        #expect(try t.ledger.events(key: "notification:\(oldID)").count == 1)
+        #expect(try t.ledger.log.events(key: "notification:\(oldID)").count == 1)
 
         // Reopened by this version: the stored ids are read, never re-derived.
         try t.reopen()

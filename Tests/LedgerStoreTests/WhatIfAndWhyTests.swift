@@ -123,8 +123,8 @@ import Testing
         #expect(g.facts.map(\.role) == [.purchase, .catalogRule, .owner, .transferredAway])
         #expect(g.facts.map(\.seq) == [1, nil, 2, 3])
         for f in g.facts where f.seq != nil {
-            let stored = try #require(try t.ledger.event(seq: f.seq!))
-            let raw = try #require(try t.ledger.raw(of: stored))
+            let stored = try #require(try t.ledger.log.event(seq: f.seq!))
+            let raw = try #require(try t.ledger.log.raw(of: stored))
             #expect(f.rawDigest == Array(SHA256.hash(data: raw)), "the digest of the raw input the fact came from")
             #expect(f.receivedAt == stored.event.metadata.receivedAt)
         }

@@ -82,7 +82,7 @@ struct Findings {
         }
         for case .transaction(let t) in facts { see(t) }
         let key = Fact.notification(n).eventKey
-        guard try ledger.events(key: key).isEmpty, !pendingNotifications.contains(key) else { return }
+        guard try ledger.log.events(key: key).isEmpty, !pendingNotifications.contains(key) else { return }
         // What the notification brings that the ledger lacked.
         var lacking: [TransactionFact] = []
         var renewalLacking = false
@@ -152,7 +152,7 @@ struct Findings {
         guard !checks[otid]!.transactionsAdded.contains(where: { $0.transactionId == t.transactionId.rawValue }) else {
             return
         }
-        let revision = (try? !ledger.events(key: t.transactionId.rawValue).isEmpty) ?? false
+        let revision = (try? !ledger.log.events(key: t.transactionId.rawValue).isEmpty) ?? false
         checks[otid]!.transactionsAdded.append(
             .init(
                 transactionId: t.transactionId.rawValue, productId: t.productId, purchaseDate: t.purchaseDate,
@@ -233,7 +233,7 @@ struct Findings {
     /// The undelivered notifications the subscription's latest recorded check names.
     private func lastRecordedUndelivered(_ otid: OriginalTransactionID) throws -> Set<String> {
         var last: ReconciliationFact?
-        for stored in try ledger.events(key: ReconciliationFact.eventKey(otid)) {
+        for stored in try ledger.log.events(key: ReconciliationFact.eventKey(otid)) {
             if case .reconciliation(let check) = stored.event.fact, check.environment == reconciler.environment {
                 last = check
             }

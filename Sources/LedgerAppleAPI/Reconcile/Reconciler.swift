@@ -308,7 +308,7 @@ public struct Reconciler: Sendable {
             return copy == other
         }
         for case .transaction(let p) in pending where p.transactionId == t.transactionId && same(p) { return true }
-        for stored in try pipeline.ledger.events(key: t.transactionId.rawValue) {
+        for stored in try pipeline.ledger.log.events(key: t.transactionId.rawValue) {
             if case .transaction(let s) = stored.event.fact, s.environment == t.environment, same(s) { return true }
         }
         return false
@@ -322,7 +322,7 @@ public struct Reconciler: Sendable {
             guard other.environment == r.environment, other.originalTransactionId == r.originalTransactionId else { return }
             if latest == nil || (other.signedDate ?? 0) >= (latest!.signedDate ?? 0) { latest = other }
         }
-        for stored in try pipeline.ledger.events(key: Fact.renewal(r).eventKey) {
+        for stored in try pipeline.ledger.log.events(key: Fact.renewal(r).eventKey) {
             if case .renewal(let s) = stored.event.fact { consider(s) }
         }
         for case .renewal(let p) in pending { consider(p) }

@@ -131,7 +131,7 @@ extension LedgerPrivacy {
 
     /// The report of the erasure event at `seq` (a replica's, which applied it from the intake stream).
     public func forgetReport(seq: UInt64) throws -> ForgetReport {
-        guard let stored = try ledger.event(seq: seq), case .erasure(let erasure) = stored.event.fact,
+        guard let stored = try ledger.log.event(seq: seq), case .erasure(let erasure) = stored.event.fact,
             let pseudonym = erasure.pseudonyms.first
         else { throw LedgerError(code: .notFound, message: "the event at seq \(seq) is not an erasure") }
         let subscriptions = try environment.read { txn in try subscriptionKeys(of: pseudonym, txn).count }

@@ -4,7 +4,7 @@ import LedgerCodec
 import LedgerCore
 
 /// The rules the ledger folds with at each log position: from each change's seq on (`RulesChange`,
-/// `Ledger.applyRules`), that change's; before the first, the initial rules an upgrade recorded, else `fallback`
+/// `LedgerRules.apply`), that change's; before the first, the initial rules an upgrade recorded, else `fallback`
 /// (the built-in defaults when the ledger is opened by `storeledger`, which records a configuration's rules in the
 /// log before it writes). Changes are few: they are read from `events` under their one key
 /// (`RulesChange.eventKey`), in the reading transaction (so a read sees the rules of the log it reads), and each is
