@@ -10,7 +10,7 @@ public protocol Intake: Sendable {
     func append(_ inputs: [LedgerInput], raws: [ArraySlice<UInt8>], options: IngestPipeline.Options) async throws
         -> [AppendResult]
 
-    /// Forgets `user` (`Ledger.forget`) on every replica: published to the stream and applied by each in its
+    /// Forgets `user` (`LedgerPrivacy.forget`) on every replica: published to the stream and applied by each in its
     /// order; answered once the local replica applied it.
     func forget(_ user: AppUserID, requestedBy: String, reason: String?, at instant: UnixMillis) async throws
         -> ForgetReport

@@ -20,7 +20,7 @@ extension LedgerAudit {
         public var untilSeq: UInt64
         /// Whether the stored projections were replaced.
         public var rewrote: Bool
-        /// SHA-256 (hex) over every rebuilt projection in key order (in chunks of `Ledger.replayChunkSize`
+        /// SHA-256 (hex) over every rebuilt projection in key order (in chunks of `LedgerAudit.replayChunkSize`
         /// subscriptions): two replays of the same log to the same seq give the same digest on any machine.
         public var projectionsDigest: String
         /// The projections rebuilt (`ReplayProjections.names`): the digest is over these.

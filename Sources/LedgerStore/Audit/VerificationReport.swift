@@ -1,4 +1,4 @@
-/// The outcome of `Ledger.verify`.
+/// The outcome of `LedgerAudit.verify`.
 public struct VerificationReport: Sendable, Hashable, Codable {
     /// Events checked in the log.
     public var events: UInt64

@@ -51,7 +51,7 @@ public struct AppendResult: Sendable, Hashable, Codable {
     /// Every fact of the input was already known.
     public static let duplicate = AppendResult(events: [])
 
-    /// The erasure event written at `seq` (`Ledger.forget`, as a replica applies it from the intake stream).
+    /// The erasure event written at `seq` (`LedgerPrivacy.forget`, as a replica applies it from the intake stream).
     public static func erasure(seq: UInt64) -> AppendResult {
         AppendResult(events: [WrittenEvent(seq: seq, kind: .erasure, transactionId: nil, originalTransactionId: nil)])
     }
