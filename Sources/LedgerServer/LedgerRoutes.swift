@@ -367,7 +367,7 @@ public final class LedgerRoutes: Sendable {
         }
         if let at = query["receivedAt"] {
             guard let ms = Instant.parse(String(at)) else {
-                throw CodedError(.invalidQuery, "receivedAt must be milliseconds since epoch or ISO-8601")
+                throw CodedError(.invalidQuery, "receivedAt must be milliseconds since epoch, ISO-8601 or a date YYYY-MM-DD")
             }
             options.receivedAt = ms
         }
@@ -380,10 +380,11 @@ public final class LedgerRoutes: Sendable {
 extension LedgerRoutes {
     /// `name`'s value (`at`, `from`, `to`) as an instant within `Instant.queryRange`; `invalid_query` names the
     /// parameter and the range otherwise.
-    static func instantQuery(_ name: String, _ text: Substring) throws -> UnixMillis {
-        guard let ms = Instant.parseInQueryRange(String(text)) else {
+    static func instantQuery(_ name: String, _ text: Substring, timeZone: TimeZone = Instant.utc) throws -> UnixMillis {
+        guard let ms = Instant.parseInQueryRange(String(text), timeZone: timeZone) else {
             throw CodedError(
-                .invalidQuery, "\(name) must be milliseconds since epoch or ISO-8601 within \(Instant.queryRangeText)")
+                .invalidQuery,
+                "\(name) must be milliseconds since epoch, ISO-8601 or a date YYYY-MM-DD within \(Instant.queryRangeText)")
         }
         return ms
     }

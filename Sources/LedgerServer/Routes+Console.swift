@@ -52,17 +52,11 @@ extension LedgerRoutes {
         return environment
     }
 
-    /// An instant of a console form: as the API reads one, or a date alone (what a date field sends), its midnight UTC.
-    static func consoleInstant(_ name: String, _ text: Substring) throws -> UnixMillis {
-        let isDate = text.count == 10 && text.enumerated().allSatisfy { i, c in i == 4 || i == 7 ? c == "-" : c.isASCII && c.isNumber }
-        return try instantQuery(name, isDate ? text + "T00:00:00Z" : text)
-    }
-
     /// The clocks a customer or subscription page is asked for: `at` (ms or ISO-8601) and `asOf` (a log seq); an
     /// empty field is not asked.
     static func consoleClocks(_ query: (String) -> Substring?) throws -> ConsolePage.Clocks {
         ConsolePage.Clocks(
-            at: try query("at").flatMap { $0.isEmpty ? nil : try consoleInstant("at", $0) },
+            at: try query("at").flatMap { $0.isEmpty ? nil : try instantQuery("at", $0) },
             asOf: try query("asOf").flatMap { $0.isEmpty ? nil : try seqQuery("asOf", $0) })
     }
 
@@ -77,7 +71,7 @@ extension LedgerRoutes {
         let entitlement = query["entitlement"].flatMap { $0.isEmpty ? nil : String($0) }
         var end: UnixMillis
         if let text = query["to"], !text.isEmpty {
-            end = try Self.consoleInstant("to", text)
+            end = try Self.instantQuery("to", text)
         } else {
             end = currentMillis()
             if let last = try read({ try ledger.lastMetricDay(environment: environment) }), last < end { end = last }

@@ -8,7 +8,6 @@ import LedgerErrors
 // MARK: - GET /v1/revenue, /v1/customers/{appUserId}/revenue, /v1/metrics/{name}
 
 extension LedgerRoutes {
-    static let utc = TimeZone(secondsFromGMT: 0)!
 
     /// The query of a revenue read: the interval `[from, to)` (ms or ISO-8601; either end open when absent), the
     /// product, the log position `asOf` and the environment.
@@ -22,13 +21,17 @@ extension LedgerRoutes {
         var parameters: Parameters
 
         /// `product` names the product parameter (the metrics route's is `productId`).
-        init(_ request: Request, _ endpoint: Endpoint, product productName: String = "product") throws {
+        /// `timeZone`: where a date alone (`from=2024-01-01`) has its midnight.
+        init(
+            _ request: Request, _ endpoint: Endpoint, product productName: String = "product",
+            timeZone: TimeZone = Instant.utc
+        ) throws {
             let query = try RequestTarget.query(request)
             parameters = query
             try LedgerRoutes.checkQuery(query.map(\.key), endpoint)
             for (name, target) in [("from", \RevenueQuery.from), ("to", \RevenueQuery.to)] {
                 guard let text = query[Substring(name)] else { continue }
-                self[keyPath: target] = try LedgerRoutes.instantQuery(name, text)
+                self[keyPath: target] = try LedgerRoutes.instantQuery(name, text, timeZone: timeZone)
             }
             if let from, let to, to < from {
                 throw CodedError(.invalidQuery, "the interval [from, to) must not end before it starts")
@@ -61,7 +64,11 @@ extension LedgerRoutes {
     /// `GET /v1/metrics/{name}`: the metric by `interval` (day, week, month; default day) over `[from, to)` in
     /// `timeZone` (default UTC), of `productId` when given, as known at `asOf`; JSON, or CSV with `format=csv`.
     func metricsAnswer(name: String, _ request: Request) throws -> BufferedResponse {
-        let q = try RevenueQuery(request, .metrics, product: "productId")
+        let zoneName = try RequestTarget.query(request)["timeZone"].map(String.init) ?? "UTC"
+        guard let zone = zoneName == "UTC" ? Instant.utc : TimeZone(identifier: zoneName) else {
+            throw CodedError(.invalidQuery, "timeZone '\(zoneName)' is not a time zone (an IANA name: Europe/Paris)")
+        }
+        let q = try RevenueQuery(request, .metrics, product: "productId", timeZone: zone)
         guard let metric = MetricName(rawValue: name) else {
             throw CodedError(
                 .notFound, "no metric '\(name)': one of \(MetricName.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -76,10 +83,6 @@ extension LedgerRoutes {
             }
             return i
         } ?? .day
-        let zoneName = query["timeZone"].map(String.init) ?? "UTC"
-        guard let zone = zoneName == "UTC" ? Self.utc : TimeZone(identifier: zoneName) else {
-            throw CodedError(.invalidQuery, "timeZone '\(zoneName)' is not a time zone (an IANA name: Europe/Paris)")
-        }
         let csv: Bool
         switch query["format"] {
         case nil, "json": csv = false

@@ -52,8 +52,10 @@ struct MetricsCommand: ParsableCommand {
     }
 
     func boundaries() throws -> [UnixMillis] {
-        let from = try instantArgument("from", from)
-        let to = try instantArgument("to", to)
+        // A date alone is its midnight in the buckets' time zone.
+        let zone = TimeZone(identifier: timeZone) ?? Instant.utc
+        let from = try instantArgument("from", from, timeZone: zone)
+        let to = try instantArgument("to", to, timeZone: zone)
         guard
             let boundaries = MetricBuckets.boundaries(
                 from: from, to: to, interval: MetricInterval(rawValue: interval)!, timeZone: TimeZone(identifier: timeZone)!)

@@ -172,9 +172,10 @@ struct ClockOptions: ParsableArguments {
 
 /// The value `text` of the flag `--name` as an instant a caller may ask about (`Instant.queryRange`); a usage error
 /// naming the flag and the range otherwise.
-func instantArgument(_ name: String, _ text: String) throws -> UnixMillis {
-    guard let ms = Instant.parse(text) else {
-        throw ValidationError("--\(name) '\(text)' is neither ISO-8601 nor milliseconds since epoch")
+func instantArgument(_ name: String, _ text: String, timeZone: TimeZone = Instant.utc) throws -> UnixMillis {
+    guard let ms = Instant.parse(text, timeZone: timeZone) else {
+        throw ValidationError(
+            "--\(name) '\(text)' is neither milliseconds since epoch, ISO-8601 nor a date YYYY-MM-DD")
     }
     guard Instant.queryRange.contains(ms) else {
         throw ValidationError("--\(name) '\(text)' is outside \(Instant.queryRangeText)")

@@ -40,7 +40,25 @@ struct MetricsRouteTests {
             #expect(csv.text.hasPrefix("start,end,live,active,trials,offers,in_grace_period,in_billing_retry\r\n"))
             #expect(csv.text.split(separator: "\r\n").count == 4)
 
+            // A date alone is its midnight in `timeZone`, UTC by default: the same rows as the instants written whole.
+            let day = { (ms: Int64) in
+                let d = Date(timeIntervalSince1970: Double(ms) / 1000)
+                let f = DateFormatter()
+                f.dateFormat = "yyyy-MM-dd"
+                f.timeZone = TimeZone(secondsFromGMT: 0)
+                return f.string(from: d)
+            }
+            let byDate = try await client.get("/v1/metrics/subscriptions?from=\(day(from))&to=\(day(from + 3 * Sample.day))")
+            #expect(byDate.status == 200 && byDate.body == json.body, "\(byDate.text)")
+            let paris = try await client.get(
+                "/v1/metrics/subscriptions?from=\(day(from))&to=\(day(from + 3 * Sample.day))&timeZone=Europe/Paris")
+            let parisRows = try #require(
+                (try JSONSerialization.jsonObject(with: Data(paris.body)) as? [String: Any])?["rows"] as? [[String: Any]])
+            #expect(parisRows.first?["start"] as? Int == Int(from - 3_600_000) || parisRows.first?["start"] as? Int == Int(from - 7_200_000),
+                "midnight in Paris, an hour or two before UTC's: \(parisRows.first ?? [:])")
+
             for (target, status, code) in [
+                ("/v1/metrics/subscriptions?from=2024-02-30&to=2024-03-05", 400, "invalid_query"),
                 ("/v1/metrics/ltv?\(range)", 404, "not_found"),
                 ("/v1/metrics/mrr?from=\(from)", 400, "invalid_query"),
                 ("/v1/metrics/mrr?\(range)&interval=year", 400, "invalid_query"),

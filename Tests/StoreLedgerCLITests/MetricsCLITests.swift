@@ -76,6 +76,27 @@ struct MetricsCLITests {
                 + "2024-04-01T00:00:00Z,2024-05-01T00:00:00Z,0,0,0,0,0\r\n")
     }
 
+    /// A date alone, as docs/metrics.md writes it: its midnight in --time-zone (UTC by default), the same buckets as
+    /// the instants written whole.
+    @Test func aDateAloneIsItsMidnightInTheBucketsTimeZone() async throws {
+        let (scratch, data) = try await Self.ledger()
+        defer { scratch.remove() }
+        let whole = try await storeLedgerSucceeds(
+            ["metrics", "subscriptions", "--data", data, "--json", "--interval", "month", "--from", "2024-01-01T00:00:00Z",
+             "--to", "2024-05-01T00:00:00Z"])
+        let dates = try await storeLedgerSucceeds(
+            ["metrics", "subscriptions", "--data", data, "--json", "--interval", "month", "--from", "2024-01-01",
+             "--to", "2024-05-01"])
+        #expect(dates == whole)
+        let paris = try Self.rows(
+            try await storeLedgerSucceeds(
+                ["metrics", "mrr", "--data", data, "--json", "--time-zone", "Europe/Paris", "--from", "2024-01-01",
+                 "--to", "2024-02-01"]))
+        #expect(paris.first?["start"] as? Int == 1_704_063_600_000, "midnight in Paris: 2023-12-31T23:00:00Z")
+        let bad = try await runStoreLedger(["metrics", "mrr", "--data", data, "--from", "2024-02-30", "--to", "2024-05-01"])
+        #expect(bad.status == 2 && bad.stderr.contains("nor a date YYYY-MM-DD"), "\(bad.stderr)")
+    }
+
     @Test func badArgumentsAreRefusedWithTheirReason() async throws {
         let (scratch, data) = try await Self.ledger()
         defer { scratch.remove() }
