@@ -17,18 +17,23 @@ extension LedgerRoutes {
         var product: String?
         var asOf: UInt64?
         var environment = AppStoreEnvironment.production
+        /// `timeZone` (the metrics route's; UTC elsewhere), where a date alone (`from=2024-01-01`) has its midnight.
+        var timeZoneName = "UTC"
+        var timeZone = Instant.utc
         /// Every parameter, decoded (the metrics route reads more of them).
         var parameters: Parameters
 
         /// `product` names the product parameter (the metrics route's is `productId`).
-        /// `timeZone`: where a date alone (`from=2024-01-01`) has its midnight.
-        init(
-            _ request: Request, _ endpoint: Endpoint, product productName: String = "product",
-            timeZone: TimeZone = Instant.utc
-        ) throws {
+        init(_ request: Request, _ endpoint: Endpoint, product productName: String = "product") throws {
             let query = try RequestTarget.query(request)
             parameters = query
             try LedgerRoutes.checkQuery(query.map(\.key), endpoint)
+            if let name = query["timeZone"].map(String.init) {
+                guard let zone = name == "UTC" ? Instant.utc : TimeZone(identifier: name) else {
+                    throw CodedError(.invalidQuery, "timeZone '\(name)' is not a time zone (an IANA name: Europe/Paris)")
+                }
+                (timeZoneName, timeZone) = (name, zone)
+            }
             for (name, target) in [("from", \RevenueQuery.from), ("to", \RevenueQuery.to)] {
                 guard let text = query[Substring(name)] else { continue }
                 self[keyPath: target] = try LedgerRoutes.instantQuery(name, text, timeZone: timeZone)
@@ -64,11 +69,8 @@ extension LedgerRoutes {
     /// `GET /v1/metrics/{name}`: the metric by `interval` (day, week, month; default day) over `[from, to)` in
     /// `timeZone` (default UTC), of `productId` when given, as known at `asOf`; JSON, or CSV with `format=csv`.
     func metricsAnswer(name: String, _ request: Request) throws -> BufferedResponse {
-        let zoneName = try RequestTarget.query(request)["timeZone"].map(String.init) ?? "UTC"
-        guard let zone = zoneName == "UTC" ? Instant.utc : TimeZone(identifier: zoneName) else {
-            throw CodedError(.invalidQuery, "timeZone '\(zoneName)' is not a time zone (an IANA name: Europe/Paris)")
-        }
-        let q = try RevenueQuery(request, .metrics, product: "productId", timeZone: zone)
+        let q = try RevenueQuery(request, .metrics, product: "productId")
+        let (zoneName, zone) = (q.timeZoneName, q.timeZone)
         guard let metric = MetricName(rawValue: name) else {
             throw CodedError(
                 .notFound, "no metric '\(name)': one of \(MetricName.allCases.map(\.rawValue).joined(separator: ", "))")

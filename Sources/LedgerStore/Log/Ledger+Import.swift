@@ -188,9 +188,8 @@ public final class LedgerImport {
     /// split between two writes would otherwise say its lifecycle events in two parts, where the source said them
     /// once (each input's are derived from the timelines before and after all of it).
     private var carried: (events: [LedgerEvent], inputs: [UInt64]) = ([], [])
-    /// The receipt creation dates of the last verifyReceipt response written (`ReceiptCreationDates`), whose events
-    /// may go on in the next write.
-    private var receipt: (rawKey: UInt64, dates: [TransactionID: UnixMillis])?
+    /// The receipt creation dates the export's receipts state, when the ledger was given Apple's parsing.
+    private var receipt: ReceiptCreationDates.OfAnExport?
 
     /// An importer into `ledger`, which must hold no event and no refused input (`ledger_not_empty` otherwise).
     public init(into ledger: Ledger) throws {
@@ -204,6 +203,7 @@ public final class LedgerImport {
                     + "writes a new ledger and never appends to one")
         }
         self.ledger = ledger
+        self.receipt = ledger.receiptCreationDates.map(ReceiptCreationDates.OfAnExport.init)
         self.check = ImportCheck()
     }
 
@@ -232,13 +232,8 @@ public final class LedgerImport {
                 var event = try next.check(e)
                 // An export may come from a ledger an older build wrote: its receipts' `in_app` copies get the
                 // creation date this build reads in their raw bytes, as an upgrade gives them.
-                if let parse = ledger.receiptCreationDates, event.metadata.source == .receipt {
-                    if e.rawKey == e.seq { receipt = (e.rawKey, parse(e.raw ?? [])) }
-                    if let receipt, receipt.rawKey == e.rawKey,
-                        let date = ReceiptCreationDates.add(receipt.dates, to: &event)
-                    {
-                        try ReceiptCreationDates.write([(e.seq, date)], layout, txn)
-                    }
+                if let date = receipt?.add(to: &event, seq: e.seq, rawKey: e.rawKey, raw: e.raw) {
+                    try ReceiptCreationDates.write([(e.seq, date)], layout, txn)
                 }
                 let fact = event.fact
                 let key = fact.eventKey
@@ -335,8 +330,8 @@ public final class LedgerRewrite {
     private var check = ImportCheck()
     /// The events of the input read last, which may go on in the next call.
     private var pending: (rawKey: UInt64, facts: [Fact], metadata: FactMetadata, raw: [UInt8])?
-    /// The receipt creation dates of the last verifyReceipt response read (`ReceiptCreationDates`).
-    private var receipt: (rawKey: UInt64, dates: [TransactionID: UnixMillis])?
+    /// The receipt creation dates the export's receipts state, when the ledger was given Apple's parsing.
+    private var receipt: ReceiptCreationDates.OfAnExport?
 
     /// A rewriter into `ledger`, which must be empty and made with pseudonyms.
     public init(into ledger: Ledger) throws {
@@ -350,6 +345,7 @@ public final class LedgerRewrite {
             throw LedgerError(code: .invalidExport, message: "a rewrite under pseudonyms needs a ledger made with them")
         }
         self.ledger = ledger
+        self.receipt = ledger.receiptCreationDates.map(ReceiptCreationDates.OfAnExport.init)
     }
 
     /// The source's chain as checked so far: its last seq and head, which the rewritten ledger's chain replaces.
@@ -361,10 +357,7 @@ public final class LedgerRewrite {
         for e in events {
             var event = try check.check(e)
             // The rewritten events are new: a receipt an older build stored states its creation date in them.
-            if let parse = ledger.receiptCreationDates, event.metadata.source == .receipt {
-                if e.rawKey == e.seq { receipt = (e.rawKey, parse(e.raw ?? [])) }
-                if let receipt, receipt.rawKey == e.rawKey { _ = ReceiptCreationDates.add(receipt.dates, to: &event) }
-            }
+            _ = receipt?.add(to: &event, seq: e.seq, rawKey: e.rawKey, raw: e.raw)
             if let p = pending, p.rawKey == e.rawKey {
                 pending!.facts.append(event.fact)
                 continue

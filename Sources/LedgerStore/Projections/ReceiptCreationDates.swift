@@ -24,6 +24,7 @@ enum ReceiptCreationDates {
     }
 
     /// The event as the fold reads it: with its receipt's creation date when one was derived for it.
+    @inline(__always)
     static func apply(to event: inout LedgerEvent, _ layout: StoreLayout, _ txn: Transaction) throws {
         guard mayLackIt(event), case .transaction(var t) = event.fact,
             let stored = try txn.get(layout.receiptCreated, key: StoreLayout.logKey(event.seq))
@@ -52,6 +53,25 @@ enum ReceiptCreationDates {
         return candidates.compactMap { event in
             guard case .transaction(let t) = event.fact, let date = dates[t.transactionId] else { return nil }
             return (event.seq, date)
+        }
+    }
+
+    /// Follows an export's events in log order and gives each receipt copy that lacks it the creation date its
+    /// input's raw bytes state (an import and a rewrite under pseudonyms). A value: a write that is run again
+    /// starts from the copy it started with.
+    struct OfAnExport {
+        let parse: @Sendable (_ raw: [UInt8]) -> [TransactionID: UnixMillis]
+        /// The dates of the last verifyReceipt response read, whose events may go on in the next write.
+        private var input: (rawKey: UInt64, dates: [TransactionID: UnixMillis])?
+
+        init(_ parse: @escaping @Sendable (_ raw: [UInt8]) -> [TransactionID: UnixMillis]) { self.parse = parse }
+
+        /// The date added to `event` (the export's `seq`, `rawKey` and `raw`), if any.
+        mutating func add(to event: inout LedgerEvent, seq: UInt64, rawKey: UInt64, raw: [UInt8]?) -> UnixMillis? {
+            guard event.metadata.source == .receipt else { return nil }
+            if rawKey == seq { input = (rawKey, parse(raw ?? [])) }
+            guard let input, input.rawKey == rawKey else { return nil }
+            return ReceiptCreationDates.add(input.dates, to: &event)
         }
     }
 

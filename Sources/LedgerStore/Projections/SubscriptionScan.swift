@@ -74,9 +74,7 @@ struct SubscriptionScan {
                 ?? txn.get(layout.events, key: revisionKey)
             guard let stored = found else { throw LedgerError.corrupted("by_otid names event \(seq), which is missing") }
             events.append(try StoreLayout.decodeEvent(seq: seq, stored, strings: &strings, metadata: parts))
-            if ReceiptCreationDates.mayLackIt(events[events.count - 1]) {
-                try ReceiptCreationDates.apply(to: &events[events.count - 1], layout, txn)
-            }
+            try ReceiptCreationDates.apply(to: &events[events.count - 1], layout, txn)
             if checkingKeys, !events[events.count - 1].fact.hasEventKey(e.value.extracting(8..<e.value.count)) {
                 throw LedgerError.corrupted("event \(seq) is stored under another key")
             }
