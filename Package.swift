@@ -318,7 +318,10 @@ let package = Package(
         ),
         .testTarget(
             name: "StoreLedgerCLITests",
-            dependencies: ["LedgerTestSupport", "LedgerClient", "LedgerErrors", "storeledger", "LMDB"],
+            dependencies: [
+                "LedgerTestSupport", "LedgerClient", "LedgerErrors", "storeledger", "LMDB", "LedgerAPI", "LedgerAppStore",
+                "LedgerCore", "LedgerIngest", "LedgerReplication", "LedgerStore", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -390,21 +390,38 @@ public final class LedgerRewrite {
         try append([.facts(p.facts, metadata: p.metadata, raw: p.raw)])
     }
 
+    /// Appends `inputs` through the writer. A refused input of the source is recorded refused again (its result is
+    /// a refusal with the source's code); any other input must be appended.
     private func append(_ inputs: [LedgerInput]) throws {
         guard !inputs.isEmpty else { return }
-        for result in try ledger.appendAndWait(inputs) {
-            if let error = result.error { throw LedgerError(code: error.code, message: "rewriting an input: \(error.message)") }
+        for (input, result) in zip(inputs, try ledger.appendAndWait(inputs)) {
+            if case .rejected(let refusal) = input {
+                guard result.status == .rejected, result.error?.code == refusal.code else {
+                    throw LedgerError(
+                        code: .verificationFailed,
+                        message: "rewriting a refused input (\(refusal.code.rawValue)): it was not recorded as refused")
+                }
+            } else if let error = result.error {
+                throw LedgerError(code: error.code, message: "rewriting an input: \(error.message)")
+            }
         }
     }
 
     /// Makes everything written durable, and checks that every event kept its seq.
     public func finish() throws {
         try flush()
-        let last = try ledger.lastSeq()
+        let (last, refused) = try ledger.environment.read { txn in
+            (try ledger.batch.lastSeq(txn), try ledger.batch.rejectedCount(txn))
+        }
         guard last == check.lastSeq else {
             throw LedgerError(
                 code: .verificationFailed,
                 message: "the rewrite holds \(last) events where the export held \(check.lastSeq)")
+        }
+        guard refused == check.refusals.last else {
+            throw LedgerError(
+                code: .verificationFailed,
+                message: "the rewrite holds \(refused) refused inputs where the export held \(check.refusals.last)")
         }
         try ledger.catchUpMetrics()
         try ledger.environment.sync(force: true)

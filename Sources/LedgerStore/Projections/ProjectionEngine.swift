@@ -21,6 +21,10 @@ struct ProjectionEngine {
     func apply(_ events: [LedgerEvent], inputs: [UInt64], in txn: Transaction, report: inout WriteReport) throws {
         let rules = try history.rules(asOf: .max, layout, txn)
         if events.contains(where: { $0.fact.kind == .rules }) {
+            // The refold reads each subscription's events from `by_otid`: the claims that named no environment are
+            // indexed first under every environment where their subscription is known, as `update` indexes them.
+            // An import's batches hold a change of rules among other events.
+            try indexClaimsOfEveryEnvironmentWhereKnown(txn, report: &report)
             try refoldEverySubscription(rules, txn, report: &report)
             return
         }
@@ -180,6 +184,27 @@ struct ProjectionEngine {
     ) throws -> Timeline {
         let all = try SubscriptionScan.events(layout, environment, otid, upTo: seq, metadata: .forFold, txn)
         return Timeline.fold(all, originalTransactionId: otid, environment: environment, rules: rules, ties: .canonical)
+    }
+
+    /// Indexes every claim that named no environment under each environment where `by_otid` knows its
+    /// subscription (a claim indexed there already stays as it is).
+    /// - Complexity: O(such claims × environments).
+    private func indexClaimsOfEveryEnvironmentWhereKnown(_ txn: Transaction, report: inout WriteReport) throws {
+        let claims = try txn.cursor(layout.bindingsAny)
+        let byOTID = try txn.cursor(layout.byOTID)
+        var revisionKey: [UInt8] = []
+        var entry = try claims.first()
+        while let e = entry {
+            guard let seq = EventReference.decode(e.value, revisionKey: &revisionKey),
+                let stored = try txn.get(layout.events, key: revisionKey),
+                case .binding(let claim) = try StoreLayout.decodeEvent(seq: seq, stored).fact
+            else { throw LedgerError.corrupted("bindings_any names a claim that is missing") }
+            for environment in AppStoreEnvironment.known
+            where try byOTID.find(StoreLayout.subscriptionKey(environment, claim.originalTransactionId)) != nil {
+                try index(claim, seq: seq, in: environment, txn, report: &report)
+            }
+            entry = try claims.next()
+        }
     }
 
     /// Indexes the claims that named no environment of a subscription under `environment` (where it has just
