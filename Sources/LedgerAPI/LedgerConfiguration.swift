@@ -58,11 +58,24 @@ public struct LedgerConfiguration: Sendable {
     }
 
     public var appStore = AppStoreConfiguration()
+    /// The rules the file states, the built-in defaults for the part it does not state (see `rules(over:)`).
     public var rules = FoldRules()
+    /// Whether the file states `products`, and `bindingPolicy`.
+    public var statesProducts = false
+    public var statesBindingPolicy = false
     /// True when the file states rules (`products` or `bindingPolicy`): the ledger records them as its first event,
     /// and a writer refuses to start when they differ from the rules its log records. A file that states none
     /// leaves the ledger's rules as they are.
-    public var statesRules = false
+    public var statesRules: Bool { statesProducts || statesBindingPolicy }
+
+    /// The file's rules as a change of `inForce`: the part the file states replaces the one in force, the part it
+    /// does not state stays (a file of `{"bindingPolicy": "keep"}` keeps the catalog; `"products": {}` empties it).
+    public func rules(over inForce: FoldRules) -> FoldRules {
+        var merged = inForce
+        if statesProducts { merged.catalog = rules.catalog }
+        if statesBindingPolicy { merged.bindingPolicy = rules.bindingPolicy }
+        return merged
+    }
     public var socketPath: String?
     /// File mode of the socket (default 0660).
     public var socketMode: UInt32 = 0o660
@@ -135,8 +148,15 @@ public struct LedgerConfiguration: Sendable {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw Invalid(message: "cannot read configuration file \(path)")
         }
-        try self.init(json: [UInt8](data), baseDirectory: (path as NSString).deletingLastPathComponent)
+        try self.init(json: [UInt8](data), baseDirectory: Self.directory(of: path))
         source = path
+    }
+
+    /// The directory the relative paths of the configuration file at `path` are resolved against: the file's own,
+    /// `.` for a file named without one (`--config config.json`), never the root.
+    public static func directory(of path: String) -> String {
+        let directory = (path as NSString).deletingLastPathComponent
+        return directory.isEmpty ? "." : directory
     }
 
     /// Parses a configuration document.
@@ -146,6 +166,7 @@ public struct LedgerConfiguration: Sendable {
             throw Invalid(message: "the configuration is not a JSON object")
         }
         self.init()
+        try ConfigurationKeys.check(object)
         do {
             appStore = try AppStoreConfiguration(configuration: object, baseDirectory: baseDirectory)
         } catch {
@@ -156,7 +177,8 @@ public struct LedgerConfiguration: Sendable {
         } catch {
             throw Invalid(message: "products/bindingPolicy: \(error)")
         }
-        statesRules = object["products"] != nil || object["bindingPolicy"] != nil
+        statesProducts = object["products"] != nil
+        statesBindingPolicy = object["bindingPolicy"] != nil
         if let product = rules.catalog.nonRenewingProductsWithoutDuration.first {
             throw Invalid(
                 message: "products.\(product): a non-renewing product needs a \"duration\" (ISO-8601, such as P1M or P1Y): Apple states no expiry for it, so without one it would never expire")

@@ -104,16 +104,19 @@ struct LedgerOptions: ParsableArguments {
             if readOnly {
                 let recorded = try store.rulesInLog.recorded()
                 let inForce = recorded?.rules ?? FoldRules()
-                if inForce != configuration.rules {
+                let configured = configuration.rules(over: inForce)
+                if inForce != configured {
                     let whose = recorded.map { "the rules its log recorded at seq \($0.seq)" } ?? "the built-in defaults (its log records no rules)"
                     FileHandle.standardError.write(
-                        Data("note: the ledger folds with \(whose), not \(configuration.source ?? "the configuration")'s, which differ: \(WhatIfDocument.ruleChanges(inForce, configuration.rules).joined(separator: "; "))\n".utf8))
+                        Data("note: the ledger folds with \(whose), not \(configuration.source ?? "the configuration")'s, which differ: \(WhatIfDocument.ruleChanges(inForce, configured).joined(separator: "; "))\n".utf8))
                 }
                 return store
             }
             guard adoptingRules else { return store }
-            let raw = (try? JSONWriter.bytes(encoding: configuration.rules, sortedKeys: true)) ?? []
-            switch try store.rulesInLog.adopt(configuration.rules, raw: raw, at: rulesRecordedAt ?? currentMillis()) {
+            // The part of the rules the file does not state is the ledger's own (a new ledger's: the defaults).
+            let configured = configuration.rules(over: try store.rulesInLog.inForce())
+            let raw = (try? JSONWriter.bytes(encoding: configured, sortedKeys: true)) ?? []
+            switch try store.rulesInLog.adopt(configured, raw: raw, at: rulesRecordedAt ?? currentMillis()) {
             case .inForce, .recorded: return store
             case .differs(let inForce, let seq):
                 store.close()
@@ -121,7 +124,7 @@ struct LedgerOptions: ParsableArguments {
                 let whose = seq.map { "the rules the ledger recorded at seq \($0)" } ?? "the built-in defaults the ledger was written with (its log records no rules)"
                 throw CommandFailure(
                     code: .rulesDiffer,
-                    message: "\(file)'s products/bindingPolicy differ from \(whose): \(WhatIfDocument.ruleChanges(inForce, configuration.rules).joined(separator: "; ")). Review the change with `storeledger replay --what-if \(file)` and record it with `storeledger rules apply \(file)`, or start with the ledger's own rules (a configuration without products and bindingPolicy)",
+                    message: "\(file)'s products/bindingPolicy differ from \(whose): \(WhatIfDocument.ruleChanges(inForce, configured).joined(separator: "; ")). Review the change with `storeledger replay --what-if \(file)` and record it with `storeledger rules apply \(file)`, or start with the ledger's own rules (a configuration without products and bindingPolicy)",
                     json: json)
             }
         } catch let failure as CommandFailure {

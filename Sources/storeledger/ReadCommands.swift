@@ -268,14 +268,27 @@ extension Replay {
         } catch {
             throw CommandFailure(code: .invalidConfiguration, message: "\(path): \(error)", json: json)
         }
+        guard other.statesRules else {
+            throw CommandFailure(
+                code: .invalidConfiguration,
+                message: "\(path) states neither products nor bindingPolicy: it has no rules to compare", json: json)
+        }
         let store = try ledger.openLedger(configuration, readOnly: true, json: json)
         defer { store.close() }
-        let report = try store.audit.whatIf(other.rules, at: at.flatMap(Instant.parse) ?? currentMillis(), asOf: until)
+        // The file's rules as a change of those in force at the position asked: the part it does not state stays.
+        let inForce = try store.rulesInLog.inForce(asOf: until)
+        let alternative = other.rules(over: inForce)
+        let report = try store.audit.whatIf(alternative, at: at.flatMap(Instant.parse) ?? currentMillis(), asOf: until)
         if json {
-            printJSON(WhatIfDocument(report: report, before: configuration.rules, after: other.rules))
+            printJSON(WhatIfDocument(report: report, before: inForce, after: alternative))
             return
         }
-        for line in WhatIfDocument.ruleChanges(configuration.rules, other.rules) { print("what if: \(line)") }
+        for line in WhatIfDocument.ruleChanges(inForce, alternative) { print("what if: \(line)") }
+        Self.printDifferences(report)
+    }
+
+    /// The what-if report in words: how many were compared, and each customer's entitlement that would differ.
+    static func printDifferences(_ report: LedgerAudit.WhatIfReport) {
         print(
             "at \(formatInstant(report.at)), as of seq \(report.asOf): \(counted(report.subscriptions, "subscription")), "
                 + "\(counted(report.customers, "customer")) compared; "

@@ -161,7 +161,7 @@ struct Reconcile: AsyncParsableCommand {
         do {
             guard
                 let settings = try AppStoreServerAPISettings.read(
-                    configFile: [UInt8](data), baseDirectory: (source as NSString).deletingLastPathComponent)
+                    configFile: [UInt8](data), baseDirectory: LedgerConfiguration.directory(of: source))
             else {
                 throw CodedError(
                     .invalidConfiguration, "\(source) has no appStoreServerAPI section (keyFile, keyId, issuerId; see docs/reconcile.md)")

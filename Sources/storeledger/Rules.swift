@@ -29,20 +29,17 @@ struct Rules: ParsableCommand {
             let store = try ledger.openLedger(configuration, readOnly: true, json: json)
             let changes = try store.rulesInLog.changes()
             if json {
-                printJSON(RulesHistoryDocument(configured: configuration.rules, changes: changes))
+                printJSON(RulesHistoryDocument(changes: changes))
                 return
             }
             if changes.isEmpty {
-                print("no change of rules recorded: the configuration file's rules are in force")
+                print("no change of rules recorded: the built-in defaults are in force (no products, bindingPolicy transfer)")
             }
-            var before = configuration.rules
+            var before = FoldRules()
             for c in changes {
                 print("seq \(c.seq)  \(formatInstant(c.receivedAt))")
                 for line in WhatIfDocument.ruleChanges(before, c.change.rules) { print("  \(line)") }
                 before = c.change.rules
-            }
-            if let last = changes.last, last.change.rules != configuration.rules {
-                print("note: the configuration file's rules differ from the ones in force (seq \(last.seq))")
             }
         }
     }
@@ -65,15 +62,33 @@ struct Rules: ParsableCommand {
             } catch {
                 throw CommandFailure(code: .invalidConfiguration, message: "\(file): \(error)", json: json)
             }
+            guard other.statesRules else {
+                throw CommandFailure(
+                    code: .invalidConfiguration,
+                    message: "\(file) states neither products nor bindingPolicy: it has no rules to record", json: json)
+            }
             let store = try ledger.openLedger(configuration, readOnly: false, json: json, adoptingRules: false)
             defer { store.close() }
             let before = try store.rulesInLog.inForce()
-            let seq = try store.rulesInLog.apply(other.rules, raw: bytes, at: currentMillis())
+            let after = other.rules(over: before)
+            let changes = WhatIfDocument.ruleChanges(before, after)
+            guard after != before else {
+                if json { printJSON(RulesAppliedDocument(seq: nil, changes: changes)) } else {
+                    print("unchanged: these are the rules in force already")
+                }
+                return
+            }
+            // What the change does to the answers, shown before it is recorded, as `replay --what-if` shows it.
+            let effect = try store.audit.whatIf(after, at: currentMillis())
+            if !json {
+                for line in changes { print("rules: \(line)") }
+                Replay.printDifferences(effect)
+            }
+            let seq = try store.rulesInLog.apply(after, raw: bytes, at: currentMillis())
             if json {
-                printJSON(RulesAppliedDocument(seq: seq, changes: WhatIfDocument.ruleChanges(before, other.rules)))
+                printJSON(RulesAppliedDocument(seq: seq, changes: changes, effect: effect))
             } else if let seq {
                 print("recorded at seq \(seq); every subscription refolded under the new rules")
-                for line in WhatIfDocument.ruleChanges(before, other.rules) { print("  \(line)") }
             } else {
                 print("unchanged: these are the rules in force already")
             }

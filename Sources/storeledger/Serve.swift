@@ -141,7 +141,7 @@ struct Serve: AsyncParsableCommand {
         do {
             guard
                 let settings = try AppStoreServerAPISettings.read(
-                    configFile: [UInt8](data), baseDirectory: (source as NSString).deletingLastPathComponent),
+                    configFile: [UInt8](data), baseDirectory: LedgerConfiguration.directory(of: source)),
                 let interval = settings.reconcileEverySeconds
             else { return nil }
             let client = try AppStoreServerAPIClient(settings: settings, logger: logger)

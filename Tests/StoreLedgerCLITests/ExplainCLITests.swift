@@ -134,8 +134,13 @@ import Testing
 
         let apply = try runProcess(storeledgerExecutable(), ["rules", "apply", keep, "--data", ledger, "--config", config])
         #expect(apply.status == 0, "\(apply.stderr)")
-        // Seq 1 is the rules the ledger was created with; the three inputs 2–4; the change 5.
-        #expect(apply.stdout.hasPrefix("recorded at seq 5"), "\(apply.stdout)")
+        // Seq 1 is the rules the ledger was created with; the three inputs 2–4; the change 5. Before it is
+        // recorded, the command says what it changes, as the what-if above did.
+        #expect(apply.stdout.hasPrefix("rules: bindingPolicy transfer → keep\n"), "\(apply.stdout)")
+        // Now, long after both periods ended, only bob's answer differs: under keep he never had premium.
+        #expect(apply.stdout.contains("1 customer would differ"), "\(apply.stdout)")
+        #expect(apply.stdout.contains("never had it"), "\(apply.stdout)")
+        #expect(apply.stdout.hasSuffix("recorded at seq 5; every subscription refolded under the new rules\n"), "\(apply.stdout)")
         let bob = try json(
             try runProcess(
                 storeledgerExecutable(), ["customer", "bob", "--data", ledger, "--config", config, "--at", at, "--json"]

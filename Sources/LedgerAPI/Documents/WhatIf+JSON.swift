@@ -9,8 +9,12 @@ public struct WhatIfDocument: JSONDocument {
     public var changes: [String]
 
     public init(report: LedgerAudit.WhatIfReport, before: FoldRules, after: FoldRules) {
+        self.init(report: report, changes: Self.ruleChanges(before, after))
+    }
+
+    public init(report: LedgerAudit.WhatIfReport, changes: [String]) {
         self.report = report
-        changes = Self.ruleChanges(before, after)
+        self.changes = changes
     }
 
     /// The rules' differences in words, in a stable order: the binding policy, then each product added, removed or
@@ -80,11 +84,11 @@ public struct WhatIfDocument: JSONDocument {
 
 /// The changes of rules a ledger's log records, each with what it changed.
 public struct RulesHistoryDocument: JSONDocument {
-    public var configured: FoldRules
     public var changes: [(seq: UInt64, receivedAt: UnixMillis, change: RulesChange)]
 
-    public init(configured: FoldRules, changes: [(seq: UInt64, receivedAt: UnixMillis, change: RulesChange)]) {
-        self.configured = configured
+    /// Each change is told against the rules before it; the first against the built-in defaults, which a ledger
+    /// folds with until its log records rules.
+    public init(changes: [(seq: UInt64, receivedAt: UnixMillis, change: RulesChange)]) {
         self.changes = changes
     }
 
@@ -92,7 +96,7 @@ public struct RulesHistoryDocument: JSONDocument {
         json.object { o in
             o.key("configurationInForce"); o.bool(changes.isEmpty)
             o.key("changes")
-            var before = configured
+            var before = FoldRules()
             o.array(changes) { j, c in
                 j.object { o in
                     o.key("seq"); o.number(c.seq)
@@ -111,16 +115,22 @@ public struct RulesHistoryDocument: JSONDocument {
 public struct RulesAppliedDocument: JSONDocument {
     public var seq: UInt64?
     public var changes: [String]
+    /// What the change does to the customers' answers, computed before it was recorded.
+    public var effect: LedgerAudit.WhatIfReport?
 
-    public init(seq: UInt64?, changes: [String]) {
+    public init(seq: UInt64?, changes: [String], effect: LedgerAudit.WhatIfReport? = nil) {
         self.seq = seq
         self.changes = changes
+        self.effect = effect
     }
 
     public func write(to json: inout JSONWriter) {
         json.object { o in
             o.key("seq"); o.number(seq)
             o.key("changes"); o.array(changes) { $0.string($1) }
+            if let effect {
+                o.key("effect"); WhatIfDocument(report: effect, changes: changes).write(to: &o)
+            }
         }
     }
 }
