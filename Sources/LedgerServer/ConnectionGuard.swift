@@ -52,7 +52,7 @@ struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         // On the channel's event loop, where reading the peer's credentials completes at once.
         var peer: PeerCredentials?
-        PeerCredentials.reading(channel).whenSuccess { peer = $0 }
+        PeerCredentials.reading(channel).assumeIsolated().whenSuccess { peer = $0 }
         let mayWrite = !writers.restricted || peer.map { writers.uids.contains($0.uid) || writers.gids.contains($0.gid) } ?? false
         let metricsForEviction = metrics
         let admission = connections.admit(uid: peer?.uid, mayWrite: mayWrite, limits: limits) { [weak channel] in
@@ -62,8 +62,11 @@ struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
         let connections = self.connections
         let metrics = self.metrics
         metrics.setConnections(connections.current)
-        var registered: ConnectionRegistry.Registration?
-        if case .admitted(let registration) = admission { registered = registration }
+        let registered: ConnectionRegistry.Registration? =
+            switch admission {
+            case .admitted(let registration): registration
+            case .refused: nil
+            }
         channel.closeFuture.whenComplete { _ in metrics.setConnections(connections.close(registered)) }
         let timeouts = ConnectionTimeouts(
             limits: limits, metrics: metrics, logger: logger, registration: registered, registry: connections)
@@ -81,7 +84,7 @@ struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
         }
         // Hummingbird calls this synchronously on the channel's event loop, where the handler lives.
         let http1 = HTTP1Channel(responder: responder)
-        return http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
+        return http1.setup(channel: channel, logger: logger).assumeIsolated().flatMapThrowing { value in
             guard admitted else { return value }
             // Between NIO's decoder and Hummingbird's conversion to HTTP types (set up synchronously above): every
             // request is framed by the one parser; the phases see each one, and the fast path answers the hot
@@ -96,7 +99,7 @@ struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             let codec = try operations.context(handlerType: HTTP1ToHTTPServerCodec.self).handler
             try operations.addHandlers(handlers, position: .before(codec))
             return value
-        }
+        }.nonisolated()
     }
 
     func handle(value: Value, logger: Logger) async {

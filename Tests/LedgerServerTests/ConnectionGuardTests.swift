@@ -9,8 +9,6 @@ import Testing
 import Glibc
 #endif
 
-extension RawConnection: @unchecked Sendable {}
-
 /// Runs blocking socket work off the cooperative pool, which the in-process server's handlers need.
 func offThePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in

@@ -148,7 +148,6 @@ import Testing
     /// appends nothing.
     @Test func aTargetThatDoesNotDecodeIsRefused() async throws {
         let server = try await TestServer()
-        let client = try server.client()
         let cases: [(method: String, target: String, named: String)] = [
             ("GET", "/v1/customers/a%zz", "a%zz"),
             ("GET", "/v1/customers/a%2", "a%2"),

@@ -50,7 +50,7 @@ import Testing
         let n = Data(needle.utf8)
         return paths.flatMap { p -> [String] in
             var isDirectory: ObjCBool = false
-            FileManager.default.fileExists(atPath: p, isDirectory: &isDirectory)
+            _ = FileManager.default.fileExists(atPath: p, isDirectory: &isDirectory)
             return isDirectory.boolValue ? files(under: p) : [p]
         }.filter { (try? Data(contentsOf: URL(fileURLWithPath: $0)))?.range(of: n) != nil }
     }

@@ -19,7 +19,7 @@ final class ServerProcess {
     init(data: String, arguments: [String] = [], environment: [String: String] = [:]) throws {
         socketPath = data + "/ledger.sock"
         stderrPath = data + ".serve-\(UInt32.random(in: 0...UInt32.max)).log"
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process = try ChildProcess(
             storeledgerExecutable(), ["serve", "--data", data] + arguments,
             environment: ["STORELEDGER_LOG_LEVEL": "warning"].merging(environment) { $1 }, stderr: stderrPath)
