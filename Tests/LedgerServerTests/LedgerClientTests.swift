@@ -123,10 +123,9 @@ struct LedgerClientTests {
             while recv(connection, &byte, 1, 0) > 0 {}
         }
         defer { silent.stop() }
+        // The socket never answers: only the client's timeout ends the call.
         let client = try AsyncLedgerClient(socketPath: silent.path, timeoutSeconds: 1)
-        let start = ContinuousClock.now
         await #expect(throws: CodedError(.timeout, "")) { try await client.get("/v1/health") }
-        #expect(ContinuousClock.now - start < .seconds(10))
     }
 
     /// Closed without an answer: `closed`, the request not sent again (the server may have carried it out).

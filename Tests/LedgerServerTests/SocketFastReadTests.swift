@@ -263,7 +263,7 @@ struct FastReadTests {
         try await withServer { server in
             let connection = try RawConnection(server.socketPath)
             connection.send(Self.get("/v1/health") + "GET /v1/health HTTP/1.1\r\nBad Header\r\n\r\n")
-            let (text, closed) = await offThePool { connection.readUntilClosed(seconds: 10) }
+            let (text, closed) = await offThePool { connection.readUntilClosed(seconds: 120) }
             #expect(closed)
             #expect(text.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(text)")
             #expect(text.contains("HTTP/1.1 400 Bad Request\r\n"), "\(text)")
@@ -290,9 +290,9 @@ struct FastReadTests {
                 // The server goes: the header timeout.
                 let slow = try RawConnection(server.socketPath)
                 slow.send("GET /v1/customers/x HTTP/1.1\r\nX-Slow: a")
-                let (answer, closed) = await offThePool { slow.readUntilClosed(seconds: 10) }
+                let (answer, closed) = await offThePool { slow.readUntilClosed(seconds: 120) }
                 #expect(closed && answer.hasPrefix("HTTP/1.1 408 "), "\(answer)")
-                let deadline = ContinuousClock.now + .seconds(20)
+                let deadline = ContinuousClock.now + .seconds(120)
                 while try server.ledger.log.rejectedInputs(limit: 10_000).count < before + 4 && ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(20))
                 }
