@@ -4,7 +4,7 @@
 # order, each document in one shell of its own (so a variable or a background job of one block is there for the
 # next, as in a terminal) and on a fresh ledger directory. Not part of `swift test`: it needs a release build.
 #
-#   tools/run-doc-blocks.sh                          # clones, builds storeledger in release there (10-15 minutes cold)
+#   tools/run-doc-blocks.sh                          # clones, builds storeledger in release there (about 14 minutes cold on 2 cores)
 #   tools/run-doc-blocks.sh --binary .build/release/storeledger   # reuses a binary you built (seconds)
 #
 # Options:
@@ -32,8 +32,7 @@
 #
 # A block without that line that names sudo, systemctl, apt-get, useradd, usermod, runuser or one of those system
 # folders is not run either: it fails, asking for the line, so that a document's installation steps never run on the
-# machine running the script. docs/socket-api.md carries no marks of its own: EXTERNAL_MARKS below holds them, and starts the
-# server its curl section names.
+# machine running the script. docs/socket-api.md carries no marks of its own: EXTERNAL_MARKS below holds them.
 #
 # `swift run [-c CONFIG] storeledger ARGS` in a block runs the storeledger on PATH with ARGS: the same program, without
 # a second (debug) build of the clone. Any other `swift` command runs the real toolchain.
@@ -80,14 +79,6 @@ fi
 # what to do: `skip:REASON`, or `before:COMMAND` (run in the document's shell before the block, and reported). A
 # block whose first line changes no longer matches: it then runs, or fails on the system check, never silently.
 EXTERNAL_MARKS=(
-    'docs/socket-api.md'
-    'storeledger serve --data ledger-data            # socket: ledger-data/ledger.sock, mode 0660'
-    'skip:starts the server in the foreground (a terminal of its own) and binds /run/storeledger.sock; the server the curl section names is started before that section instead'
-
-    'docs/socket-api.md'
-    'S=ledger-data/ledger.sock'
-    'before:storeledger serve --config examples/config.json & until curl -s --unix-socket ledger-data/ledger.sock http://localhost/v1/health > /dev/null; do sleep 0.2; done'
-
     'docs/socket-api.md'
     'swift build -c release --product storeledger && swift build -c release --product loadgen   # one --product per build'
     'skip:a benchmark: builds loadgen in release (about 10 minutes) and loads every core for 40 seconds'
@@ -148,7 +139,7 @@ echo "cloning $root at $head"
 git clone -q "$root" "$clone" && git -C "$clone" checkout -q --detach "$head" || { echo "run-doc-blocks: git clone failed" >&2; exit 1; }
 
 if [ -z "$binary" ]; then
-    echo "building storeledger (release) in the clone: 10-15 minutes on 2 cores when cold"
+    echo "building storeledger (release) in the clone: about 14 minutes on 2 cores when cold"
     if ! (cd "$clone" && nice -n 15 swift build -c release --product storeledger > "$work/build.log" 2>&1); then
         tail -n 30 "$work/build.log"
         echo "run-doc-blocks: the release build failed ($work/build.log)" >&2
