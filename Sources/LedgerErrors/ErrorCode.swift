@@ -88,6 +88,9 @@ extension ErrorCode {
     /// Decoded facts the store refuses: none at all, or an id it cannot key.
     public static let noFacts = ErrorCode("no_facts")
     public static let invalidID = ErrorCode("invalid_id")
+    /// In a ledger with pseudonyms, a person's id (or account token) of the form the ledger names people by
+    /// (`anon-` and base32 digits): it would read as the person the log names so, a forgotten one among them.
+    public static let pseudonymShapedID = ErrorCode("pseudonym_shaped_id")
     /// The operator's grant or revoke states fields that contradict each other or are out of shape (a duration that
     /// is not ISO-8601, both `duration` and `until`, a revoke with `from`).
     public static let invalidGrant = ErrorCode("invalid_grant")

@@ -64,7 +64,9 @@ struct AppendBatch {
                 try reject(rejection, &progress.head, txn, sealingWith: progress.naming?.generation)
                 results.append(.rejected(code: rejection.code, message: rejection.message))
             case .facts(let facts, let metadata, let raw, let seed):
-                if let problem = Self.problem(in: facts) {
+                if let problem = Self.problem(in: facts)
+                    ?? (progress.naming == nil ? nil : Self.pseudonymShapedValue(in: facts, metadata))
+                {
                     let rejection = RejectedInput(
                         raw: raw, code: problem.code, message: problem.message, receivedAt: metadata.receivedAt)
                     try reject(rejection, &progress.head, txn, sealingWith: progress.naming?.generation)
@@ -206,6 +208,23 @@ struct AppendBatch {
             }
         }
         return nil
+    }
+
+    /// In a ledger with pseudonyms, the refusal of an input naming a person by a value of the pseudonyms' form. The
+    /// ledger answers reads of such a value as the person it names so: the input would mix a stranger into their
+    /// history, a forgotten person's included (whose pseudonym `forget` reports).
+    static func pseudonymShapedValue(in facts: [Fact], _ metadata: FactMetadata) -> AppendResult.ErrorInfo? {
+        var found = metadata.appUserId.map(\.rawValue).flatMap { Identities.looksLikePseudonym($0) ? $0 : nil }
+        for fact in facts where found == nil {
+            fact.forEachPersonalValue { value in
+                if found == nil, Identities.looksLikePseudonym(value) { found = value }
+            }
+        }
+        guard let found else { return nil }
+        return AppendResult.ErrorInfo(
+            code: .pseudonymShapedID,
+            message: "'\(found)' has the form of the pseudonyms this ledger names people by (\(Identities.pseudonymPrefix) "
+                + "and base32 digits), and would read as the person named so: give the person another id")
     }
 
     /// Stores a refusal; in a ledger with pseudonyms (`generation`) its content is sealed apart, in
