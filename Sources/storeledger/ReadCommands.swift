@@ -262,17 +262,7 @@ struct Replay: ParsableCommand {
 extension Replay {
     /// `replay --what-if FILE`: the customers whose entitlements would differ under FILE's rules.
     func runWhatIf(_ configuration: LedgerConfiguration, _ path: String) throws {
-        let other: LedgerConfiguration
-        do {
-            other = try LedgerConfiguration(contentsOf: path)
-        } catch {
-            throw CommandFailure(code: .invalidConfiguration, message: "\(path): \(error)", json: json)
-        }
-        guard other.statesRules else {
-            throw CommandFailure(
-                code: .invalidConfiguration,
-                message: "\(path) states neither products nor bindingPolicy: it has no rules to compare", json: json)
-        }
+        let (other, _) = try Rules.readFile(path, json: json)
         let store = try ledger.openLedger(configuration, readOnly: true, json: json)
         defer { store.close() }
         // The file's rules as a change of those in force at the position asked: the part it does not state stays.

@@ -8,6 +8,26 @@ import LedgerErrors
 
 /// `storeledger rules`: the rules the ledger folds with, versioned in its log.
 struct Rules: ParsableCommand {
+    /// A rules file (`rules apply FILE`, `replay --what-if FILE`) and its bytes; `invalid_configuration` when it
+    /// cannot be read, or states neither `products` nor `bindingPolicy`.
+    static func readFile(_ path: String, json: Bool) throws -> (LedgerConfiguration, bytes: [UInt8]) {
+        let file: LedgerConfiguration
+        let bytes: [UInt8]
+        do {
+            bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+            file = try LedgerConfiguration(contentsOf: path)
+        } catch {
+            throw CommandFailure(code: .invalidConfiguration, message: "\(path): \(error)", json: json)
+        }
+        guard file.statesRules else {
+            throw CommandFailure(
+                code: .invalidConfiguration, message: "\(path) states neither products nor bindingPolicy: it has no rules",
+                json: json)
+        }
+        return (file, bytes)
+    }
+
+
     static let configuration = CommandConfiguration(
         abstract: "The catalog and binding policy the ledger folds with, as recorded in its log.",
         discussion: """
@@ -54,19 +74,7 @@ struct Rules: ParsableCommand {
 
         func run() throws {
             let configuration = try ledger.loadConfiguration(json: json)
-            let bytes: [UInt8]
-            let other: LedgerConfiguration
-            do {
-                bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: file)))
-                other = try LedgerConfiguration(contentsOf: file)
-            } catch {
-                throw CommandFailure(code: .invalidConfiguration, message: "\(file): \(error)", json: json)
-            }
-            guard other.statesRules else {
-                throw CommandFailure(
-                    code: .invalidConfiguration,
-                    message: "\(file) states neither products nor bindingPolicy: it has no rules to record", json: json)
-            }
+            let (other, bytes) = try Rules.readFile(file, json: json)
             let store = try ledger.openLedger(configuration, readOnly: false, json: json, adoptingRules: false)
             defer { store.close() }
             let before = try store.rulesInLog.inForce()
