@@ -25,9 +25,9 @@ if [ "${1:-}" = "--write" ]; then
     echo "dependencies.txt: $(wc -l < dependencies.txt) packages"
     exit 0
 fi
-if ! diff <(printf '%s\n' "$resolved") dependencies.txt > /tmp/storeledger-dependencies.diff; then
+if ! difference=$(diff <(printf '%s\n' "$resolved") dependencies.txt); then
     echo "check-dependencies: Package.resolved differs from dependencies.txt (< resolved, > listed):" >&2
-    cat /tmp/storeledger-dependencies.diff >&2
+    printf '%s\n' "$difference" >&2
     echo "An upgrade is made on purpose: change Package.swift, then tools/check-dependencies.sh --write." >&2
     exit 1
 fi

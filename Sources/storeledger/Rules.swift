@@ -11,14 +11,15 @@ struct Rules: ParsableCommand {
     /// A rules file (`rules apply FILE`, `replay --what-if FILE`) and its bytes; `invalid_configuration` when it
     /// cannot be read, or states neither `products` nor `bindingPolicy`.
     static func readFile(_ path: String, json: Bool) throws -> (LedgerConfiguration, bytes: [UInt8]) {
-        let file: LedgerConfiguration
+        var file: LedgerConfiguration
         let bytes: [UInt8]
         do {
             bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-            file = try LedgerConfiguration(contentsOf: path)
+            file = try LedgerConfiguration(json: bytes, baseDirectory: LedgerConfiguration.directory(of: path))
         } catch {
             throw CommandFailure(code: .invalidConfiguration, message: "\(path): \(error)", json: json)
         }
+        file.source = path
         guard file.statesRules else {
             throw CommandFailure(
                 code: .invalidConfiguration, message: "\(path) states neither products nor bindingPolicy: it has no rules",
@@ -26,7 +27,6 @@ struct Rules: ParsableCommand {
         }
         return (file, bytes)
     }
-
 
     static let configuration = CommandConfiguration(
         abstract: "The catalog and binding policy the ledger folds with, as recorded in its log.",

@@ -195,10 +195,7 @@ struct ProjectionEngine {
         var revisionKey: [UInt8] = []
         var entry = try claims.first()
         while let e = entry {
-            guard let seq = EventReference.decode(e.value, revisionKey: &revisionKey),
-                let stored = try txn.get(layout.events, key: revisionKey),
-                case .binding(let claim) = try StoreLayout.decodeEvent(seq: seq, stored).fact
-            else { throw LedgerError.corrupted("bindings_any names a claim that is missing") }
+            let (claim, seq) = try claim(named: e, revisionKey: &revisionKey, txn)
             for environment in AppStoreEnvironment.known
             where try byOTID.find(StoreLayout.subscriptionKey(environment, claim.originalTransactionId)) != nil {
                 try index(claim, seq: seq, in: environment, txn, report: &report)
@@ -218,14 +215,22 @@ struct ProjectionEngine {
         guard entry != nil else { return false }
         var revisionKey: [UInt8] = []
         while let e = entry {
-            guard let seq = EventReference.decode(e.value, revisionKey: &revisionKey),
-                let stored = try txn.get(layout.events, key: revisionKey),
-                case .binding(let claim) = try StoreLayout.decodeEvent(seq: seq, stored).fact
-            else { throw LedgerError.corrupted("bindings_any names a claim of \(otid) that is missing") }
+            let (claim, seq) = try claim(named: e, revisionKey: &revisionKey, txn)
             try index(claim, seq: seq, in: environment, txn, report: &report)
             entry = try cursor.nextDuplicate()
         }
         return true
+    }
+
+    /// The claim a `bindings_any` entry names, and its seq; `revisionKey` is scratch space kept between entries.
+    private func claim(named entry: Cursor.Entry, revisionKey: inout [UInt8], _ txn: Transaction) throws
+        -> (BindingClaim, UInt64)
+    {
+        guard let seq = EventReference.decode(entry.value, revisionKey: &revisionKey),
+            let stored = try txn.get(layout.events, key: revisionKey),
+            case .binding(let claim) = try StoreLayout.decodeEvent(seq: seq, stored).fact
+        else { throw LedgerError.corrupted("bindings_any names a claim that is missing") }
+        return (claim, seq)
     }
 
     /// `by_otid` and `by_user` entries of a claim that named no environment, in `environment`.
