@@ -9,6 +9,7 @@
 #   write transaction  Writer.commit without the fold: the append batch, LMDB, the hash chain, the journal's fsync
 #   fold               ProjectionEngine.apply: the timelines and entitlements the inputs touch, lifecycle events
 #   reply              JSONBody.buffered: the results document written
+#   metrics follower   MetricsFollower.catchUp: the marked subscriptions summed into metric_days, on its own thread
 #   HTTP               everything else: NIO, the HTTP decoder and encoder, Hummingbird's router and tasks, the
 #                      body collected, the middleware (metrics, errors), the hand-offs between threads
 set -euo pipefail
@@ -23,12 +24,14 @@ decode="$(count '12LedgerIngest0B8PipelineV7prepare')"
 commit="$(count '11LedgerStore6WriterC6commit')"
 fold="$(count '11LedgerStore16ProjectionEngineV5apply')"
 reply="$(count '12LedgerServer8JSONBodyO8buffered')"
-: "${decode:=0}" "${commit:=0}" "${fold:=0}" "${reply:=0}"
-http=$((TOTAL - decode - commit - reply))
+follower="$(count '11LedgerStore15MetricsFollowerC7catchUp')"
+: "${decode:=0}" "${commit:=0}" "${fold:=0}" "${reply:=0}" "${follower:=0}"
+http=$((TOTAL - decode - commit - reply - follower))
 printf '| stage | instructions per input |\n|---|---:|\n'
 printf '| HTTP | %d |\n' $((http / INPUTS))
 printf '| decode | %d |\n' $((decode / INPUTS))
 printf '| write transaction | %d |\n' $(((commit - fold) / INPUTS))
 printf '| fold | %d |\n' $((fold / INPUTS))
 printf '| reply | %d |\n' $((reply / INPUTS))
+printf '| metrics follower | %d |\n' $((follower / INPUTS))
 printf '| total | %d |\n' $((TOTAL / INPUTS))

@@ -355,8 +355,6 @@ public final class Ledger: Sendable {
         return try box.wait().get()
     }
 
-    /// `inputs` with an identity seed where they name people, in a ledger with pseudonyms; as they are otherwise.
-
     /// Inputs waiting for the writer right now.
     public var queueDepth: Int { writer?.queueDepth ?? 0 }
 

@@ -59,9 +59,10 @@ struct MetricDayKey: Hashable, Comparable {
 
 /// The value of a `metric_days` entry: counters and their sums.
 enum StoredMetricDay {
-    static func encode(_ sums: [MetricCounter: Int64]) -> [UInt8] {
-        var w = BinaryWriter(capacity: 16 * sums.count + 2)
-        let nonzero = sums.filter { $0.value != 0 }.sorted { order($0.key) < order($1.key) }
+    /// The stored form of a day's counters (each once), in counter order, zero sums left out.
+    static func encode(_ counters: [(counter: MetricCounter, sum: Int64)]) -> [UInt8] {
+        var w = BinaryWriter(capacity: 16 * counters.count + 2)
+        let nonzero = counters.filter { $0.sum != 0 }.sorted { precedes($0.counter, $1.counter) }
         w.writeVarint(UInt64(nonzero.count))
         for (counter, sum) in nonzero {
             write(counter, into: &w)
@@ -72,12 +73,23 @@ enum StoredMetricDay {
 
     /// Adds the sums stored in `bytes` to `sums`.
     static func decode(_ bytes: UnsafeRawBufferPointer, into sums: inout [MetricCounter: Int64]) throws {
+        try decode(bytes) { counter, sum in sums[counter, default: 0] &+= sum }
+    }
+
+    /// The counters stored in `bytes`, in their stored order.
+    static func decode(_ bytes: UnsafeRawBufferPointer) throws -> [(counter: MetricCounter, sum: Int64)] {
+        var counters: [(counter: MetricCounter, sum: Int64)] = []
+        try decode(bytes) { counters.append(($0, $1)) }
+        return counters
+    }
+
+    private static func decode(_ bytes: UnsafeRawBufferPointer, _ each: (MetricCounter, Int64) -> Void) throws {
         do {
             var r = BinaryReader(bytes)
             let count = try r.readVarint()
             for _ in 0..<count {
                 let counter = try read(&r)
-                sums[counter, default: 0] &+= try r.readInt64()
+                each(counter, try r.readInt64())
             }
         } catch {
             throw LedgerError.corrupted("a metric_days value does not decode: \(error)")
@@ -143,10 +155,13 @@ enum StoredMetricDay {
         }
     }
 
-    /// A total order of counters, so that equal sums encode to equal bytes.
-    static func order(_ c: MetricCounter) -> (Int, String, Int) {
-        let (tag, text, number) = parts(c)
-        return (tag, text ?? "", number ?? 0)
+    /// A total order of counters, so that equal sums encode to equal bytes: by tag, then by argument.
+    static func precedes(_ a: MetricCounter, _ b: MetricCounter) -> Bool {
+        let (tagA, textA, numberA) = parts(a)
+        let (tagB, textB, numberB) = parts(b)
+        if tagA != tagB { return tagA < tagB }
+        if let textA, let textB { return textA < textB }
+        return (numberA ?? 0) < (numberB ?? 0)
     }
 }
 
@@ -169,27 +184,56 @@ struct MetricPoints: Equatable {
     init() {}
 
     /// `t`'s contributions (`Metrics.contributions`) summed by day, product and counter, in key order.
+    ///
+    /// A subscription names few products and counters but makes many contributions: each product and counter is
+    /// ranked once, so that the contributions sort by integers alone, and equal keys are then summed in one pass.
     init(_ t: Timeline) {
-        var all: [Point] = []
+        var products: [String?] = []
+        var counters: [MetricCounter] = []
+        var all: [(day: Int64, product: Int, counter: Int, sum: Int64)] = []
         Metrics.contributions(of: t) { instant, product, counter, delta in
-            all.append(Point(day: MetricDayKey.day(of: instant), product: product, counter: counter, sum: delta))
+            let p = products.firstIndex(of: product) ?? { products.append(product); return products.count - 1 }()
+            let c = counters.firstIndex(of: counter) ?? { counters.append(counter); return counters.count - 1 }()
+            all.append((MetricDayKey.day(of: instant), p, c, delta))
         }
-        all.sort(by: Self.precedes)
-        for p in all {
-            if let last = points.last, !Self.precedes(last, p) {
-                points[points.count - 1].sum &+= p.sum
+        let productRank = Self.ranks(of: products.indices.sorted { Self.productPrecedes(products[$0], products[$1]) })
+        let counterRank = Self.ranks(of: counters.indices.sorted { StoredMetricDay.precedes(counters[$0], counters[$1]) })
+        all.sort { a, b in
+            if a.day != b.day { return a.day < b.day }
+            if a.product != b.product { return productRank[a.product] < productRank[b.product] }
+            return counterRank[a.counter] < counterRank[b.counter]
+        }
+        var last: (day: Int64, product: Int, counter: Int)?
+        for x in all {
+            if let l = last, l.day == x.day, l.product == x.product, l.counter == x.counter {
+                points[points.count - 1].sum &+= x.sum
             } else {
-                points.append(p)
+                points.append(Point(day: x.day, product: products[x.product], counter: counters[x.counter], sum: x.sum))
+                last = (x.day, x.product, x.counter)
             }
         }
         points.removeAll { $0.sum == 0 }
     }
 
+    /// `ranks[i]`: the place of `i` in `order`.
+    private static func ranks(of order: [Int]) -> [Int] {
+        var ranks = [Int](repeating: 0, count: order.count)
+        for (place, i) in order.enumerated() { ranks[i] = place }
+        return ranks
+    }
+
+    /// The order of products: by id, none first.
+    private static func productPrecedes(_ a: String?, _ b: String?) -> Bool {
+        guard let b else { return false }
+        guard let a else { return true }
+        return a < b
+    }
+
     /// The order of points: day, product, counter.
     static func precedes(_ a: Point, _ b: Point) -> Bool {
         if a.day != b.day { return a.day < b.day }
-        if a.product != b.product { return (a.product ?? "") < (b.product ?? "") }
-        return StoredMetricDay.order(a.counter) < StoredMetricDay.order(b.counter)
+        if a.product != b.product { return productPrecedes(a.product, b.product) }
+        return StoredMetricDay.precedes(a.counter, b.counter)
     }
 
     /// What changes from `before` to `now`: the points whose sums differ, with the difference (both in key order).

@@ -164,35 +164,59 @@ enum MetricDays {
         return index == sums.count ? nil : "metric_days lacks \(sums.count - index) days the subscriptions' points sum to"
     }
 
-    /// Changes to `metric_days`, by day.
+    /// Changes to `metric_days`: each (day, counter, change) as the subscriptions' differences give them, merged by
+    /// day and counter only when read (a sort of a few hundred entries, not a dictionary per day).
     struct DayChanges {
-        private(set) var sums: [MetricDayKey: [MetricCounter: Int64]] = [:]
+        private var entries: [(key: MetricDayKey, counter: MetricCounter, sum: Int64)] = []
 
         mutating func add(_ points: [MetricPoints.Point], _ environment: AppStoreEnvironment) {
             for p in points {
-                let key = MetricDayKey(environment: environment, day: p.day, product: p.product ?? "")
-                sums[key, default: [:]][p.counter, default: 0] &+= p.sum
+                entries.append((MetricDayKey(environment: environment, day: p.day, product: p.product ?? ""), p.counter, p.sum))
+            }
+        }
+
+        /// The days in key order, each with its counters in counter order, changes of one counter summed and zero sums
+        /// left out (a day left with none is left out too).
+        var days: [(key: MetricDayKey, counters: [(counter: MetricCounter, sum: Int64)])] {
+            let sorted = entries.sorted { a, b in
+                if a.key != b.key { return a.key < b.key }
+                return StoredMetricDay.precedes(a.counter, b.counter)
+            }
+            var days: [(key: MetricDayKey, counters: [(counter: MetricCounter, sum: Int64)])] = []
+            for e in sorted {
+                if days.last?.key != e.key { days.append((e.key, [])) }
+                if let last = days[days.count - 1].counters.last, last.counter == e.counter {
+                    days[days.count - 1].counters[days[days.count - 1].counters.count - 1].sum &+= e.sum
+                } else {
+                    days[days.count - 1].counters.append((e.counter, e.sum))
+                }
+            }
+            return days.compactMap { day in
+                let kept = day.counters.filter { $0.sum != 0 }
+                return kept.isEmpty ? nil : (day.key, kept)
             }
         }
 
         /// The days with a nonzero sum, in key order, their zero sums left out.
         var nonzero: [(key: MetricDayKey, day: [MetricCounter: Int64])] {
-            sums.sorted { $0.key < $1.key }.compactMap { key, day in
-                let kept = day.filter { $0.value != 0 }
-                return kept.isEmpty ? nil : (key, kept)
-            }
+            days.map { ($0.key, Dictionary(uniqueKeysWithValues: $0.counters.map { ($0.counter, $0.sum) })) }
         }
 
         /// Adds the changes to the stored days; a day left with no counter is deleted.
         func write(_ layout: StoreLayout, _ txn: Transaction) throws {
-            for (key, changes) in sums.sorted(by: { $0.key < $1.key }) where changes.contains(where: { $0.value != 0 }) {
+            for (key, changes) in days {
                 let bytes = key.bytes
-                var day: [MetricCounter: Int64] = [:]
-                if let stored = try txn.get(layout.metricDays, key: bytes) {
-                    try stored.withUnsafeBytes { try StoredMetricDay.decode($0, into: &day) }
+                var day = try txn.get(layout.metricDays, key: bytes).map { stored in
+                    try stored.withUnsafeBytes { try StoredMetricDay.decode($0) }
+                } ?? []
+                for (counter, delta) in changes {
+                    if let i = day.firstIndex(where: { $0.counter == counter }) {
+                        day[i].sum &+= delta
+                    } else {
+                        day.append((counter, delta))
+                    }
                 }
-                for (counter, delta) in changes { day[counter, default: 0] &+= delta }
-                if day.values.allSatisfy({ $0 == 0 }) {
+                if day.allSatisfy({ $0.sum == 0 }) {
                     _ = try txn.delete(layout.metricDays, key: bytes)
                 } else {
                     try txn.put(layout.metricDays, key: bytes, value: StoredMetricDay.encode(day))

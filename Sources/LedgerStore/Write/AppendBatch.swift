@@ -41,14 +41,16 @@ struct AppendBatch {
 
     /// Appends `inputs`; `changes` learns what the commit will change (for the readers' answer cache, from the
     /// `WriteReport` of what it wrote), `seeds` the identity seed given to each input (by index) that came without
-    /// one and named someone for the first time.
+    /// one and named someone for the first time. `digests`, when given, holds the SHA-256 of each input's raw bytes
+    /// (made before the writer took them); otherwise each is hashed here.
     ///
-    /// The stages, in order: refusals are kept apart (`reject`); each accepted input is hashed and its people named
-    /// by pseudonyms (`append`); each fact not known yet is logged with its raw bytes and chain link (`log`) and
+    /// The stages, in order: refusals are kept apart (`reject`); each accepted input gets its digest and its people
+    /// named by pseudonyms (`append`); each fact not known yet is logged with its raw bytes and chain link (`log`) and
     /// indexed (`EventIndexes`); then the projections fold what was logged (`ProjectionEngine`), and the heads and
     /// the report say what changed (`finish`).
     func run(
-        _ inputs: [LedgerInput], in txn: Transaction, changes: inout CommitChanges, seeds: inout [Int: [UInt8]]
+        _ inputs: [LedgerInput], digests: [[UInt8]]? = nil, in txn: Transaction, changes: inout CommitChanges,
+        seeds: inout [Int: [UInt8]]
     ) throws -> [AppendResult] {
         let refusedBefore = try rejectedCount(txn)
         var progress = try Progress(
@@ -74,7 +76,8 @@ struct AppendBatch {
                     continue
                 }
                 var used = seed
-                results.append(try append(facts, metadata, raw, seed: &used, inputs.count, &progress, txn))
+                let digest = digests?[position] ?? sha256(raw)
+                results.append(try append(facts, metadata, raw, digest, seed: &used, inputs.count, &progress, txn))
                 if seed == nil, let used { seeds[position] = used }
             }
         }
@@ -89,14 +92,14 @@ struct AppendBatch {
         }
     }
 
-    /// One accepted input: its digest, its people named by pseudonyms (`seed` learns the identity seed it was given),
-    /// then each of its facts the log does not hold yet, logged and indexed.
+    /// One accepted input with the digest of its raw bytes: its people named by pseudonyms (`seed` learns the
+    /// identity seed it was given), then each of its facts the log does not hold yet, logged and indexed.
     private func append(
-        _ facts: [Fact], _ metadata: FactMetadata, _ raw: [UInt8], seed: inout [UInt8]?, _ batchSize: Int,
-        _ progress: inout Progress, _ txn: Transaction
+        _ facts: [Fact], _ metadata: FactMetadata, _ raw: [UInt8], _ digest: [UInt8], seed: inout [UInt8]?,
+        _ batchSize: Int, _ progress: inout Progress, _ txn: Transaction
     ) throws -> AppendResult {
         var (facts, metadata) = (facts, metadata)
-        metadata.rawDigest = sha256(raw)
+        metadata.rawDigest = digest
         // The log names people by pseudonyms; an input that names anyone is kept sealed with their keys.
         var people: [Identities.Identity] = []
         if progress.naming != nil {

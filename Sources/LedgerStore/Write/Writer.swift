@@ -15,6 +15,8 @@ final class Writer: @unchecked Sendable {
 
     private struct Request {
         var inputs: [LedgerInput]
+        /// The SHA-256 of each input's raw bytes (empty for a refusal), made on the caller's thread.
+        var digests: [[UInt8]]
         var completion: Completion
     }
 
@@ -65,8 +67,12 @@ final class Writer: @unchecked Sendable {
         return queuedInputs
     }
 
-    /// Queues inputs; `completion` runs on the writer thread once they are durable (or failed).
+    /// Queues inputs; `completion` runs on the writer thread once they are durable (or failed). Their raw bytes are
+    /// hashed here, on the caller's thread, so that the one writer thread does only the transaction.
     func submit(_ inputs: [LedgerInput], completion: @escaping Completion) {
+        let digests = inputs.map { input -> [UInt8] in
+            if case .facts(_, _, let raw, _) = input { sha256(raw) } else { [] }
+        }
         lock.lock()
         if stopping {
             lock.unlock()
@@ -80,7 +86,7 @@ final class Writer: @unchecked Sendable {
             completion(.failure(.overloaded(depth)))
             return
         }
-        queue.append(Request(inputs: inputs, completion: completion))
+        queue.append(Request(inputs: inputs, digests: digests, completion: completion))
         queuedInputs += inputs.count
         lock.unlock()
         thread.wake()
@@ -113,11 +119,13 @@ final class Writer: @unchecked Sendable {
 
     /// The batch, and with a journal its record, durable before the transaction commits. A group that stores nothing
     /// (duplicates only) needs no record: what it found is already durable.
-    private func run(_ inputs: [LedgerInput], in txn: Transaction, changes: inout CommitChanges) throws -> [AppendResult] {
+    private func run(
+        _ inputs: [LedgerInput], digests: [[UInt8]], in txn: Transaction, changes: inout CommitChanges
+    ) throws -> [AppendResult] {
         var seeds: [Int: [UInt8]] = [:]
-        guard let journal else { return try batch.run(inputs, in: txn, changes: &changes, seeds: &seeds) }
+        guard let journal else { return try batch.run(inputs, digests: digests, in: txn, changes: &changes, seeds: &seeds) }
         let before = try batch.position(txn)
-        let results = try batch.run(inputs, in: txn, changes: &changes, seeds: &seeds)
+        let results = try batch.run(inputs, digests: digests, in: txn, changes: &changes, seeds: &seeds)
         let after = try batch.position(txn)
         if after != before { try journal.write(JournalRecord(before: before, after: after, inputs: inputs, seeds: seeds)) }
         return results
@@ -125,6 +133,7 @@ final class Writer: @unchecked Sendable {
 
     private func commit(_ requests: [Request], inputCount: Int) {
         let inputs = requests.flatMap(\.inputs)
+        let digests = requests.flatMap(\.digests)
         let start = DispatchTime.now().uptimeNanoseconds
         let outcome: Result<[AppendResult], LedgerError>
         // Of the attempt that committed (`write` runs the body again after growing the map).
@@ -135,7 +144,7 @@ final class Writer: @unchecked Sendable {
                 try environment.write { txn in
                     transactionID = txn.id
                     changes = CommitChanges()
-                    return try run(inputs, in: txn, changes: &changes)
+                    return try run(inputs, digests: digests, in: txn, changes: &changes)
                 })
             journal?.committed()
         } catch let error as LedgerError {
