@@ -45,6 +45,38 @@ import Testing
         return (s, facts)
     }
 
+    /// Every one of the timeline's contributions, for comparing two timelines' whole figures.
+    static func contributions(_ t: Timeline) -> [String] {
+        var all: [String] = []
+        Metrics.contributions(of: t) { instant, product, counter, delta in all.append("\(instant) \(product ?? "-") \(counter) \(delta)") }
+        return all.sorted()
+    }
+
+    /// The write path leaves the maintained metrics alone when `contributeAlike` holds: a claim by another user moves
+    /// the owner and no figure, so it must hold there, and a renewal or a refund changes the figures, so it must not.
+    @Test func aClaimContributesAlikeAndARenewalOrARefundDoesNot() {
+        var (s, _) = Self.subscriber("1", from: 1, renewals: 1)
+        let before = s.timeline()
+        s.claim("someone-else", at: Scenario.utc(2024, 2, 20))
+        let claimed = s.timeline()
+        #expect(claimed.owners != before.owners, "the claim moved the owner")
+        #expect(Metrics.contributeAlike(before, claimed))
+        #expect(Self.contributions(before) == Self.contributions(claimed))
+
+        let third = s.purchase("1-2", product: Self.monthly, at: Scenario.utc(2024, 3, 10), expires: Scenario.utc(2024, 4, 10)) {
+            $0.price = 9990
+            $0.currency = "USD"
+        }
+        let renewed = s.timeline()
+        #expect(!Metrics.contributeAlike(claimed, renewed))
+        #expect(Self.contributions(claimed) != Self.contributions(renewed))
+
+        s.refund(third, at: Scenario.utc(2024, 3, 15))
+        let refunded = s.timeline()
+        #expect(!Metrics.contributeAlike(renewed, refunded))
+        #expect(Self.contributions(renewed) != Self.contributions(refunded))
+    }
+
     @Test func newRenewalsAndActiveCountsFollowThePeriods() {
         // Bought 10 January, renewed in February and March, then nothing: it lapses on 10 April.
         let (s, _) = Self.subscriber("1", from: 1, renewals: 2)

@@ -247,6 +247,13 @@ public enum Metrics {
         }
     }
 
+    /// Whether two timelines of one subscription make the same contributions: `contributions` reads only their
+    /// periods, stated changes and renewal state, so a change of owners, claims or tokens (who holds it, never what
+    /// it is) changes no figure and leaves nothing for the maintained sums to do.
+    public static func contributeAlike(_ a: Timeline, _ b: Timeline) -> Bool {
+        a.periods == b.periods && a.statedChanges == b.statedChanges && a.renewal == b.renewal
+    }
+
     /// `p`'s price per average month in its currency; nil when Apple stated no price (or the period has no end), or
     /// when it was shared through Family Sharing. The price bought the whole billed period: the old side of an
     /// upgrade ends early, but its price is still spread over the length it was billed for (to its `expiresDate`),

@@ -128,8 +128,6 @@ extension Ledger {
         }
     }
 
-    /// Every subscription of `env`, folded as known after `asOf` (its stored timeline when `asOf` is nil or the last
-    /// seq).
     /// Every timeline of `env` as known after `asOf`, naming people as the log does.
     func everyTimeline(_ env: AppStoreEnvironment, asOf: UInt64?, _ txn: Transaction) throws -> [Timeline] {
         var timelines: [Timeline] = []

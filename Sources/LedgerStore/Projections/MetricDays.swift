@@ -164,36 +164,40 @@ enum MetricDays {
         return index == sums.count ? nil : "metric_days lacks \(sums.count - index) days the subscriptions' points sum to"
     }
 
-    /// Changes to `metric_days`: each (day, counter, change) as the subscriptions' differences give them, merged by
-    /// day and counter only when read (a sort of a few hundred entries, not a dictionary per day).
+    /// Changes to `metric_days`, by day: each day's counters in a short list (a day holds a few), found by one look-up
+    /// per run of points on the same day (a subscription's points come in key order).
     struct DayChanges {
-        private var entries: [(key: MetricDayKey, counter: MetricCounter, sum: Int64)] = []
+        private var changes: [(key: MetricDayKey, counters: [(counter: MetricCounter, sum: Int64)])] = []
+        private var place: [MetricDayKey: Int] = [:]
 
         mutating func add(_ points: [MetricPoints.Point], _ environment: AppStoreEnvironment) {
+            var last: Int?
             for p in points {
-                entries.append((MetricDayKey(environment: environment, day: p.day, product: p.product ?? ""), p.counter, p.sum))
+                let key = MetricDayKey(environment: environment, day: p.day, product: p.product ?? "")
+                let i: Int
+                if let last, changes[last].key == key {
+                    i = last
+                } else if let known = place[key] {
+                    i = known
+                } else {
+                    i = changes.count
+                    place[key] = i
+                    changes.append((key, []))
+                }
+                last = i
+                if let j = changes[i].counters.firstIndex(where: { $0.counter == p.counter }) {
+                    changes[i].counters[j].sum &+= p.sum
+                } else {
+                    changes[i].counters.append((p.counter, p.sum))
+                }
             }
         }
 
-        /// The days in key order, each with its counters in counter order, changes of one counter summed and zero sums
-        /// left out (a day left with none is left out too).
+        /// The days in key order, each with its counters, zero sums left out (a day left with none is left out too).
         var days: [(key: MetricDayKey, counters: [(counter: MetricCounter, sum: Int64)])] {
-            let sorted = entries.sorted { a, b in
-                if a.key != b.key { return a.key < b.key }
-                return StoredMetricDay.precedes(a.counter, b.counter)
-            }
-            var days: [(key: MetricDayKey, counters: [(counter: MetricCounter, sum: Int64)])] = []
-            for e in sorted {
-                if days.last?.key != e.key { days.append((e.key, [])) }
-                if let last = days[days.count - 1].counters.last, last.counter == e.counter {
-                    days[days.count - 1].counters[days[days.count - 1].counters.count - 1].sum &+= e.sum
-                } else {
-                    days[days.count - 1].counters.append((e.counter, e.sum))
-                }
-            }
-            return days.compactMap { day in
-                let kept = day.counters.filter { $0.sum != 0 }
-                return kept.isEmpty ? nil : (day.key, kept)
+            changes.indices.sorted { changes[$0].key < changes[$1].key }.compactMap { i in
+                let kept = changes[i].counters.filter { $0.sum != 0 }
+                return kept.isEmpty ? nil : (changes[i].key, kept)
             }
         }
 

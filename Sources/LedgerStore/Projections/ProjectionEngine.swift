@@ -82,14 +82,17 @@ struct ProjectionEngine {
         var timeline: Timeline?
         if let stored = try txn.get(layout.timelines, key: key) {
             // The common case, one input's events after everything known about the latest period: only that
-            // period is decoded, the earlier ones are copied as stored.
+            // period is decoded, the earlier ones are copied as stored. So when the two sides contribute alike,
+            // the whole timelines do, and the metrics have nothing to sum.
             if runs.count == 1, let tail = try StoredTimeline.appendingWithTimelines(runs[0], to: stored, rules: rules) {
-                try report.putTimeline(key, tail.bytes, layout, txn)
+                let marking = !Metrics.contributeAlike(tail.before, tail.after)
+                try report.putTimeline(key, tail.bytes, marking: marking, layout, txn)
                 try write(Lifecycle.events(before: tail.before, after: tail.after, seq: runs[0].last!.seq, rules: rules), txn)
                 return
             }
             timeline = try StoredTimeline.decode(stored)
         }
+        let before = timeline
         // Input by input, so that each says what it changed, as a replay of the log derives it.
         let adopting = timeline == nil ? try adoptClaimsOfEveryEnvironment(environment, otid, txn, report: &report) : false
         for run in runs {
@@ -115,7 +118,11 @@ struct ProjectionEngine {
             try write(Lifecycle.events(before: timeline, after: next, seq: seq, rules: rules), txn)
             timeline = next
         }
-        if let timeline { try report.putTimeline(key, StoredTimeline.encode(timeline), layout, txn) }
+        if let timeline {
+            // A subscription's metrics change only with what it contributes (a claim moves its owner, no figure).
+            let marking = before.map { !Metrics.contributeAlike($0, timeline) } ?? true
+            try report.putTimeline(key, StoredTimeline.encode(timeline), marking: marking, layout, txn)
+        }
     }
 
     /// The events of a subscription's group split by input, in log order.
