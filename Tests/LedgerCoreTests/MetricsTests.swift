@@ -52,15 +52,16 @@ import Testing
         return all.sorted()
     }
 
-    /// The write path leaves the maintained metrics alone when `contributeAlike` holds: a claim by another user moves
-    /// the owner and no figure, so it must hold there, and a renewal or a refund changes the figures, so it must not.
-    @Test func aClaimContributesAlikeAndARenewalOrARefundDoesNot() {
+    /// The write path leaves the maintained metrics alone when `firstChange` finds none, and has them restated from
+    /// the instant it finds: a claim by another user moves the owner and no figure; a renewal changes them from its
+    /// period's start (the lapse it ends), a refund from its date.
+    @Test func aClaimChangesNoContributionAndARenewalOrARefundChangesThemFromTheirInstant() {
         var (s, _) = Self.subscriber("1", from: 1, renewals: 1)
         let before = s.timeline()
         s.claim("someone-else", at: Scenario.utc(2024, 2, 20))
         let claimed = s.timeline()
         #expect(claimed.owners != before.owners, "the claim moved the owner")
-        #expect(Metrics.contributeAlike(before, claimed))
+        #expect(Metrics.firstChange(before, claimed) == nil)
         #expect(Self.contributions(before) == Self.contributions(claimed))
 
         let third = s.purchase("1-2", product: Self.monthly, at: Scenario.utc(2024, 3, 10), expires: Scenario.utc(2024, 4, 10)) {
@@ -68,12 +69,12 @@ import Testing
             $0.currency = "USD"
         }
         let renewed = s.timeline()
-        #expect(!Metrics.contributeAlike(claimed, renewed))
+        #expect(Metrics.firstChange(claimed, renewed) == Scenario.utc(2024, 3, 10))
         #expect(Self.contributions(claimed) != Self.contributions(renewed))
 
         s.refund(third, at: Scenario.utc(2024, 3, 15))
         let refunded = s.timeline()
-        #expect(!Metrics.contributeAlike(renewed, refunded))
+        #expect(Metrics.firstChange(renewed, refunded) == Scenario.utc(2024, 3, 10))
         #expect(Self.contributions(renewed) != Self.contributions(refunded))
     }
 

@@ -23,6 +23,17 @@ public enum MetricCounter: Hashable, Sendable {
         .trialsEnded, .trialsConverted, .refunds, .reversals, .purchases, .cohort,
     ]
 
+    /// Whether each change of the counter reads periods after the one it is dated by (the cohort and its retention,
+    /// dated at the first period; a trial's conversion, dated at its end): what
+    /// `Metrics.contributions(of:restatingFrom:roundedDown:_:)` states whole, and every other counter from a window
+    /// on.
+    public var isStatedWhole: Bool {
+        switch self {
+        case .cohort, .retained, .trialsConverted: true
+        default: false
+        }
+    }
+
     /// Whether the counter is a snapshot (summed from the beginning of time) rather than a movement.
     public var isSnapshot: Bool {
         switch self {

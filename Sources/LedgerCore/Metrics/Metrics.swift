@@ -142,16 +142,79 @@ public enum Metrics {
     public static func contributions(
         of t: Timeline, _ add: (_ instant: UnixMillis, _ product: String?, _ counter: MetricCounter, _ delta: Int64) -> Void
     ) {
-        guard t.productType == .autoRenewable else { return }
-        let instants = changeInstants(t)
-        let states = instants.map { t.status(at: $0) }
+        contributions(of: t, restatingFrom: .min, roundedDown: { $0 }, add)
+    }
 
-        // Snapshots: a subscription's state is constant between the instants where it can change; each segment's
-        // counts are stated as their difference from the segment before.
+    /// `contributions(of:_:)` with the changes dated before a window left out, but those of the counters that read
+    /// later periods (`MetricCounter.isStatedWhole`: the cohort, its retention, trial conversions). The window
+    /// begins at `from` or earlier (`round` of an instant, where the subscription was live just before, since a
+    /// churn reads the lapse after it; the beginning of time when it was never live before), and that beginning is
+    /// returned. When the
+    /// timeline's states before `from` are those of an earlier timeline of the subscription and the periods begun
+    /// before it are the same (`firstChange`), the earlier timeline's changes dated before the window (those stated
+    /// whole left out), with these, are exactly `contributions(of:_:)`: a tail step restates its tail, not the whole
+    /// timeline.
+    /// - Complexity: O(instants in the window and the lapse before it × (periods and changes) + periods).
+    @discardableResult
+    public static func contributions(
+        of t: Timeline, restatingFrom from: UnixMillis, roundedDown round: (UnixMillis) -> UnixMillis,
+        _ add: (_ instant: UnixMillis, _ product: String?, _ counter: MetricCounter, _ delta: Int64) -> Void
+    ) -> UnixMillis {
+        guard t.productType == .autoRenewable else { return .min }
+        let instants = changeInstants(t)
+        let (start, w) = window(t, instants, from: from, round)
+        // The states from the one before the window: its segment is what the window's first change differs from.
+        let first = max(w - 1, 0)
+        let states = instants[first...].map { t.status(at: $0) }
+        func state(_ k: Int) -> StatusAt { states[k - first] }
+        stateChanges(instants, from: w, first: first, state, add)
+        movements(instants, from: w, first: first, state, add)
+        periodChanges(t, instants, restatingFrom: start, first: first, state, add)
+        return start
+    }
+
+    /// Where the window of `contributions(of:restatingFrom:roundedDown:_:)` begins, and its first instant's index.
+    private static func window(
+        _ t: Timeline, _ instants: [UnixMillis], from: UnixMillis, _ round: (UnixMillis) -> UnixMillis
+    ) -> (start: UnixMillis, index: Int) {
+        var start = from == .min ? UnixMillis.min : min(round(from), from)
+        while start != .min {
+            let w = firstIndex(instants, atOrAfter: start)
+            guard w > 0 else { break }
+            if t.status(at: instants[w - 1]).isLive { return (start, w) }
+            // In a lapse: back to where it began, the instant after the last live state.
+            var k = w - 1
+            while k > 0, !t.status(at: instants[k - 1]).isLive { k -= 1 }
+            guard k > 0 else { break }
+            let earlier = round(instants[k])
+            // Each turn moves back, or the window is the whole timeline.
+            guard earlier < start else { break }
+            start = earlier
+        }
+        return (.min, 0)
+    }
+
+    /// The index of the first of `instants` (ascending) at or after `instant`.
+    private static func firstIndex(_ instants: [UnixMillis], atOrAfter instant: UnixMillis) -> Int {
+        var low = 0
+        var high = instants.count
+        while low < high {
+            let mid = (low + high) / 2
+            if instants[mid] < instant { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
+    /// Snapshots: a subscription's state is constant between the instants where it can change; each segment's
+    /// counts are stated as their difference from the segment before, from segment `w` on.
+    private static func stateChanges(
+        _ instants: [UnixMillis], from w: Int, first: Int, _ state: (Int) -> StatusAt,
+        _ add: (UnixMillis, String?, MetricCounter, Int64) -> Void
+    ) {
         var before: [(product: String?, counter: MetricCounter, amount: Int64)] = []
         var now: [(product: String?, counter: MetricCounter, amount: Int64)] = []
-        for k in states.indices {
-            let s = states[k]
+        for k in first..<instants.count {
+            let s = state(k)
             let product = s.period?.productId
             now.removeAll(keepingCapacity: true)
             switch s.status {
@@ -176,41 +239,60 @@ public enum Metrics {
                     now.append((product, .unpriced, 1))
                 }
             }
-            for c in now where !before.contains(where: { $0 == c }) { add(instants[k], c.product, c.counter, c.amount) }
-            for c in before where !now.contains(where: { $0 == c }) { add(instants[k], c.product, c.counter, -c.amount) }
+            if k >= w {
+                for c in now where !before.contains(where: { $0 == c }) { add(instants[k], c.product, c.counter, c.amount) }
+                for c in before where !now.contains(where: { $0 == c }) { add(instants[k], c.product, c.counter, -c.amount) }
+            }
             swap(&before, &now)
         }
+    }
 
-        // Movements: where the subscription starts and stops being live.
-        // A billing retry or grace period Apple states after the period's end begins at that end (the fold's
-        // `retryBegan`): a renewal that fails leaves no gap between live states.
-        let live = states.map(\.isLive)
-        /// Whether the subscription was live just before `instant`, one of `instants`: the state of the segment
-        /// before it (none before the first: nothing had begun).
-        func liveBefore(_ instant: UnixMillis) -> Bool {
-            var low = 0
-            var high = instants.count
-            while low < high {
-                let mid = (low + high) / 2
-                if instants[mid] < instant { low = mid + 1 } else { high = mid }
-            }
-            return low > 0 && live[low - 1]
-        }
-        var everLive = false
-        for k in instants.indices where live[k] != (k > 0 && live[k - 1]) {
-            if live[k] {
-                if everLive { add(instants[k], states[k].period?.productId, .reactivations, 1) }
+    /// Movements: where the subscription starts and stops being live, from instant `w` on (live just before it,
+    /// when `w` > 0). A billing retry or grace period Apple states after the period's end begins at that end (the
+    /// fold's `retryBegan`): a renewal that fails leaves no gap between live states.
+    private static func movements(
+        _ instants: [UnixMillis], from w: Int, first: Int, _ state: (Int) -> StatusAt,
+        _ add: (UnixMillis, String?, MetricCounter, Int64) -> Void
+    ) {
+        func live(_ k: Int) -> Bool { state(k).isLive }
+        var everLive = w > 0
+        for k in w..<instants.count where live(k) != (k > 0 && live(k - 1)) {
+            if live(k) {
+                if everLive { add(instants[k], state(k).period?.productId, .reactivations, 1) }
                 everLive = true
             } else {
                 // Apple states why a moment after the expiry (an EXPIRED notification): the first reason
                 // stated before the subscription is live again.
-                let lapse = states[k..<(live[k...].firstIndex(of: true) ?? live.count)]
-                let reason = lapse.lazy.map(ChurnReason.init(status:)).first { $0 != .other } ?? .other
-                add(instants[k], states[k - 1].period?.productId, .churned(reason), 1)
+                var reason = ChurnReason.other
+                var j = k
+                while j < instants.count, !live(j) {
+                    let r = ChurnReason(status: state(j))
+                    if r != .other {
+                        reason = r
+                        break
+                    }
+                    j += 1
+                }
+                add(instants[k], state(k - 1).period?.productId, .churned(reason), 1)
             }
         }
+    }
 
-        let periods = t.periods.sorted { $0.start < $1.start }
+    /// What the periods add, from `start` on: renewals (a period begun while the subscription was live), new
+    /// subscriptions, purchases, trials ended, refunds and their reversals, each dated at an instant of its own
+    /// period. The cohort, its retention and trial conversions read later periods, and are stated whole.
+    private static func periodChanges(
+        _ t: Timeline, _ instants: [UnixMillis], restatingFrom start: UnixMillis, first: Int,
+        _ state: (Int) -> StatusAt, _ add: (UnixMillis, String?, MetricCounter, Int64) -> Void
+    ) {
+        /// Whether the subscription was live just before `instant`, one of `instants` at or after `start`: the state
+        /// of the segment before it (none before the first: nothing had begun).
+        func liveBefore(_ instant: UnixMillis) -> Bool {
+            let low = firstIndex(instants, atOrAfter: instant)
+            return low > 0 && state(low - 1).isLive
+        }
+        let periods = t.periods.indices.dropFirst().allSatisfy { t.periods[$0 - 1].start <= t.periods[$0].start }
+            ? t.periods : t.periods.sorted { $0.start < $1.start }
         if let first = periods.first {
             add(first.start, first.productId, .cohort, 1)
             for (n, p) in periods.prefix(retentionPeriods).enumerated() where p.openRevocation == nil {
@@ -218,18 +300,20 @@ public enum Metrics {
             }
         }
         for (index, p) in periods.enumerated() {
-            if p.terms?.ownershipType != "FAMILY_SHARED" { add(p.start, p.productId, .purchases, 1) }
-            if index == 0 {
-                add(p.start, p.productId, .new, 1)
-            } else if liveBefore(p.start) {
-                add(p.start, p.productId, .renewals, 1)
-            }
             if p.offer?.isTrial == true, let end = p.end {
-                add(end, p.productId, .trialsEnded, 1)
+                if end >= start { add(end, p.productId, .trialsEnded, 1) }
                 let converted = periods[(index + 1)...].contains {
                     $0.offer?.isTrial != true && $0.start < end.saturatingAdd(conversionWindow) && $0.openRevocation == nil
                 }
                 if converted { add(end, p.productId, .trialsConverted, 1) }
+            }
+            if p.start >= start {
+                if p.terms?.ownershipType != "FAMILY_SHARED" { add(p.start, p.productId, .purchases, 1) }
+                if index == 0 {
+                    add(p.start, p.productId, .new, 1)
+                } else if liveBefore(p.start) {
+                    add(p.start, p.productId, .renewals, 1)
+                }
             }
             // Refunds and their reversals of periods not shared through Family Sharing, a family member's revoke
             // left out; what they gave back as `Revenue` counts it, when the period states its price.
@@ -237,21 +321,60 @@ public enum Metrics {
             let price = p.terms?.price
             let currency = p.terms?.currency
             for r in p.revocations where !r.isFamilyRevoke {
-                add(r.date, p.productId, .refunds, 1)
-                if let reversed = r.reversedAt { add(reversed, p.productId, .reversals, 1) }
-                guard let price, let currency else { continue }
-                let back = Lifecycle.refundedAmount(price: price, revocation: r)
-                add(r.date, p.productId, .refunded(currency), back)
-                if let reversed = r.reversedAt { add(reversed, p.productId, .refunded(currency), 0 &- back) }
+                let back = price.map { Lifecycle.refundedAmount(price: $0, revocation: r) }
+                if r.date >= start {
+                    add(r.date, p.productId, .refunds, 1)
+                    if let back, let currency { add(r.date, p.productId, .refunded(currency), back) }
+                }
+                if let reversed = r.reversedAt, reversed >= start {
+                    add(reversed, p.productId, .reversals, 1)
+                    if let back, let currency { add(reversed, p.productId, .refunded(currency), 0 &- back) }
+                }
             }
         }
     }
 
-    /// Whether two timelines of one subscription make the same contributions: `contributions` reads only their
-    /// periods, stated changes and renewal state, so a change of owners, claims or tokens (who holds it, never what
-    /// it is) changes no figure and leaves nothing for the maintained sums to do.
-    public static func contributeAlike(_ a: Timeline, _ b: Timeline) -> Bool {
-        a.periods == b.periods && a.statedChanges == b.statedChanges && a.renewal == b.renewal
+    /// The earliest instant at which the contributions of two timelines of one subscription may differ, nil when
+    /// they cannot. `contributions` reads only their periods, stated changes and renewal state (owners, claims and
+    /// tokens say who holds it, never what it is); the first element that differs in each list, and every element
+    /// after it on either side, bound the instant from below with every instant they hold. So the states before
+    /// it are equal, and so are the periods begun before it (what `contributions(of:restatingFrom:roundedDown:_:)`
+    /// needs to restate only the rest).
+    /// - Complexity: O(periods + stated changes) comparisons.
+    public static func firstChange(_ a: Timeline, _ b: Timeline) -> UnixMillis? {
+        var cut: UnixMillis?
+        func bound(_ x: UnixMillis) { cut = min(cut ?? x, x) }
+        func firstUnequal<T: Equatable>(_ x: [T], _ y: [T]) -> Int? {
+            let n = min(x.count, y.count)
+            var i = 0
+            while i < n && x[i] == y[i] { i += 1 }
+            return i < x.count || i < y.count ? i : nil
+        }
+        if let i = firstUnequal(a.periods, b.periods) {
+            for periods in [a.periods, b.periods] {
+                for p in periods[min(i, periods.count)...] {
+                    bound(p.start)
+                    if let end = p.end { bound(end) }
+                    for r in p.revocations {
+                        bound(r.date)
+                        if let back = r.reversedAt { bound(back) }
+                    }
+                }
+            }
+        }
+        if let i = firstUnequal(a.statedChanges, b.statedChanges) {
+            for changes in [a.statedChanges, b.statedChanges] {
+                for c in changes[min(i, changes.count)...] {
+                    bound(c.at)
+                    if let until = c.until { bound(until) }
+                }
+            }
+        }
+        if a.renewal != b.renewal {
+            if let r = a.renewal { bound(r.at) }
+            if let r = b.renewal { bound(r.at) }
+        }
+        return cut
     }
 
     /// `p`'s price per average month in its currency; nil when Apple stated no price (or the period has no end), or

@@ -184,35 +184,90 @@ struct MetricPoints: Equatable {
     init() {}
 
     /// `t`'s contributions (`Metrics.contributions`) summed by day, product and counter, in key order.
+    init(_ t: Timeline) {
+        (self, _) = Self.summed(t, restatingFrom: .min)
+    }
+
+    /// What `t` contributes now, and how that differs from `before` (what the subscription contributed when last
+    /// summed), restated only from the UTC day of `from` on (or earlier, `Metrics.contributions(of:restatingFrom:
+    /// roundedDown:_:)`) where the timeline's states and periods before `from` are still those `before` was made
+    /// of (`Metrics.firstChange`): the points of the days before are `before`'s, but those stated whole. So a tail
+    /// step sums its tail, and copies the rest.
+    static func restating(_ t: Timeline, from: UnixMillis, before: MetricPoints) -> (now: MetricPoints, difference: [Point]) {
+        let (restated, start) = summed(t, restatingFrom: from)
+        guard start != .min else { return (restated, difference(from: before, to: restated)) }
+        let firstDay = MetricDayKey.day(of: start)
+        var kept = MetricPoints()
+        var replaced = MetricPoints()
+        for p in before.points {
+            if !p.counter.isStatedWhole && p.day < firstDay { kept.points.append(p) } else { replaced.points.append(p) }
+        }
+        return (merged(kept, restated), difference(from: replaced, to: restated))
+    }
+
+    /// Points of two lists in key order, in key order (a key in both summed).
+    private static func merged(_ a: MetricPoints, _ b: MetricPoints) -> MetricPoints {
+        var out = MetricPoints()
+        out.points.reserveCapacity(a.points.count + b.points.count)
+        var i = 0
+        var j = 0
+        while i < a.points.count || j < b.points.count {
+            if j == b.points.count || (i < a.points.count && precedes(a.points[i], b.points[j])) {
+                out.points.append(a.points[i])
+                i += 1
+            } else if i == a.points.count || precedes(b.points[j], a.points[i]) {
+                out.points.append(b.points[j])
+                j += 1
+            } else {
+                var p = a.points[i]
+                p.sum &+= b.points[j].sum
+                if p.sum != 0 { out.points.append(p) }
+                i += 1
+                j += 1
+            }
+        }
+        return out
+    }
+
+    /// `t`'s contributions from the window `Metrics.contributions(of:restatingFrom:roundedDown:_:)` begins at
+    /// `from` (whole days), summed; and where the window began.
     ///
     /// A subscription names few products and counters but makes many contributions: each product and counter is
     /// ranked once, so that the contributions sort by integers alone, and equal keys are then summed in one pass.
-    init(_ t: Timeline) {
+    private static func summed(_ t: Timeline, restatingFrom from: UnixMillis) -> (MetricPoints, UnixMillis) {
         var products: [String?] = []
         var counters: [MetricCounter] = []
         var all: [(day: Int64, product: Int, counter: Int, sum: Int64)] = []
-        Metrics.contributions(of: t) { instant, product, counter, delta in
+        let start = Metrics.contributions(of: t, restatingFrom: from, roundedDown: startOfDay) { instant, product, counter, delta in
             let p = products.firstIndex(of: product) ?? { products.append(product); return products.count - 1 }()
             let c = counters.firstIndex(of: counter) ?? { counters.append(counter); return counters.count - 1 }()
             all.append((MetricDayKey.day(of: instant), p, c, delta))
         }
-        let productRank = Self.ranks(of: products.indices.sorted { Self.productPrecedes(products[$0], products[$1]) })
-        let counterRank = Self.ranks(of: counters.indices.sorted { StoredMetricDay.precedes(counters[$0], counters[$1]) })
+        let productRank = ranks(of: products.indices.sorted { productPrecedes(products[$0], products[$1]) })
+        let counterRank = ranks(of: counters.indices.sorted { StoredMetricDay.precedes(counters[$0], counters[$1]) })
         all.sort { a, b in
             if a.day != b.day { return a.day < b.day }
             if a.product != b.product { return productRank[a.product] < productRank[b.product] }
             return counterRank[a.counter] < counterRank[b.counter]
         }
+        var points = MetricPoints()
         var last: (day: Int64, product: Int, counter: Int)?
         for x in all {
             if let l = last, l.day == x.day, l.product == x.product, l.counter == x.counter {
-                points[points.count - 1].sum &+= x.sum
+                points.points[points.points.count - 1].sum &+= x.sum
             } else {
-                points.append(Point(day: x.day, product: products[x.product], counter: counters[x.counter], sum: x.sum))
+                points.points.append(Point(day: x.day, product: products[x.product], counter: counters[x.counter], sum: x.sum))
                 last = (x.day, x.product, x.counter)
             }
         }
-        points.removeAll { $0.sum == 0 }
+        points.points.removeAll { $0.sum == 0 }
+        return (points, start)
+    }
+
+    /// The first instant of `instant`'s UTC day; the beginning of time for a day before the first instant there is.
+    static func startOfDay(_ instant: UnixMillis) -> UnixMillis {
+        let (start, overflow) = MetricDayKey.day(of: instant).multipliedReportingOverflow(by: MetricDayKey.millisPerDay)
+        return overflow ? .min : start
     }
 
     /// `ranks[i]`: the place of `i` in `order`.

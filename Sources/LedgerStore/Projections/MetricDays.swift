@@ -4,34 +4,63 @@ import LedgerCore
 /// The subscription metrics the store maintains: every subscription's changes (`Metrics.contributions`) summed by UTC
 /// day, environment and product in `metric_days`.
 ///
-/// The write path only marks each subscription whose timeline it wrote (`metric_dirty`, one put). The follower
-/// (`MetricsFollower`) then sums each marked subscription in, off the write path and coalesced (a subscription an
-/// append burst touched many times is summed once): what its timeline contributes now less what it contributed when
-/// last summed (`metric_points`). A read adds the same correction for subscriptions still marked, so every answer is
-/// exact whatever the follower has done; buckets of whole UTC days as known now cost O(days × products + marked
-/// subscriptions), whatever the number of subscriptions.
+/// The write path only marks each subscription whose timeline's contributions changed (`metric_dirty`), with the
+/// first instant they may differ at (`Metrics.firstChange`). The follower (`MetricsFollower`) then sums each marked
+/// subscription in, off the write path and coalesced (a subscription an append burst touched many times is summed
+/// once): what its timeline contributes now less what it contributed when last summed (`metric_points`), the
+/// counters that follow its states restated from the marked instant's day only (a renewal restates its tail). A
+/// read adds the same correction for subscriptions still marked, so every answer is exact whatever the follower has
+/// done; buckets of whole UTC days as known now cost O(days × products + marked subscriptions), whatever the number
+/// of subscriptions.
 enum MetricDays {
-    /// The write path's part: `key`'s timeline changed.
-    static func markChanged(_ key: [UInt8], _ layout: StoreLayout, _ txn: Transaction) throws {
-        try txn.put(layout.metricDirty, key: key, value: [])
+    /// What a write did to a subscription's contributions.
+    enum Change {
+        /// Nothing (`Metrics.firstChange` found none).
+        case none
+        /// They may differ from this instant on; the states before it are as they were.
+        case from(UnixMillis)
+        /// Anything (a subscription new here, a refold).
+        case whole
+    }
+
+    /// The write path's part: `key`'s timeline changed. A mark holds the earliest instant of every change since the
+    /// subscription was last summed (eight bytes, big-endian, its sign bit flipped), or nothing for the whole.
+    static func markChanged(_ key: [UInt8], _ change: Change, _ layout: StoreLayout, _ txn: Transaction) throws {
+        let instant: UnixMillis
+        switch change {
+        case .none: return
+        case .whole: return try txn.put(layout.metricDirty, key: key, value: [])
+        case .from(let from): instant = from
+        }
+        if let marked = try txn.get(layout.metricDirty, key: key) {
+            guard let earlier = marked.withUnsafeBytes({ markedInstant($0) }), earlier > instant else { return }
+        }
+        try txn.put(layout.metricDirty, key: key, value: BigEndian.bytes(UInt64(bitPattern: instant) ^ (1 << 63)))
+    }
+
+    /// The instant a mark holds; nil for the whole timeline.
+    private static func markedInstant(_ value: UnsafeRawBufferPointer) -> UnixMillis? {
+        guard value.count == 8 else { return nil }
+        var bits: UInt64 = 0
+        for b in value { bits = bits << 8 | UInt64(b) }
+        return UnixMillis(bitPattern: bits ^ (1 << 63))
     }
 
     /// Sums up to `limit` marked subscriptions into `metric_days`, clearing their marks; how many it did.
     static func catchUp(limit: Int, _ layout: StoreLayout, _ txn: Transaction) throws -> Int {
-        var keys: [[UInt8]] = []
+        var marks: [(key: [UInt8], from: UnixMillis?)] = []
         let cursor = try txn.cursor(layout.metricDirty)
         var entry = try cursor.first()
-        while let e = entry, keys.count < limit {
-            keys.append(Array(e.key))
+        while let e = entry, marks.count < limit {
+            marks.append((Array(e.key), e.value.withUnsafeBytes { markedInstant($0) }))
             entry = try cursor.next()
         }
         var changes = DayChanges()
-        for key in keys {
+        for (key, from) in marks {
             guard let (environment, _) = key.withUnsafeBytes({ StoreLayout.decodeSubscriptionKey($0) }) else {
                 throw LedgerError.corrupted("a metric_dirty key does not name a subscription")
             }
-            let (before, now) = try pointsBeforeAndNow(key, layout, txn)
-            let difference = MetricPoints.difference(from: before, to: now)
+            let (now, difference) = try pointsNowAndDifference(key, restatingFrom: from, layout, txn)
             guard !difference.isEmpty else {
                 _ = try txn.delete(layout.metricDirty, key: key)
                 continue
@@ -45,18 +74,22 @@ enum MetricDays {
             _ = try txn.delete(layout.metricDirty, key: key)
         }
         try changes.write(layout, txn)
-        return keys.count
+        return marks.count
     }
 
-    /// What subscription `key` contributed when last summed in, and what its timeline contributes now.
-    private static func pointsBeforeAndNow(_ key: [UInt8], _ layout: StoreLayout, _ txn: Transaction) throws
-        -> (MetricPoints, MetricPoints)
-    {
+    /// What subscription `key`'s timeline contributes now, and how that differs from what it contributed when last
+    /// summed in, restated from the instant its mark holds (`from`; nil: the whole timeline).
+    private static func pointsNowAndDifference(
+        _ key: [UInt8], restatingFrom from: UnixMillis?, _ layout: StoreLayout, _ txn: Transaction
+    ) throws -> (MetricPoints, [MetricPoints.Point]) {
         let before = try txn.get(layout.metricPoints, key: key).map { stored in
             try stored.withUnsafeBytes { try MetricPoints(decoding: $0) }
+        } ?? MetricPoints()
+        guard let stored = try txn.get(layout.timelines, key: key) else {
+            return (MetricPoints(), MetricPoints.difference(from: before, to: MetricPoints()))
         }
-        let now = try txn.get(layout.timelines, key: key).map { MetricPoints(try StoredTimeline.decode($0)) }
-        return (before ?? MetricPoints(), now ?? MetricPoints())
+        let (now, difference) = MetricPoints.restating(try StoredTimeline.decode(stored), from: from ?? .min, before: before)
+        return (now, difference)
     }
 
     /// Starts the sums over: `metric_days` and `metric_points` emptied and every subscription marked (after a change
@@ -98,13 +131,10 @@ enum MetricDays {
         while let m = mark, m.key.withUnsafeBytes({ $0.starts(with: prefix) }) {
             let key = Array(m.key)
             if key.withUnsafeBytes({ StoreLayout.decodeSubscriptionKey($0)?.0 }) == environment {
-                let (before, now) = try pointsBeforeAndNow(key, layout, txn)
-                for (points, sign) in [(before, Int64(-1)), (now, 1)] {
-                    for p in points.points {
-                        for i in figures.indices {
-                            figures[i].add(p.day &* MetricDayKey.millisPerDay, product: p.product, p.counter, sign &* p.sum)
-                        }
-                    }
+                let from = m.value.withUnsafeBytes { markedInstant($0) }
+                let (_, difference) = try pointsNowAndDifference(key, restatingFrom: from, layout, txn)
+                for p in difference {
+                    for i in figures.indices { figures[i].add(p.day &* MetricDayKey.millisPerDay, product: p.product, p.counter, p.sum) }
                 }
             }
             mark = try marked.next()

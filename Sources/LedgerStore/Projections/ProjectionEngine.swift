@@ -82,11 +82,11 @@ struct ProjectionEngine {
         var timeline: Timeline?
         if let stored = try txn.get(layout.timelines, key: key) {
             // The common case, one input's events after everything known about the latest period: only that
-            // period is decoded, the earlier ones are copied as stored. So when the two sides contribute alike,
-            // the whole timelines do, and the metrics have nothing to sum.
+            // period is decoded, the earlier ones are copied as stored. So where the two sides first differ, the
+            // whole timelines do (the metrics are summed again from there, or not at all).
             if runs.count == 1, let tail = try StoredTimeline.appendingWithTimelines(runs[0], to: stored, rules: rules) {
-                let marking = !Metrics.contributeAlike(tail.before, tail.after)
-                try report.putTimeline(key, tail.bytes, marking: marking, layout, txn)
+                let metrics = Self.metricsChange(from: tail.before, to: tail.after)
+                try report.putTimeline(key, tail.bytes, metrics: metrics, layout, txn)
                 try write(Lifecycle.events(before: tail.before, after: tail.after, seq: runs[0].last!.seq, rules: rules), txn)
                 return
             }
@@ -119,10 +119,15 @@ struct ProjectionEngine {
             timeline = next
         }
         if let timeline {
-            // A subscription's metrics change only with what it contributes (a claim moves its owner, no figure).
-            let marking = before.map { !Metrics.contributeAlike($0, timeline) } ?? true
-            try report.putTimeline(key, StoredTimeline.encode(timeline), marking: marking, layout, txn)
+            let metrics = before.map { Self.metricsChange(from: $0, to: timeline) } ?? .whole
+            try report.putTimeline(key, StoredTimeline.encode(timeline), metrics: metrics, layout, txn)
         }
+    }
+
+    /// What a write did to a subscription's metrics: they change only with what it contributes (a claim moves its
+    /// owner, no figure), from the first instant where that may differ.
+    static func metricsChange(from before: Timeline, to after: Timeline) -> MetricDays.Change {
+        Metrics.firstChange(before, after).map { .from($0) } ?? .none
     }
 
     /// The events of a subscription's group split by input, in log order.
@@ -171,7 +176,7 @@ struct ProjectionEngine {
             if !scan.events.isEmpty {
                 let timeline = Timeline.fold(
                     scan.events, originalTransactionId: otid, environment: environment, rules: rules, ties: .canonical)
-                try report.putTimeline(key, StoredTimeline.encode(timeline), marking: false, layout, txn)
+                try report.putTimeline(key, StoredTimeline.encode(timeline), metrics: .none, layout, txn)
                 let inputs = try LifecycleReplay.inputs(of: scan.events, layout, txn)
                 for said in LifecycleReplay.entries(
                     scan.events, inputs: inputs, otid: otid, environment: environment, rules: rules)

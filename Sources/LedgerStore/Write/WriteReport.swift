@@ -24,13 +24,13 @@ struct WriteReport {
         var user: AppUserID
     }
 
-    /// Writes a subscription's timeline, and marks its metrics for the follower to sum again (`marking`: false when
-    /// the caller resets them all).
+    /// Writes a subscription's timeline, and marks its metrics for the follower to sum again as far as `metrics`
+    /// says they changed (`.none` too when the caller resets them all).
     mutating func putTimeline(
-        _ key: [UInt8], _ bytes: [UInt8], marking: Bool = true, _ layout: StoreLayout, _ txn: Transaction
+        _ key: [UInt8], _ bytes: [UInt8], metrics: MetricDays.Change, _ layout: StoreLayout, _ txn: Transaction
     ) throws {
         try txn.put(layout.timelines, key: key, value: bytes)
-        if marking { try MetricDays.markChanged(key, layout, txn) }
+        try MetricDays.markChanged(key, metrics, layout, txn)
         subscriptions.insert(key)
     }
 
