@@ -3,14 +3,14 @@
 # machine's load or clock, so two builds compare side by side on a shared VM (wall-clock figures are still the
 # benchmarks' job; this says whether a change does more work).
 #
-# usage: benchmarks/instructions.sh [--ops "fold tail5 tail100 past decode encode"] [CHECKOUT ...]
+# usage: benchmarks/instructions.sh [--ops "fold tail5 tail100 past metrics100 restate100 decode encode"] [CHECKOUT ...]
 #   Each CHECKOUT (default: this repository) is built in release mode with the workload in benchmarks/Sources, in a
 #   scratch package under ${TMPDIR:-/tmp}/storeledger-instructions; each operation runs at two counts and the
 #   difference is divided, so setup cancels out. With two checkouts the table gives the ratio second ÷ first.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
-ops="fold tail5 tail100 past decode encode"
+ops="fold tail5 tail100 past metrics100 restate100 decode encode"
 checkouts=()
 while (($#)); do
     case "$1" in
@@ -29,7 +29,7 @@ fi
 # Counts per operation: large enough that the difference dwarfs noise in setup, small enough for callgrind.
 counts() {
     case "$1" in
-        fold) echo "10 60" ;; past) echo "5 25" ;; tail5|tail100) echo "100 1100" ;; decode|encode) echo "1000 11000" ;;
+        fold) echo "10 60" ;; past) echo "5 25" ;; metrics100) echo "2 12" ;; restate100) echo "100 1100" ;; tail5|tail100) echo "100 1100" ;; decode|encode) echo "1000 11000" ;;
         *) echo "unknown operation $1" >&2; exit 2 ;;
     esac
 }

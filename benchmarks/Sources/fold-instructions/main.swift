@@ -15,6 +15,8 @@ import LedgerCodec
 //   tail5     an incremental update at the tail of a stored 5-period timeline
 //   tail100   the same, 100 periods
 //   past      an update in the past of a 100-event timeline (refold)
+//   metrics100  a 100-period timeline's metric changes after a renewal, all of them (Metrics.contributions)
+//   restate100  the same, restated from where the renewal changed the timeline (what the metrics follower sums)
 //   decode    one stored event decoded
 //   encode    one fact encoded
 
@@ -22,7 +24,7 @@ import LedgerCodec
 
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let count = Int(arguments[2]), count >= 0 else {
-    print("usage: fold-instructions fold|tail5|tail100|past|decode|encode COUNT")
+    print("usage: fold-instructions fold|tail5|tail100|past|metrics100|restate100|decode|encode COUNT")
     exit(2)
 }
 switch arguments[1] {
@@ -40,6 +42,21 @@ case "past":
     let stored = fold(events).encoded()
     let refund = pastRefund(in: events)
     for _ in 0..<count { consume(update(stored: stored, with: refund, all: events)) }
+case "metrics100", "restate100":
+    let events = history(otid: 7, periods: 100, events: 100)
+    let before = fold(events)
+    let after = fold(events + [nextRenewal(after: events)])
+    let from = Metrics.firstChange(before, after) ?? .min
+    let restating = arguments[1] == "restate100"
+    var changes = 0
+    for _ in 0..<count {
+        if restating {
+            Metrics.contributions(of: after, restatingFrom: from, roundedDown: { $0 / 86_400_000 * 86_400_000 }) { _, _, _, _ in changes += 1 }
+        } else {
+            Metrics.contributions(of: after) { _, _, _, _ in changes += 1 }
+        }
+    }
+    consume(changes)
 case "decode":
     let encoded = (0..<10).flatMap { history(otid: $0, periods: 40, events: 100) }.map {
         ($0.seq, LedgerEvent.encode(fact: $0.fact, metadata: $0.metadata))
