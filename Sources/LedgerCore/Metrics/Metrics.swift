@@ -149,11 +149,10 @@ public enum Metrics {
     /// later periods (`MetricCounter.isStatedWhole`: the cohort, its retention, trial conversions). The window
     /// begins at `from` or earlier (`round` of an instant, where the subscription was live just before, since a
     /// churn reads the lapse after it; the beginning of time when it was never live before), and that beginning is
-    /// returned. When the
-    /// timeline's states before `from` are those of an earlier timeline of the subscription and the periods begun
-    /// before it are the same (`firstChange`), the earlier timeline's changes dated before the window (those stated
-    /// whole left out), with these, are exactly `contributions(of:_:)`: a tail step restates its tail, not the whole
-    /// timeline.
+    /// returned. When the timeline's states before `from` are those of an earlier timeline of the subscription and
+    /// the periods begun before it are the same (`firstChange`), the earlier timeline's changes dated before the
+    /// window (those stated whole left out), with these, are exactly `contributions(of:_:)`: a tail step restates
+    /// its tail, not the whole timeline.
     /// - Complexity: O(instants in the window and the lapse before it × (periods and changes) + periods).
     @discardableResult
     public static func contributions(

@@ -7,8 +7,8 @@ import LedgerCore
 /// The write path only marks each subscription whose timeline's contributions changed (`metric_dirty`), with the
 /// first instant they may differ at (`Metrics.firstChange`). The follower (`MetricsFollower`) then sums each marked
 /// subscription in, off the write path and coalesced (a subscription an append burst touched many times is summed
-/// once): what its timeline contributes now less what it contributed when last summed (`metric_points`), the
-/// counters that follow its states restated from the marked instant's day only (a renewal restates its tail). A
+/// once): what its timeline contributes now less what it contributed when last summed (`metric_points`), restated
+/// from the marked instant's day on (`MetricPoints.restating`: a renewal restates its tail, not its history). A
 /// read adds the same correction for subscriptions still marked, so every answer is exact whatever the follower has
 /// done; buckets of whole UTC days as known now cost O(days × products + marked subscriptions), whatever the number
 /// of subscriptions.
