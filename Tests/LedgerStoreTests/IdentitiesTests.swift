@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import LMDB
 import LedgerCore
+import LedgerErrors
 @testable import LedgerStore
 import Testing
 
@@ -75,5 +76,32 @@ import Testing
         #expect(again == Identities.pseudonym(of: "dave@example.com", seed: [1, 2, 3], attempt: 1))
         #expect(again != dave)
         #expect(try t.ledger.audit.verify().fault == nil)
+    }
+}
+
+/// An erasure finds a refusal by the forgotten value in every form a client writes it into a request or a body.
+@Suite struct RefusalSearchTests {
+    static func refusal(raw: String, request: String? = nil) -> RejectedInput {
+        var r = RejectedInput(raw: Array(raw.utf8), code: .invalidJSON, message: "not JSON", receivedAt: 0)
+        r.request = request
+        return r
+    }
+
+    @Test func aValueIsFoundAsSentJSONEscapedAndPercentEncodedInEveryCase() {
+        let id = "person+42@example.org"
+        let found: [RejectedInput] = [
+            Self.refusal(raw: "x", request: "POST /v1/events?appUserId=person%2B42%40example.org&bogus=1"),
+            Self.refusal(raw: "x", request: "POST /v1/events?appUserId=person%2b42%40example%2Eorg"),
+            Self.refusal(raw: "appUserId=person%2B42%40example.org&x=1"),
+            Self.refusal(raw: #"{"appUserId":"person+42\u0040example.org""#),
+            Self.refusal(raw: #"{"appUserId":"person+42@example.org""#),
+        ]
+        for r in found { #expect(Identities.mentions(r, [id]), "\(r.request ?? String(decoding: r.raw, as: UTF8.self))") }
+        // A space written as '+' in a form.
+        #expect(Identities.mentions(Self.refusal(raw: "x", request: "POST /v1/events?appUserId=ana+maria"), ["ana maria"]))
+        // Another person's id, or a prefix of the value, is not this one.
+        for other in ["person%2B43%40example.org", "person%2B42%40example", "person42%40example.org"] {
+            #expect(!Identities.mentions(Self.refusal(raw: "x", request: "POST /v1/events?appUserId=\(other)"), [id]), "\(other)")
+        }
     }
 }

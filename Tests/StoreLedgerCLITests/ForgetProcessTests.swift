@@ -13,6 +13,7 @@ import Testing
     static let day: Int64 = 86_400_000
     static let start: Int64 = 1_740_819_600_000  // 2025-03-01T09:00:00Z
     static let alice = "alice.forgotten@example.com"
+    static let aliceEncoded = "alice.forgotten%40example.com"
     static let aliceToken = "a11ce000-0000-4000-8000-000000000001"
     static let bobToken = "b0b00000-0000-4000-8000-000000000002"
 
@@ -88,11 +89,13 @@ import Testing
             let response = try await client.post("/v1/events", body: Array(input.utf8))
             #expect(response.status == 200, "\(response.text)")
         }
-        // Refused inputs that name her (a claim that does not parse; a request refused for its query) and bob.
+        // Refused inputs that name her (a claim that does not parse; requests refused for their query, her id as
+        // sent and as every HTTP client percent-encodes it, the '.' left as it is) and bob.
         for (body, query) in [
             (#"{"type":"binding","payload":{"appUserId":"\#(Self.alice)","originalTransactionId":"101","claimedAt":"soon"}}"#, ""),
             (#"{"type":"binding","payload":{"appUserId":"bob","originalTransactionId":"202","claimedAt":"soon"}}"#, ""),
             (#"{"type":"binding","payload":{}}"#, "?appUserId=\(Self.alice)&bogus=1"),
+            (#"{"type":"binding","payload":{}}"#, "?appUserId=\(Self.aliceEncoded)&bogus=1"),
         ] {
             let refused = try await client.post("/v1/events" + query, body: Array(body.utf8))
             #expect(refused.status == 400 || refused.text.contains("wrong_type"), "\(refused.text)")
@@ -150,7 +153,7 @@ import Testing
             _ = try Self.cli(["verify", "--data", copy])
         }
         _ = try Self.cli(["replay", "--check", "--data", restored])
-        for needle in [Self.alice, Self.aliceToken] {
+        for needle in [Self.alice, Self.aliceEncoded, Self.aliceToken] {
             let found = Self.holding(needle, in: [ledger, export, backup, restored, imported])
             #expect(found.isEmpty, "\(needle) is in \(found)")
         }
@@ -165,9 +168,10 @@ import Testing
         // The refusals that named her are erased; bob's is kept whole, in the ledger and in each copy.
         for copy in [ledger, restored, imported] {
             let refusals = try Self.cli(["rejected", "--data", copy, "--json"]).stdout
-            #expect(refusals.components(separatedBy: "\"erased\":true").count - 1 == 2, "\(copy): \(refusals)")
+            #expect(refusals.components(separatedBy: "\"erased\":true").count - 1 == 3, "\(copy): \(refusals)")
+            #expect(!refusals.contains(Self.aliceEncoded), "\(copy): \(refusals)")
             let table = try Self.cli(["rejected", "--data", copy]).stdout
-            #expect(table.components(separatedBy: "(erased: it named a person the ledger forgot)").count - 1 == 2, "\(table)")
+            #expect(table.components(separatedBy: "(erased: it named a person the ledger forgot)").count - 1 == 3, "\(table)")
             #expect(refusals.contains(Data(#"{"type":"binding","payload":{"appUserId":"bob","originalTransactionId":"202","claimedAt":"soon"}}"#.utf8).base64EncodedString()))
         }
         let erasure = try Self.cli(["events", "--data", restored, "--json", "--after", "\(lastSeq)"]).stdout

@@ -388,11 +388,13 @@ extension Identities {
     /// A refusal's key as `sealRefusal` keeps it: nonce, the 32 bytes, tag.
     static let wrappedKeyBytes = 32 + Sealing.overhead
 
-    /// Whether a refusal's content holds any of `values`: as sent, percent-encoded (a request's query), and for a
-    /// token in either case; in its bytes, also JSON-escaped or inside a JWS's payload (`RefusalText`).
+    /// Whether a refusal's content holds any of `values`: as sent, percent-encoded, and for a token in either case;
+    /// in its message and request also percent-decoded or JSON-escaped, and in its bytes inside a JWS's payload too
+    /// (`RefusalText`).
     static func mentions(_ refusal: RejectedInput, _ values: [String]) -> Bool {
         let haystacks =
-            [Array(refusal.message.utf8), Array((refusal.request ?? "").utf8)] + RefusalText.readableForms(refusal.raw)
+            RefusalText.textForms(Array(refusal.message.utf8)) + RefusalText.textForms(Array((refusal.request ?? "").utf8))
+            + RefusalText.readableForms(refusal.raw)
         for value in values where !value.isEmpty {
             var needles = Set([value, value.lowercased(), value.uppercased()])
             if let encoded = value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) { needles.insert(encoded) }

@@ -1,9 +1,10 @@
 import Foundation
 
 /// The forms in which a refused input's bytes may spell a value, for an erasure to find it: the bytes as received,
-/// the same with JSON's string escapes undone (`\u002d`, `\/`), and the payloads of the compact JWS they hold
-/// (base64url), those payloads' own JWS in turn (a notification's signed transaction). A refusal is kept because
-/// it could not be decoded, so its bytes are searched, not parsed.
+/// the same with JSON's string escapes undone (`\u002d`, `\/`), with URL percent-encoding undone (a request's query
+/// as every HTTP client writes it, `person%2B42%40example.org`, or a form body), and the payloads of the compact JWS
+/// they hold (base64url), those payloads' own JWS in turn (a notification's signed transaction). A refusal is kept
+/// because it could not be decoded, so its bytes are searched, not parsed.
 enum RefusalText {
     static func readableForms(_ bytes: [UInt8]) -> [[UInt8]] {
         var forms: [[UInt8]] = []
@@ -11,11 +12,54 @@ enum RefusalText {
         return forms
     }
 
-    private static func add(_ bytes: [UInt8], to forms: inout [[UInt8]], depth: Int) {
-        forms.append(bytes)
+    /// A text's forms without the JWS payloads: as it is, JSON-unescaped, percent-decoded (a request's target, a
+    /// message quoting one).
+    static func textForms(_ bytes: [UInt8]) -> [[UInt8]] {
+        var forms = [bytes]
         if bytes.contains(UInt8(ascii: "\\")) { forms.append(jsonUnescaped(bytes)) }
+        forms += percentDecodedForms(bytes)
+        return forms
+    }
+
+    private static func add(_ bytes: [UInt8], to forms: inout [[UInt8]], depth: Int) {
+        forms += textForms(bytes)
         guard depth < 3 else { return }
         for payload in jwsPayloads(bytes) { add(payload, to: &forms, depth: depth + 1) }
+    }
+
+    /// The bytes with every `%XX` replaced by the byte it stands for, and the same with `+` read as a space too (a
+    /// query or form written as `application/x-www-form-urlencoded`); none when the bytes hold neither.
+    static func percentDecodedForms(_ bytes: [UInt8]) -> [[UInt8]] {
+        let percent = bytes.contains(UInt8(ascii: "%"))
+        let plus = bytes.contains(UInt8(ascii: "+"))
+        guard percent || plus else { return [] }
+        func decoded(plusIsSpace: Bool) -> [UInt8] {
+            func hex(_ b: UInt8) -> UInt8? {
+                switch b {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): b - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): b - UInt8(ascii: "a") + 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): b - UInt8(ascii: "A") + 10
+                default: nil
+                }
+            }
+            var out: [UInt8] = []
+            out.reserveCapacity(bytes.count)
+            var i = 0
+            while i < bytes.count {
+                if bytes[i] == UInt8(ascii: "%"), i + 2 < bytes.count, let high = hex(bytes[i + 1]), let low = hex(bytes[i + 2]) {
+                    out.append(high << 4 | low)
+                    i += 3
+                } else {
+                    out.append(plusIsSpace && bytes[i] == UInt8(ascii: "+") ? UInt8(ascii: " ") : bytes[i])
+                    i += 1
+                }
+            }
+            return out
+        }
+        var forms: [[UInt8]] = []
+        if percent { forms.append(decoded(plusIsSpace: false)) }
+        if plus { forms.append(decoded(plusIsSpace: true)) }
+        return forms
     }
 
     /// The bytes with every JSON escape sequence replaced by what it stands for (UTF-8); anything else unchanged.
